@@ -1,0 +1,2 @@
+//! The taint-preservation policy as a Kubewarden (waPC) module.
+taintguard_kubewarden::policy!(taintguard::taint_preservation::TaintPreservation);

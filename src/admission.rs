@@ -1,0 +1,160 @@
+//! A borrowed view of a Kubernetes `AdmissionRequest`: only the fields the policies read are
+//! decoded; `object` and `oldObject` stay raw text for the policy to view and splice.
+
+use serde::Deserialize;
+
+use crate::json::{JsonStr, Raw};
+use crate::principal::Principal;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct GroupVersionKind<'a> {
+    #[serde(borrow, default)]
+    pub group: JsonStr<'a>,
+    #[serde(borrow, default)]
+    pub version: JsonStr<'a>,
+    #[serde(borrow, default)]
+    pub kind: JsonStr<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct UserInfo<'a> {
+    #[serde(borrow, default)]
+    pub username: JsonStr<'a>,
+    #[serde(borrow, default)]
+    pub groups: Vec<JsonStr<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest<'a> {
+    #[serde(borrow, default)]
+    pub uid: JsonStr<'a>,
+    #[serde(borrow)]
+    pub kind: GroupVersionKind<'a>,
+    #[serde(borrow, default)]
+    pub sub_resource: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub namespace: Option<JsonStr<'a>>,
+    pub operation: Operation,
+    #[serde(borrow)]
+    pub user_info: UserInfo<'a>,
+    #[serde(borrow, default)]
+    pub object: Raw<'a>,
+    #[serde(borrow, default)]
+    pub old_object: Raw<'a>,
+}
+
+/// A request that could not be read: the message says which field and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedRequest(pub String);
+
+impl std::fmt::Display for MalformedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "malformed admission request: {}", self.0)
+    }
+}
+
+impl<'a> AdmissionRequest<'a> {
+    /// Reads the request from `text`, an `AdmissionRequest` JSON object.
+    pub fn parse(text: &'a str) -> Result<AdmissionRequest<'a>, MalformedRequest> {
+        serde_json::from_str(text).map_err(|e| MalformedRequest(describe_error(text, &e)))
+    }
+
+    pub fn principal(&self) -> Principal<'_> {
+        Principal {
+            username: self.user_info.username.as_str(),
+            groups: &self.user_info.groups,
+        }
+    }
+
+    /// True for the main resource of `kind` in the core group (not a subresource).
+    pub fn is_core(&self, kind: &str) -> bool {
+        self.kind.group.as_str().is_empty() && self.kind.kind.as_str() == kind && self.sub_resource.is_none()
+    }
+}
+
+/// Turns a serde_json error into a message that names the field. serde_json reports the line and
+/// column; for one-line JSON the column is a byte offset, so the key just before it is quoted.
+pub fn describe_error(text: &str, error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+    if error.line() == 0 {
+        return message;
+    }
+    let offset = text
+        .split_inclusive('\n')
+        .take(error.line() - 1)
+        .map(str::len)
+        .sum::<usize>()
+        + error.column();
+    match last_key_before(text, offset.min(text.len())) {
+        Some(key) => format!("{message} (near field `{key}`, byte {offset})"),
+        None => format!("{message} (byte {offset})"),
+    }
+}
+
+/// The last object key that starts before `offset`, found by scanning back for `"…":`.
+fn last_key_before(text: &str, offset: usize) -> Option<&str> {
+    let head = text.get(..offset)?;
+    let mut search = head;
+    while let Some(colon) = search.rfind(':') {
+        let before = search[..colon].trim_end();
+        if let Some(stripped) = before.strip_suffix('"') {
+            if let Some(open) = stripped.rfind('"') {
+                let key = &stripped[open + 1..];
+                if !key.contains(['{', '}', ',', '[', ']']) {
+                    return Some(key);
+                }
+            }
+        }
+        search = &search[..colon];
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_requests_name_the_field() {
+        let cases = [
+            (r#"{"kind":{"kind":"Node"},"userInfo":{}}"#, "missing field `operation`"),
+            (r#"{"kind":{"kind":"Node"},"operation":"PATCH","userInfo":{}}"#, "unknown variant `PATCH`"),
+            (
+                r#"{"kind":{"kind":"Node"},"operation":"UPDATE","userInfo":{"username":7}}"#,
+                "near field `username`",
+            ),
+            (r#"[1,2]"#, "invalid type"),
+            (r#"{"kind":"#, "EOF while parsing"),
+        ];
+        for (text, want) in cases {
+            let err = AdmissionRequest::parse(text).unwrap_err();
+            assert!(err.to_string().contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn reads_only_what_it_needs() {
+        let text = r#"{"uid":"1","kind":{"group":"","version":"v1","kind":"Node"},"resource":{"resource":"nodes"},
+            "operation":"UPDATE","userInfo":{"username":"alice","groups":["a","b"],"extra":{"x":["y"]}},
+            "object":{"metadata":{}},"oldObject":null,"dryRun":false,"options":{"kind":"UpdateOptions"}}"#;
+        let req = AdmissionRequest::parse(text).unwrap();
+        assert!(req.is_core("Node"));
+        assert_eq!(req.operation, Operation::Update);
+        assert_eq!(req.principal().groups.len(), 2);
+        assert_eq!(req.object.value(), Some(r#"{"metadata":{}}"#));
+        assert_eq!(req.old_object.value(), None);
+    }
+}

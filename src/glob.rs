@@ -1,0 +1,242 @@
+//! Shell-style globs for taint keys, principal names and namespaces.
+//!
+//! `*` matches any run of characters (`/` included), `?` one character, `[abc]`, `[a-z]` and
+//! `[!abc]` one character of (or not of) a set, and `\` escapes the next character.
+//! A pattern without metacharacters is an exact comparison.
+
+use std::fmt;
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct Glob {
+    source: String,
+    kind: Kind,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Kind {
+    Exact,
+    /// `prefix*`: the commonest shape (`node.kubernetes.io/*`), matched without the engine.
+    Prefix(String),
+    Tokens(Vec<Token>),
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Token {
+    Char(char),
+    Any,
+    Star,
+    Class { negated: bool, ranges: Vec<(char, char)> },
+}
+
+/// Why a pattern is not a glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobError(pub &'static str);
+
+impl fmt::Display for GlobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Result<Glob, GlobError> {
+        if pattern.is_empty() {
+            return Err(GlobError("empty pattern"));
+        }
+        let tokens = tokenize(pattern)?;
+        // An escaped literal compares against its unescaped text.
+        let literal_text = tokens
+            .iter()
+            .all(|t| matches!(t, Token::Char(_)))
+            .then(|| literal(&tokens));
+        let kind = if literal_text.is_some() {
+            Kind::Exact
+        } else if let Some((Token::Star, head)) = tokens.split_last() {
+            if head.iter().all(|t| matches!(t, Token::Char(_))) {
+                Kind::Prefix(literal(head))
+            } else {
+                Kind::Tokens(tokens)
+            }
+        } else {
+            Kind::Tokens(tokens)
+        };
+        let source = literal_text.unwrap_or_else(|| pattern.to_owned());
+        Ok(Glob { source, kind })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        match &self.kind {
+            Kind::Exact => self.source == text,
+            Kind::Prefix(prefix) => text.starts_with(prefix.as_str()),
+            Kind::Tokens(tokens) => match_tokens(tokens, text),
+        }
+    }
+}
+
+impl fmt::Debug for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Glob({:?})", self.source)
+    }
+}
+
+fn literal(tokens: &[Token]) -> String {
+    tokens
+        .iter()
+        .map(|t| match t {
+            Token::Char(c) => *c,
+            _ => unreachable!("literal() is only called on character tokens"),
+        })
+        .collect()
+}
+
+fn tokenize(pattern: &str) -> Result<Vec<Token>, GlobError> {
+    let mut tokens = Vec::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        tokens.push(match c {
+            '*' => {
+                if tokens.last() == Some(&Token::Star) {
+                    continue;
+                }
+                Token::Star
+            }
+            '?' => Token::Any,
+            '\\' => Token::Char(chars.next().ok_or(GlobError("trailing `\\` escapes nothing"))?),
+            '[' => class(&mut chars)?,
+            c => Token::Char(c),
+        });
+    }
+    Ok(tokens)
+}
+
+fn class(chars: &mut std::str::Chars<'_>) -> Result<Token, GlobError> {
+    const UNCLOSED: GlobError = GlobError("unclosed `[` character class");
+    let mut negated = false;
+    let mut ranges = Vec::new();
+    let mut first = true;
+    loop {
+        let c = chars.next().ok_or(UNCLOSED)?;
+        match c {
+            '!' if first && !negated => {
+                negated = true;
+                continue;
+            }
+            ']' if !first => break,
+            _ => {}
+        }
+        first = false;
+        let low = if c == '\\' { chars.next().ok_or(UNCLOSED)? } else { c };
+        let mut lookahead = chars.clone();
+        if lookahead.next() == Some('-') && lookahead.clone().next().is_some_and(|n| n != ']') {
+            chars.next();
+            let mut high = chars.next().ok_or(UNCLOSED)?;
+            if high == '\\' {
+                high = chars.next().ok_or(UNCLOSED)?;
+            }
+            if high < low {
+                return Err(GlobError("character range is out of order"));
+            }
+            ranges.push((low, high));
+        } else {
+            ranges.push((low, low));
+        }
+    }
+    Ok(Token::Class { negated, ranges })
+}
+
+fn token_matches(token: &Token, c: char) -> bool {
+    match token {
+        Token::Char(t) => *t == c,
+        Token::Any => true,
+        Token::Star => unreachable!("stars are handled by the matcher"),
+        Token::Class { negated, ranges } => {
+            ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)) != *negated
+        }
+    }
+}
+
+/// Iterative wildcard matching with single-star backtracking: linear in practice, no recursion.
+fn match_tokens(tokens: &[Token], text: &str) -> bool {
+    let (mut t, mut s) = (0usize, 0usize);
+    let mut resume: Option<(usize, usize)> = None;
+    while s < text.len() {
+        let c = text[s..].chars().next().expect("s is on a char boundary");
+        match tokens.get(t) {
+            Some(Token::Star) => {
+                resume = Some((t, s));
+                t += 1;
+                continue;
+            }
+            Some(token) if token_matches(token, c) => {
+                t += 1;
+                s += c.len_utf8();
+                continue;
+            }
+            _ => {}
+        }
+        match resume {
+            Some((star, from)) => {
+                let skipped = text[from..].chars().next().expect("from < len").len_utf8();
+                resume = Some((star, from + skipped));
+                t = star + 1;
+                s = from + skipped;
+            }
+            None => return false,
+        }
+    }
+    tokens[t..].iter().all(|tok| *tok == Token::Star)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matching_table() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("node.kubernetes.io/*", "node.kubernetes.io/not-ready", true),
+            ("node.kubernetes.io/*", "node.kubernetes.io", false),
+            ("node.kubernetes.io/*", "xnode.kubernetes.io/a", false),
+            ("*", "", true),
+            ("*", "anything/at:all", true),
+            ("exact", "exact", true),
+            ("exact", "Exact", false),
+            ("a?c", "abc", true),
+            ("a?c", "aüc", true),
+            ("a?c", "ac", false),
+            ("*.csi.*/agent-not-ready", "ebs.csi.aws.com/agent-not-ready", true),
+            ("*.csi.*/agent-not-ready", "ebs.csi.aws.com/agent-ready", false),
+            ("[a-c]x", "bx", true),
+            ("[a-c]x", "dx", false),
+            ("[!a-c]x", "dx", true),
+            ("[]]", "]", true),
+            ("[a-]", "-", true),
+            ("a\\*", "a*", true),
+            ("a\\*", "ab", false),
+            ("*a*b*c*", "xxaxxbxxcxx", true),
+            ("*a*b*c*", "xxaxxcxxbxx", false),
+            ("system:serviceaccount:*:karpenter", "system:serviceaccount:kube-system:karpenter", true),
+            ("kube-*/hostpath-*", "kube-system/hostpath-provisioner", true),
+        ];
+        for (pattern, text, want) in cases {
+            let glob = Glob::new(pattern).unwrap();
+            assert_eq!(glob.matches(text), *want, "{pattern:?} ~ {text:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_patterns() {
+        for (pattern, why) in [
+            ("", "empty pattern"),
+            ("[abc", "unclosed `[` character class"),
+            ("abc\\", "trailing `\\` escapes nothing"),
+            ("[z-a]", "character range is out of order"),
+        ] {
+            assert_eq!(Glob::new(pattern).unwrap_err().0, why, "{pattern:?}");
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Borrowed views into JSON text, and edits spliced back into that same text.
+//!
+//! Admission requests are large (a Node with its image list is tens of kilobytes) and the policies
+//! read a handful of fields. Parsing borrows: every value we do not read stays an untouched
+//! `&RawValue` slice of the request, and a mutation is a list of byte-range edits applied to the
+//! original text. Nothing is re-serialised, so key order, formatting and fields that no Kubernetes
+//! version we know of has all survive a mutation.
+
+mod splice;
+mod text;
+
+pub use splice::Splice;
+pub use text::{members, write_str, JsonStr, Raw};
+
+use std::ops::Range;
+
+/// The byte range `inner` occupies inside `outer`.
+///
+/// Both must be slices of one buffer: every `&RawValue` produced by `serde_json::from_str` on a
+/// `&str` borrows from that string, which is how all views in this crate are made.
+pub fn span_in(outer: &str, inner: &str) -> Range<usize> {
+    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
+    debug_assert!(start + inner.len() <= outer.len(), "span outside of its document");
+    start..start + inner.len()
+}

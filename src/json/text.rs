@@ -1,0 +1,158 @@
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// A JSON string that borrows from the document unless it contains escapes.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct JsonStr<'a>(pub Cow<'a, str>);
+
+impl<'a> JsonStr<'a> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for JsonStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for JsonStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+        impl<'de> Visitor<'de> for StrVisitor {
+            type Value = JsonStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+/// A member that may be absent, kept as raw text when present, `null` included.
+///
+/// `Option<&RawValue>` turns `null` into `None`, which loses the place of the member: a later
+/// insertion would then write the key a second time. `Raw` keeps the `null` text so that an edit
+/// replaces it instead.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Raw<'a>(pub Option<&'a RawValue>);
+
+impl<'a> Raw<'a> {
+    /// The member's text, `null` included; `None` when the key is absent.
+    pub fn text(&self) -> Option<&'a str> {
+        self.0.map(RawValue::get)
+    }
+
+    /// The member's text unless it is absent or `null`.
+    pub fn value(&self) -> Option<&'a str> {
+        self.text().filter(|t| *t != "null")
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(deserializer).map(|raw| Raw(Some(raw)))
+    }
+}
+
+/// The members of a JSON object, in document order, with their values as raw text.
+pub fn members(object: &str) -> Result<Vec<(JsonStr<'_>, &RawValue)>, serde_json::Error> {
+    struct Members;
+    impl<'de> Visitor<'de> for Members {
+        type Value = Vec<(JsonStr<'de>, &'de RawValue)>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(entry) = map.next_entry()? {
+                out.push(entry);
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(object);
+    de.deserialize_map(Members)
+}
+
+/// Appends `s` to `out` as a JSON string literal.
+pub fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            out.push_str(&format!("\\u{b:04x}"));
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_str_escapes_like_serde_json() {
+        for s in ["plain", "quote\"back\\slash", "ctl\u{1}\n\t\r", "ünï\u{7f}", ""] {
+            let mut out = String::new();
+            write_str(&mut out, s);
+            assert_eq!(out, serde_json::to_string(s).unwrap(), "for {s:?}");
+        }
+    }
+
+    #[test]
+    fn raw_keeps_null_and_absence_apart() {
+        #[derive(serde::Deserialize)]
+        struct Doc<'a> {
+            #[serde(borrow, default)]
+            a: Raw<'a>,
+            #[serde(borrow, default)]
+            b: Raw<'a>,
+        }
+        let doc: Doc = serde_json::from_str(r#"{"a": null}"#).unwrap();
+        assert_eq!(doc.a.text(), Some("null"));
+        assert_eq!(doc.a.value(), None);
+        assert_eq!(doc.b.text(), None);
+    }
+
+    #[test]
+    fn members_borrow_in_order() {
+        let m = members(r#"{"z":1,"a\u0041":[2],"m":{"x":null}}"#).unwrap();
+        let keys: Vec<_> = m.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["z", "aA", "m"]);
+        assert_eq!(m[2].1.get(), r#"{"x":null}"#);
+    }
+}

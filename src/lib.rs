@@ -1,0 +1,19 @@
+//! taintguard: the engine-independent core of admission policies that keep node taints and
+//! cordons from being lost and put the right tolerations on workloads.
+//!
+//! Nothing here knows about any engine ABI. A policy implements [`policy::Policy`]; the adapters
+//! (`abi/*`) turn engine payloads into calls of [`policy::Policy::validate`] and write the
+//! [`verdict::Verdict`] the way their engine expects.
+
+pub mod admission;
+pub mod glob;
+pub mod json;
+pub mod policy;
+pub mod principal;
+pub mod settings;
+pub mod taint;
+pub mod taint_preservation;
+pub mod verdict;
+
+pub use policy::Policy;
+pub use verdict::Verdict;

@@ -1,0 +1,191 @@
+//! Who made a request, and lists of principals that settings permit.
+
+use crate::glob::Glob;
+use crate::json::JsonStr;
+use crate::settings::{Fields, SettingsError};
+
+const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+const NODE_PREFIX: &str = "system:node:";
+const NODES_GROUP: &str = "system:nodes";
+
+/// The requester of an admission request, as `userInfo` names it.
+#[derive(Debug, Clone, Copy)]
+pub struct Principal<'r> {
+    pub username: &'r str,
+    pub groups: &'r [JsonStr<'r>],
+}
+
+/// What kind of identity a username is. Kubernetes reserves the `system:` prefix, so a person's
+/// username can never start with it; everything else authenticated is taken to be a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity<'r> {
+    Person,
+    /// `system:serviceaccount:<namespace>:<name>`, kept as `<namespace>/<name>`.
+    ServiceAccount { namespace: &'r str, name: &'r str },
+    Node,
+    /// Any other `system:` identity, and the empty username.
+    System,
+}
+
+impl<'r> Principal<'r> {
+    pub fn identity(&self) -> Identity<'r> {
+        let username = self.username;
+        if let Some(rest) = username.strip_prefix(SERVICE_ACCOUNT_PREFIX) {
+            return match rest.split_once(':') {
+                Some((namespace, name)) => Identity::ServiceAccount { namespace, name },
+                None => Identity::System,
+            };
+        }
+        if username.starts_with(NODE_PREFIX) || self.in_group(NODES_GROUP) {
+            Identity::Node
+        } else if username.is_empty() || username.starts_with("system:") {
+            Identity::System
+        } else {
+            Identity::Person
+        }
+    }
+
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g.as_str() == group)
+    }
+
+    /// How the requester is named in messages.
+    pub fn describe(&self) -> String {
+        if self.username.is_empty() {
+            "an anonymous requester".to_owned()
+        } else {
+            format!("{:?}", self.username)
+        }
+    }
+}
+
+/// Principals that settings permit: people as a class, plus named users, groups and service
+/// accounts (`namespace/name`), each a glob.
+#[derive(Debug, Clone, Default)]
+pub struct PrincipalList {
+    pub people: bool,
+    pub users: Vec<Glob>,
+    pub groups: Vec<Glob>,
+    pub service_accounts: Vec<Glob>,
+}
+
+impl PrincipalList {
+    /// Reads a principal list; fields left out take the values of `defaults`.
+    pub fn from_settings(
+        mut fields: Fields<'_>,
+        defaults: &PrincipalList,
+    ) -> Result<PrincipalList, SettingsError> {
+        let people = fields.bool("people")?.unwrap_or(defaults.people);
+        let users = fields.globs("users", name_glob)?.unwrap_or_else(|| defaults.users.clone());
+        let groups = fields.globs("groups", name_glob)?.unwrap_or_else(|| defaults.groups.clone());
+        let service_accounts = fields
+            .globs("serviceAccounts", service_account_glob)?
+            .unwrap_or_else(|| defaults.service_accounts.clone());
+        fields.finish()?;
+        Ok(PrincipalList {
+            people,
+            users,
+            groups,
+            service_accounts,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.people && self.users.is_empty() && self.groups.is_empty() && self.service_accounts.is_empty()
+    }
+
+    pub fn allows(&self, who: &Principal<'_>) -> bool {
+        let identity = who.identity();
+        if self.people && identity == Identity::Person {
+            return true;
+        }
+        if self.users.iter().any(|g| g.matches(who.username)) {
+            return true;
+        }
+        if self.groups.iter().any(|g| who.groups.iter().any(|group| g.matches(group.as_str()))) {
+            return true;
+        }
+        if let Identity::ServiceAccount { namespace, name } = identity {
+            if !self.service_accounts.is_empty() {
+                let qualified = format!("{namespace}/{name}");
+                return self.service_accounts.iter().any(|g| g.matches(&qualified));
+            }
+        }
+        false
+    }
+}
+
+fn name_glob(text: &str) -> Result<Glob, String> {
+    if text.trim().is_empty() {
+        return Err("empty principal name".to_owned());
+    }
+    Glob::new(text).map_err(|e| e.to_string())
+}
+
+fn service_account_glob(text: &str) -> Result<Glob, String> {
+    match text.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Glob::new(text).map_err(|e| e.to_string())
+        }
+        _ => Err(format!("{text:?} is not `namespace/name`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn groups(names: &[&'static str]) -> Vec<JsonStr<'static>> {
+        names.iter().map(|n| JsonStr(Cow::Borrowed(*n))).collect()
+    }
+
+    #[test]
+    fn identities() {
+        let none = groups(&[]);
+        let nodes = groups(&["system:nodes"]);
+        let cases: &[(&str, &[JsonStr], Identity)] = &[
+            ("alice@example.com", &none, Identity::Person),
+            ("kubernetes-admin", &none, Identity::Person),
+            (
+                "system:serviceaccount:kube-system:node-controller",
+                &none,
+                Identity::ServiceAccount { namespace: "kube-system", name: "node-controller" },
+            ),
+            ("system:serviceaccount:broken", &none, Identity::System),
+            ("system:node:worker-1", &none, Identity::Node),
+            ("weird-kubelet", &nodes, Identity::Node),
+            ("system:kube-controller-manager", &none, Identity::System),
+            ("system:masters", &none, Identity::System),
+            ("", &none, Identity::System),
+        ];
+        for (username, groups, want) in cases {
+            let p = Principal { username, groups };
+            assert_eq!(p.identity(), *want, "{username}");
+        }
+    }
+
+    #[test]
+    fn lists_allow() {
+        let list = PrincipalList {
+            people: true,
+            users: vec![Glob::new("system:kube-scheduler").unwrap()],
+            groups: vec![Glob::new("system:masters").unwrap()],
+            service_accounts: vec![Glob::new("karpenter/*").unwrap()],
+        };
+        let masters = groups(&["system:masters", "system:authenticated"]);
+        let none = groups(&[]);
+        let cases: &[(&str, &[JsonStr], bool)] = &[
+            ("alice", &none, true),
+            ("system:masters", &none, false),
+            ("system:kube-scheduler", &none, true),
+            ("system:serviceaccount:kube-system:ops", &masters, true),
+            ("system:serviceaccount:karpenter:karpenter", &none, true),
+            ("system:serviceaccount:kube-system:karpenter", &none, false),
+            ("system:node:n1", &none, false),
+        ];
+        for (username, groups, want) in cases {
+            assert_eq!(list.allows(&Principal { username, groups }), *want, "{username}");
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Taint preservation: protected taints, one-shot startup taints and cordon ownership on Nodes.
+//!
+//! The policy compares `oldObject` (fresh from storage, even when the writer patched from a stale
+//! cache) with `object` (the result of the write) and finds what the requester may not do:
+//! remove or change a protected taint, re-add a one-shot startup taint, uncordon a node someone
+//! else cordoned, or rewrite the cordon owner record. In `restore` mode it splices the protected
+//! state back into `object` and accepts with warnings; in `deny` mode it rejects.
+
+mod node;
+pub mod settings;
+
+use crate::admission::{AdmissionRequest, Operation};
+use crate::policy::Policy;
+use crate::principal::Principal;
+use crate::taint::Taint;
+use crate::verdict::Verdict;
+
+use node::{NodeEdits, NodeView};
+pub use settings::{Mode, Settings};
+
+pub struct TaintPreservation;
+
+impl Policy for TaintPreservation {
+    const NAME: &'static str = "taint-preservation";
+    type Settings = Settings;
+
+    fn settings(value: &serde_json::Value) -> Result<Settings, crate::settings::SettingsError> {
+        Settings::from_value(value)
+    }
+
+    fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
+        if !request.is_core("Node") || !matches!(request.operation, Operation::Create | Operation::Update) {
+            return Verdict::accept();
+        }
+        match judge(request, settings) {
+            Ok(verdict) => verdict,
+            Err(message) => Verdict::reject(400, format!("{}: malformed Node request: {message}", Self::NAME)),
+        }
+    }
+}
+
+/// Something the requester may not do.
+#[derive(Debug)]
+enum Finding<'a> {
+    RemovedTaint(&'a Taint<'a>),
+    ChangedTaint { old: &'a Taint<'a>, new: &'a Taint<'a> },
+    ReaddedOneShot(&'a Taint<'a>),
+    Uncordon { owner: Option<String> },
+    OwnerRewritten { owner: Option<String> },
+}
+
+impl Finding<'_> {
+    /// What was attempted, as the end of "may not …".
+    fn attempted(&self, node: &str) -> String {
+        match self {
+            Finding::RemovedTaint(t) => format!("remove protected taint {}", t.describe()),
+            Finding::ChangedTaint { old, new } => {
+                format!("change protected taint {} to {}", old.describe(), new.describe())
+            }
+            Finding::ReaddedOneShot(t) => format!("re-add one-shot startup taint {}", t.describe()),
+            Finding::Uncordon { owner } => format!("uncordon node {node} ({})", owner_text(owner)),
+            Finding::OwnerRewritten { owner } => {
+                format!("rewrite the cordon owner record of node {node} ({})", owner_text(owner))
+            }
+        }
+    }
+
+    /// What restore mode did about it.
+    fn restored(&self, node: &str) -> String {
+        match self {
+            Finding::RemovedTaint(t) => format!("kept protected taint {}", t.describe()),
+            Finding::ChangedTaint { old, .. } => format!("kept protected taint {} unchanged", old.describe()),
+            Finding::ReaddedOneShot(t) => format!("stripped re-added one-shot startup taint {}", t.describe()),
+            Finding::Uncordon { owner } => format!("kept node {node} cordoned ({})", owner_text(owner)),
+            Finding::OwnerRewritten { owner } => {
+                format!("kept the cordon owner record of node {node} ({})", owner_text(owner))
+            }
+        }
+    }
+}
+
+fn owner_text(owner: &Option<String>) -> String {
+    match owner {
+        Some(owner) => format!("cordoned by {owner:?}"),
+        None => "no cordon owner recorded".to_owned(),
+    }
+}
+
+fn judge(request: &AdmissionRequest<'_>, settings: &Settings) -> Result<Verdict, String> {
+    let object = request
+        .object
+        .value()
+        .ok_or("the request has no object")?;
+    let new = NodeView::parse(object, "object")?;
+    let who = request.principal();
+    let permitted = settings.permitted.allows(&who);
+    let owner_key = settings.cordon.owner_annotation.as_str();
+
+    let old = match request.operation {
+        Operation::Update => Some(NodeView::parse(
+            request.old_object.value().ok_or("an UPDATE without oldObject cannot be judged")?,
+            "oldObject",
+        )?),
+        _ => None,
+    };
+
+    let mut findings = Vec::new();
+    if let Some(old) = &old {
+        taint_findings(settings, &who, permitted, old, &new, &mut findings);
+    }
+
+    // Cordon ownership: the policy owns the owner annotation and decides its final value.
+    let mut annotation: Option<Option<String>> = None;
+    let mut keep_cordoned = false;
+    if settings.cordon.enabled {
+        let was = old.as_ref().is_some_and(NodeView::cordoned);
+        let is = new.cordoned();
+        let old_owner = match &old {
+            Some(old) => old.annotation(owner_key)?.map(|(v, _)| v),
+            None => None,
+        };
+        let new_owner = new.annotation(owner_key)?.map(|(v, _)| v);
+        match (was, is) {
+            (false, true) => annotation = Some(Some(who.username.to_owned())),
+            (true, false) => {
+                if permitted || old_owner.as_deref() == Some(who.username) {
+                    annotation = Some(None);
+                } else {
+                    findings.push(Finding::Uncordon { owner: old_owner.clone() });
+                    keep_cordoned = true;
+                    annotation = Some(old_owner);
+                }
+            }
+            (true, true) if new_owner != old_owner && !permitted => {
+                findings.push(Finding::OwnerRewritten { owner: old_owner.clone() });
+                annotation = Some(old_owner);
+            }
+            _ => {}
+        }
+        // Only write what differs from the incoming object.
+        if annotation.as_ref() == Some(&new_owner) {
+            annotation = None;
+        }
+    }
+
+    let node_name = new
+        .name
+        .as_ref()
+        .map(|n| n.to_string())
+        .or_else(|| request.name.as_ref().map(|n| n.to_string()))
+        .unwrap_or_else(|| "(unnamed)".to_owned());
+
+    if settings.mode == Mode::Deny && !findings.is_empty() {
+        return Ok(Verdict::reject(403, deny_message(&who, &findings, &node_name)));
+    }
+
+    let edits = NodeEdits {
+        taints: restored_taints(&new, &findings),
+        unschedulable: keep_cordoned.then_some(true),
+        annotation: annotation.map(|value| (owner_key.to_owned(), value)),
+    };
+    let mut verdict = Verdict::accept();
+    if !edits.is_empty() {
+        verdict.mutated_object = Some(new.apply(&edits)?);
+    }
+    verdict.warnings = findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: {} that {} may not change",
+                TaintPreservation::NAME,
+                f.restored(&node_name),
+                who.describe()
+            )
+        })
+        .collect();
+    Ok(verdict)
+}
+
+/// Protected taints removed or changed, and one-shot taints re-added, by a requester not
+/// permitted to.
+fn taint_findings<'a>(
+    settings: &Settings,
+    who: &Principal<'_>,
+    permitted: bool,
+    old: &'a NodeView<'a>,
+    new: &'a NodeView<'a>,
+    findings: &mut Vec<Finding<'a>>,
+) {
+    if permitted {
+        return;
+    }
+    let one_shot = |t: &Taint<'_>| settings.one_shot.iter().any(|s| s.matches(t));
+    for (i, old_taint) in old.taints.iter().enumerate() {
+        // Kubernetes refuses duplicate (key, effect) pairs; judge the first if one slips through.
+        if old.taints[..i].iter().any(|t| t.same_identity(old_taint)) || one_shot(old_taint) {
+            continue;
+        }
+        if settings.unprotected.iter().any(|s| s.matches(old_taint)) {
+            continue;
+        }
+        let Some(rule) = settings.protected.iter().find(|r| r.selector.matches(old_taint)) else {
+            continue;
+        };
+        if rule.permitted.allows(who) {
+            continue;
+        }
+        match new.taints.iter().find(|t| t.same_identity(old_taint)) {
+            None => findings.push(Finding::RemovedTaint(old_taint)),
+            Some(new_taint) if new_taint.value != old_taint.value => findings.push(Finding::ChangedTaint {
+                old: old_taint,
+                new: new_taint,
+            }),
+            Some(_) => {}
+        }
+    }
+    for new_taint in &new.taints {
+        if one_shot(new_taint) && !old.taints.iter().any(|t| t.same_identity(new_taint)) {
+            findings.push(Finding::ReaddedOneShot(new_taint));
+        }
+    }
+}
+
+/// The `spec.taints` text with protected taints put back and re-added one-shot taints
+/// stripped; `None` when the findings do not touch taints. Entries are copied verbatim.
+fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<String> {
+    let touches = findings.iter().any(|f| {
+        matches!(
+            f,
+            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } | Finding::ReaddedOneShot(_)
+        )
+    });
+    if !touches {
+        return None;
+    }
+    let mut entries: Vec<&str> = Vec::with_capacity(new.taints.len() + findings.len());
+    for taint in &new.taints {
+        let mut entry = Some(taint.raw);
+        for finding in findings {
+            match finding {
+                Finding::ChangedTaint { old, new } if std::ptr::eq(*new, taint) => entry = Some(old.raw),
+                Finding::ReaddedOneShot(t) if std::ptr::eq(*t, taint) => entry = None,
+                _ => {}
+            }
+        }
+        entries.extend(entry);
+    }
+    for finding in findings {
+        if let Finding::RemovedTaint(old) = finding {
+            entries.push(old.raw);
+        }
+    }
+    Some(format!("[{}]", entries.join(",")))
+}
+
+fn deny_message(who: &Principal<'_>, findings: &[Finding<'_>], node: &str) -> String {
+    let attempted: Vec<String> = findings.iter().map(|f| f.attempted(node)).collect();
+    format!(
+        "{}: {} may not {}. Have a permitted principal make this change (by default any person, or a \
+         member of system:masters), or add the requester to the policy settings `permitted` (or to the \
+         `permitted` list of the matching `protectedTaints` rule).",
+        TaintPreservation::NAME,
+        who.describe(),
+        attempted.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests;

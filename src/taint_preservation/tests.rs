@@ -1,0 +1,335 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+const ADMIN: (&str, &[&str]) = ("kubernetes-admin", &["system:masters", "system:authenticated"]);
+const ALICE: (&str, &[&str]) = ("alice@example.com", &["system:authenticated"]);
+const NODE_CONTROLLER: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:node-controller",
+    &["system:serviceaccounts", "system:authenticated"],
+);
+const KARPENTER: (&str, &[&str]) = ("system:serviceaccount:kube-system:karpenter", &["system:serviceaccounts"]);
+const GPU_OPERATOR: (&str, &[&str]) = ("system:serviceaccount:gpu-operator:driver-manager", &[]);
+
+const DEDICATED: &str = r#"{"key":"example.com/dedicated","value":"gpu","effect":"NoSchedule"}"#;
+const NOT_READY_NS: &str = r#"{"key":"node.kubernetes.io/not-ready","effect":"NoSchedule"}"#;
+const NOT_READY_NE: &str = r#"{"key":"node.kubernetes.io/not-ready","effect":"NoExecute","timeAdded":"2025-04-10T08:00:00Z"}"#;
+const UNINIT: &str = r#"{"key":"node.cloudprovider.kubernetes.io/uninitialized","value":"true","effect":"NoSchedule"}"#;
+
+/// A Node shaped like a real one, with a field no Kubernetes version has.
+fn node(taints: &[&str], unschedulable: Option<bool>, owner: Option<&str>, label: &str) -> Value {
+    let taints: Vec<Value> = taints.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
+    let mut n = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "worker-1", "labels": {"kubernetes.io/hostname": "worker-1", "team": label},
+                     "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+        "spec": {"podCIDR": "10.244.1.0/24", "taints": taints, "futureSpecField": {"x": [1, 2]}},
+        "status": {"images": [{"names": ["registry.k8s.io/pause:3.9"], "sizeBytes": 321520}],
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+        "fieldFromKubernetes2030": true,
+    });
+    if let Some(u) = unschedulable {
+        n["spec"]["unschedulable"] = json!(u);
+    }
+    if let Some(o) = owner {
+        n["metadata"]["annotations"]["taintguard.io/cordoned-by"] = json!(o);
+    }
+    n
+}
+
+fn request(op: &str, who: (&str, &[&str]), old: Option<&Value>, new: &Value) -> String {
+    let mut r = json!({
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": {"group": "", "version": "v1", "kind": "Node"},
+        "resource": {"group": "", "version": "v1", "resource": "nodes"},
+        "name": "worker-1", "operation": op,
+        "userInfo": {"username": who.0, "groups": who.1},
+        "object": new,
+    });
+    if let Some(old) = old {
+        r["oldObject"] = old.clone();
+    }
+    r.to_string()
+}
+
+enum Want {
+    Untouched,
+    Mutated(Value),
+    Denied(&'static [&'static str]),
+}
+
+#[test]
+fn taint_preservation_cases() {
+    let dedicated_other = r#"{"key":"example.com/dedicated","value":"cpu","effect":"NoSchedule"}"#;
+    let restore = json!({});
+    let deny = json!({"mode": "deny"});
+    let cases: Vec<(&str, Value, String, Want)> = vec![
+        (
+            "incident 1: node-controller's stale whole-list patch is undone",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[NOT_READY_NS, NOT_READY_NE], None, None, "a")),
+            Want::Mutated(node(&[NOT_READY_NS, NOT_READY_NE, DEDICATED], None, None, "a")),
+        ),
+        (
+            "incident 1 in deny mode",
+            deny.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[NOT_READY_NS], None, None, "a")),
+            Want::Denied(&["node-controller", "remove protected taint example.com/dedicated=gpu:NoSchedule", "permitted"]),
+        ),
+        (
+            "a changed value of a protected taint is put back",
+            restore.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[DEDICATED, NOT_READY_NS], None, None, "a")), &node(&[dedicated_other, NOT_READY_NS], None, None, "a")),
+            Want::Mutated(node(&[DEDICATED, NOT_READY_NS], None, None, "a")),
+        ),
+        (
+            "incident 3: Karpenter re-adding uninitialized is stripped",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[DEDICATED, UNINIT], None, None, "a")),
+            Want::Mutated(node(&[DEDICATED], None, None, "a")),
+        ),
+        (
+            "incident 3 in deny mode",
+            deny.clone(),
+            request("UPDATE", KARPENTER, Some(&node(&[], None, None, "a")), &node(&[UNINIT], None, None, "a")),
+            Want::Denied(&["re-add one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"]),
+        ),
+        (
+            "one-shot taints are fine at CREATE",
+            restore.clone(),
+            request("CREATE", ("system:node:worker-1", &["system:nodes"]), None, &node(&[UNINIT], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "one-shot taint still present may stay",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&node(&[UNINIT], None, None, "a")), &node(&[UNINIT], None, None, "b")),
+            Want::Untouched,
+        ),
+        (
+            "incident 2: a non-owner's uncordon is undone",
+            restore.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), Some("alice@example.com"), "a")), &node(&[], Some(false), Some("alice@example.com"), "a")),
+            Want::Mutated(node(&[], Some(true), Some("alice@example.com"), "a")),
+        ),
+        (
+            "an uncordon that drops the field is undone too",
+            restore.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), None, "a")), &node(&[], None, None, "a")),
+            Want::Mutated(node(&[], Some(true), None, "a")),
+        ),
+        (
+            "incident 2 in deny mode names the owner",
+            deny.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), Some("alice@example.com"), "a")), &node(&[], Some(false), Some("alice@example.com"), "a")),
+            Want::Denied(&["uncordon node worker-1 (cordoned by \"alice@example.com\")"]),
+        ),
+        (
+            "the owner may uncordon; the record goes",
+            restore.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), Some(GPU_OPERATOR.0), "a")), &node(&[], Some(false), Some(GPU_OPERATOR.0), "a")),
+            Want::Mutated(node(&[], Some(false), None, "a")),
+        ),
+        (
+            "a cordon records its owner",
+            restore.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], None, None, "a")), &node(&[], Some(true), None, "a")),
+            Want::Mutated(node(&[], Some(true), Some(GPU_OPERATOR.0), "a")),
+        ),
+        (
+            "a cordon records its owner in deny mode too",
+            deny.clone(),
+            request("UPDATE", ALICE, Some(&node(&[], None, None, "a")), &node(&[], Some(true), None, "a")),
+            Want::Mutated(node(&[], Some(true), Some(ALICE.0), "a")),
+        ),
+        (
+            "a non-permitted requester cannot forge the owner record",
+            restore.clone(),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), Some("alice@example.com"), "a")), &node(&[], Some(true), Some(GPU_OPERATOR.0), "a")),
+            Want::Mutated(node(&[], Some(true), Some("alice@example.com"), "a")),
+        ),
+        (
+            "an admin may hand the cordon over",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&node(&[], Some(true), Some("alice@example.com"), "a")), &node(&[], Some(true), Some(GPU_OPERATOR.0), "a")),
+            Want::Untouched,
+        ),
+        (
+            "an admin's taint removal is accepted untouched",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a person's uncordon of a node cordoned before the policy: accepted",
+            restore.clone(),
+            request("UPDATE", ALICE, Some(&node(&[], Some(true), None, "a")), &node(&[], Some(false), None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a label-only update of a tainted node by a service account is untouched",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], Some(true), Some("alice@example.com"), "a")), &node(&[DEDICATED], Some(true), Some("alice@example.com"), "b")),
+            Want::Untouched,
+        ),
+        (
+            "controller-owned taints may come and go",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED, NOT_READY_NS], None, None, "a")), &node(&[DEDICATED], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a reorder only is untouched",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED, NOT_READY_NS], None, None, "a")), &node(&[NOT_READY_NS, DEDICATED], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a per-rule permitted service account may remove its taint",
+            json!({"protectedTaints": [{"key": "example.com/*", "permitted": {"serviceAccounts": ["gpu-operator/*"]}}]}),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "an effect-scoped rule leaves other effects alone",
+            json!({"protectedTaints": [{"key": "example.com/*", "effects": ["NoExecute"]}]}),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a globally permitted service account may uncordon",
+            json!({"permitted": {"serviceAccounts": ["gpu-operator/driver-manager"]}}),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), Some("alice"), "a")), &node(&[], Some(false), Some("alice"), "a")),
+            Want::Mutated(node(&[], Some(false), None, "a")),
+        ),
+        (
+            "cordon ownership can be switched off",
+            json!({"cordon": {"enabled": false}}),
+            request("UPDATE", GPU_OPERATOR, Some(&node(&[], Some(true), None, "a")), &node(&[], Some(false), None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a username that looks like a group is not that group",
+            restore.clone(),
+            request("UPDATE", ("system:masters", &[]), Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
+            Want::Mutated(node(&[DEDICATED], None, None, "a")),
+        ),
+    ];
+    for (name, settings, req, want) in cases {
+        let verdict = TaintPreservation::validate(&req, &settings.to_string());
+        match want {
+            Want::Untouched => {
+                assert!(verdict.accepted, "{name}: {verdict:?}");
+                assert_eq!(verdict.mutated_object, None, "{name}");
+                assert!(verdict.warnings.is_empty(), "{name}: {:?}", verdict.warnings);
+            }
+            Want::Mutated(expected) => {
+                assert!(verdict.accepted, "{name}: {verdict:?}");
+                let text = verdict.mutated_object.as_deref().unwrap_or_else(|| panic!("{name}: not mutated"));
+                let got: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"));
+                assert_eq!(got, expected, "{name}");
+            }
+            Want::Denied(parts) => {
+                assert!(!verdict.accepted, "{name}: {verdict:?}");
+                assert_eq!(verdict.code, Some(403), "{name}");
+                let message = verdict.message.unwrap();
+                for part in parts {
+                    assert!(message.contains(part), "{name}: {part:?} not in {message}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn mutation_keeps_text_outside_the_edit() {
+    // Odd formatting and key order must survive byte for byte outside spec.taints.
+    let old = r#"{"zeta":1,"metadata":{"name":"n"},"spec":{"taints":[{"key":"a.io/x","effect":"NoSchedule"}]}}"#;
+    let new = r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [ ] , "a": 2 } }"#;
+    let req = format!(
+        r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Node"}},"operation":"UPDATE","userInfo":{{"username":"system:serviceaccount:a:b"}},"object":{new},"oldObject":{old}}}"#
+    );
+    let verdict = TaintPreservation::validate(&req, "{}");
+    assert_eq!(
+        verdict.mutated_object.as_deref(),
+        Some(r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [{"key":"a.io/x","effect":"NoSchedule"}] , "a": 2 } }"#)
+    );
+}
+
+#[test]
+fn missing_places_are_created() {
+    let who = ("system:serviceaccount:a:b", &[][..]);
+    let cases = [
+        (json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}), json!({"metadata": {"name": "n"}}), json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}})),
+        (json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}), json!({"metadata": {"name": "n"}, "spec": null}), json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}})),
+        (json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}), json!({"metadata": {"name": "n"}, "spec": {"taints": null}}), json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}})),
+        (json!({"metadata": {"name": "n"}, "spec": {}}), json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}}), json!({"metadata": {"name": "n", "annotations": {"taintguard.io/cordoned-by": who.0}}, "spec": {"unschedulable": true}})),
+        (json!({"spec": {}}), json!({"metadata": null, "spec": {"unschedulable": true}}), json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": who.0}}, "spec": {"unschedulable": true}})),
+        (json!({"spec": {}}), json!({"spec": {"unschedulable": true}}), json!({"spec": {"unschedulable": true}, "metadata": {"annotations": {"taintguard.io/cordoned-by": who.0}}})),
+        (json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": "alice"}}, "spec": {"unschedulable": true}}), json!({"metadata": {"annotations": null}}), json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": "alice"}}, "spec": {"unschedulable": true}})),
+    ];
+    for (old, new, want) in cases {
+        let verdict = TaintPreservation::validate(&request("UPDATE", who, Some(&old), &new), "{}");
+        let got: Value = serde_json::from_str(verdict.mutated_object.as_deref().expect("mutated")).unwrap();
+        assert_eq!(got, want, "from {new}");
+    }
+}
+
+#[test]
+fn bad_input_is_rejected_with_the_field() {
+    let good_old = node(&[DEDICATED], None, None, "a");
+    let cases: Vec<(String, &str)> = vec![
+        ("not json".to_owned(), "malformed admission request"),
+        (r#"{"kind":{"kind":"Node"},"operation":"UPDATE","userInfo":{},"object":{"spec":{"taints":{}}},"oldObject":{}}"#.to_owned(), "object.spec.taints"),
+        (r#"{"kind":{"kind":"Node"},"operation":"UPDATE","userInfo":{},"object":{}}"#.to_owned(), "without oldObject"),
+        (request("UPDATE", ALICE, Some(&good_old), &json!("a string")), "object: invalid type: string"),
+        (request("UPDATE", ALICE, Some(&json!({"spec": {"taints": [{"key": 1}]}})), &good_old), "oldObject.spec.taints"),
+    ];
+    for (req, want) in cases {
+        let verdict = TaintPreservation::validate(&req, "{}");
+        assert!(!verdict.accepted);
+        assert_eq!(verdict.code, Some(400));
+        let message = verdict.message.unwrap();
+        assert!(message.contains(want), "{want:?} not in {message}");
+    }
+}
+
+#[test]
+fn other_requests_pass() {
+    let n = node(&[], None, None, "a");
+    let mut pod = serde_json::from_str::<Value>(&request("CREATE", ALICE, None, &n)).unwrap();
+    pod["kind"]["kind"] = json!("Pod");
+    let mut status = serde_json::from_str::<Value>(&request("UPDATE", KARPENTER, Some(&node(&[DEDICATED], None, None, "a")), &n)).unwrap();
+    status["subResource"] = json!("status");
+    let mut delete = serde_json::from_str::<Value>(&request("DELETE", KARPENTER, Some(&n), &n)).unwrap();
+    delete.as_object_mut().unwrap().remove("object");
+    for req in [pod, status, delete] {
+        let verdict = TaintPreservation::validate(&req.to_string(), "{}");
+        assert_eq!(verdict, Verdict::accept(), "{req}");
+    }
+}
+
+#[test]
+fn settings_errors_name_the_field() {
+    let cases = [
+        (json!({"mode": "fix"}), "`mode`: unknown mode \"fix\""),
+        (json!({"modes": "deny"}), "`modes`: unknown field"),
+        (json!({"protectedTaints": [{"key": "[a"}]}), "`protectedTaints[0].key`"),
+        (json!({"protectedTaints": [{"key": "a b"}]}), "`protectedTaints[0].key`: \"a b\" is not a taint key glob"),
+        (json!({"protectedTaints": [{"key": "a", "effects": ["NoSchedule", "Sometimes"]}]}), "`protectedTaints[0].effects[1]`: unknown effect \"Sometimes\""),
+        (json!({"protectedTaints": [{"effects": []}]}), "`protectedTaints[0].key`: required field is missing"),
+        (json!({"protectedTaints": [{"key": "a", "permitted": {"users": [""]}}]}), "`protectedTaints[0].permitted.users[0]`: empty principal name"),
+        (json!({"permitted": {"serviceAccounts": ["karpenter"]}}), "`permitted.serviceAccounts[0]`: \"karpenter\" is not `namespace/name`"),
+        (json!({"permitted": {"groups": "system:masters"}}), "`permitted.groups`: expected an array, found a string"),
+        (json!({"oneShotTaints": [7]}), "`oneShotTaints[0]`: expected an object, found a number"),
+        (json!({"cordon": {"ownerAnnotation": "Bad Key"}}), "`cordon.ownerAnnotation`"),
+        (json!([1]), "expected an object"),
+    ];
+    for (settings, want) in cases {
+        let err = TaintPreservation::validate_settings(&settings.to_string()).unwrap_err().to_string();
+        assert!(err.contains(want), "{settings}: {want:?} not in {err}");
+    }
+    for good in [json!({}), json!(null), json!({"mode": "deny", "oneShotTaints": ["example.com/boot"], "permitted": {"people": false}})] {
+        TaintPreservation::validate_settings(&good.to_string()).unwrap();
+    }
+}

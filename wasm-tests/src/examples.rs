@@ -1,0 +1,65 @@
+//! The bundled examples of each policy (`policies/<name>/examples/cases.yml`).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Accepted,
+    Mutated,
+    Rejected,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub request: PathBuf,
+    pub settings: PathBuf,
+    pub expect: Expect,
+}
+
+pub struct Example {
+    pub name: String,
+    pub request: Value,
+    pub settings: Value,
+    pub expect: Expect,
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Loads `examples/cases.yml` of the policy folder `dir`.
+pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
+    let examples = dir.join("examples");
+    let manifest = examples.join("cases.yml");
+    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let cases: Vec<Case> = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    cases
+        .into_iter()
+        .map(|case| {
+            let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok(Example {
+                name: format!("{} [{}]", stem(&case.request), stem(&case.settings)),
+                request: read_json(&examples.join(&case.request))?,
+                settings: read_json(&examples.join(&case.settings))?,
+                expect: case.expect,
+            })
+        })
+        .collect()
+}
+
+/// What a `ValidationResponse` amounts to.
+pub fn outcome(response: &Value) -> Expect {
+    if response["accepted"] != Value::Bool(true) {
+        Expect::Rejected
+    } else if response.get("mutated_object").is_some_and(|m| !m.is_null()) {
+        Expect::Mutated
+    } else {
+        Expect::Accepted
+    }
+}

@@ -1,0 +1,24 @@
+//! Host-side support for running the built policy modules the way the real engines do, shared by
+//! the integration tests in `tests/` and the tools in `src/bin/`.
+
+pub mod examples;
+pub mod kubewarden;
+pub mod metadata;
+
+use std::path::PathBuf;
+
+/// The repository root (this crate lives in `wasm-tests/`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("wasm-tests has a parent").to_path_buf()
+}
+
+/// `dist/<file>`, where `./build.sh` writes the built artifacts.
+pub fn dist(file: &str) -> PathBuf {
+    repo_root().join("dist").join(file)
+}
+
+/// Reads a built artifact, with a message saying how to make it when it is missing.
+pub fn read_artifact(file: &str) -> Vec<u8> {
+    let path = dist(file);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}; run ./build.sh first", path.display()))
+}
