@@ -80,7 +80,9 @@ impl<'a> AdmissionRequest<'a> {
 
     /// True for the main resource of `kind` in the core group (not a subresource).
     pub fn is_core(&self, kind: &str) -> bool {
-        self.kind.group.as_str().is_empty() && self.kind.kind.as_str() == kind && self.sub_resource.is_none()
+        self.kind.group.as_str().is_empty()
+            && self.kind.kind.as_str() == kind
+            && self.sub_resource.is_none()
     }
 }
 
@@ -88,7 +90,11 @@ impl<'a> AdmissionRequest<'a> {
 /// column; for one-line JSON the column is a byte offset, so the key just before it is quoted.
 pub fn describe_error(text: &str, error: &serde_json::Error) -> String {
     let message = error.to_string();
-    let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+    let message = message
+        .split(" at line ")
+        .next()
+        .unwrap_or(&message)
+        .to_owned();
     if error.line() == 0 {
         return message;
     }
@@ -130,8 +136,14 @@ mod tests {
     #[test]
     fn malformed_requests_name_the_field() {
         let cases = [
-            (r#"{"kind":{"kind":"Node"},"userInfo":{}}"#, "missing field `operation`"),
-            (r#"{"kind":{"kind":"Node"},"operation":"PATCH","userInfo":{}}"#, "unknown variant `PATCH`"),
+            (
+                r#"{"kind":{"kind":"Node"},"userInfo":{}}"#,
+                "missing field `operation`",
+            ),
+            (
+                r#"{"kind":{"kind":"Node"},"operation":"PATCH","userInfo":{}}"#,
+                "unknown variant `PATCH`",
+            ),
             (
                 r#"{"kind":{"kind":"Node"},"operation":"UPDATE","userInfo":{"username":7}}"#,
                 "near field `username`",

@@ -25,7 +25,10 @@ enum Token {
     Char(char),
     Any,
     Star,
-    Class { negated: bool, ranges: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
 }
 
 /// Why a pattern is not a glob.
@@ -105,7 +108,11 @@ fn tokenize(pattern: &str) -> Result<Vec<Token>, GlobError> {
                 Token::Star
             }
             '?' => Token::Any,
-            '\\' => Token::Char(chars.next().ok_or(GlobError("trailing `\\` escapes nothing"))?),
+            '\\' => Token::Char(
+                chars
+                    .next()
+                    .ok_or(GlobError("trailing `\\` escapes nothing"))?,
+            ),
             '[' => class(&mut chars)?,
             c => Token::Char(c),
         });
@@ -129,7 +136,11 @@ fn class(chars: &mut std::str::Chars<'_>) -> Result<Token, GlobError> {
             _ => {}
         }
         first = false;
-        let low = if c == '\\' { chars.next().ok_or(UNCLOSED)? } else { c };
+        let low = if c == '\\' {
+            chars.next().ok_or(UNCLOSED)?
+        } else {
+            c
+        };
         let mut lookahead = chars.clone();
         if lookahead.next() == Some('-') && lookahead.clone().next().is_some_and(|n| n != ']') {
             chars.next();
@@ -208,8 +219,16 @@ mod tests {
             ("a?c", "abc", true),
             ("a?c", "aüc", true),
             ("a?c", "ac", false),
-            ("*.csi.*/agent-not-ready", "ebs.csi.aws.com/agent-not-ready", true),
-            ("*.csi.*/agent-not-ready", "ebs.csi.aws.com/agent-ready", false),
+            (
+                "*.csi.*/agent-not-ready",
+                "ebs.csi.aws.com/agent-not-ready",
+                true,
+            ),
+            (
+                "*.csi.*/agent-not-ready",
+                "ebs.csi.aws.com/agent-ready",
+                false,
+            ),
             ("[a-c]x", "bx", true),
             ("[a-c]x", "dx", false),
             ("[!a-c]x", "dx", true),
@@ -219,8 +238,16 @@ mod tests {
             ("a\\*", "ab", false),
             ("*a*b*c*", "xxaxxbxxcxx", true),
             ("*a*b*c*", "xxaxxcxxbxx", false),
-            ("system:serviceaccount:*:karpenter", "system:serviceaccount:kube-system:karpenter", true),
-            ("kube-*/hostpath-*", "kube-system/hostpath-provisioner", true),
+            (
+                "system:serviceaccount:*:karpenter",
+                "system:serviceaccount:kube-system:karpenter",
+                true,
+            ),
+            (
+                "kube-*/hostpath-*",
+                "kube-system/hostpath-provisioner",
+                true,
+            ),
         ];
         for (pattern, text, want) in cases {
             let glob = Glob::new(pattern).unwrap();

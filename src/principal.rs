@@ -21,7 +21,10 @@ pub struct Principal<'r> {
 pub enum Identity<'r> {
     Person,
     /// `system:serviceaccount:<namespace>:<name>`, kept as `<namespace>/<name>`.
-    ServiceAccount { namespace: &'r str, name: &'r str },
+    ServiceAccount {
+        namespace: &'r str,
+        name: &'r str,
+    },
     Node,
     /// Any other `system:` identity, and the empty username.
     System,
@@ -76,8 +79,12 @@ impl PrincipalList {
         defaults: &PrincipalList,
     ) -> Result<PrincipalList, SettingsError> {
         let people = fields.bool("people")?.unwrap_or(defaults.people);
-        let users = fields.globs("users", name_glob)?.unwrap_or_else(|| defaults.users.clone());
-        let groups = fields.globs("groups", name_glob)?.unwrap_or_else(|| defaults.groups.clone());
+        let users = fields
+            .globs("users", name_glob)?
+            .unwrap_or_else(|| defaults.users.clone());
+        let groups = fields
+            .globs("groups", name_glob)?
+            .unwrap_or_else(|| defaults.groups.clone());
         let service_accounts = fields
             .globs("serviceAccounts", service_account_glob)?
             .unwrap_or_else(|| defaults.service_accounts.clone());
@@ -91,7 +98,10 @@ impl PrincipalList {
     }
 
     pub fn is_empty(&self) -> bool {
-        !self.people && self.users.is_empty() && self.groups.is_empty() && self.service_accounts.is_empty()
+        !self.people
+            && self.users.is_empty()
+            && self.groups.is_empty()
+            && self.service_accounts.is_empty()
     }
 
     pub fn allows(&self, who: &Principal<'_>) -> bool {
@@ -102,7 +112,11 @@ impl PrincipalList {
         if self.users.iter().any(|g| g.matches(who.username)) {
             return true;
         }
-        if self.groups.iter().any(|g| who.groups.iter().any(|group| g.matches(group.as_str()))) {
+        if self
+            .groups
+            .iter()
+            .any(|g| who.groups.iter().any(|group| g.matches(group.as_str())))
+        {
             return true;
         }
         if let Identity::ServiceAccount { namespace, name } = identity {
@@ -150,7 +164,10 @@ mod tests {
             (
                 "system:serviceaccount:kube-system:node-controller",
                 &none,
-                Identity::ServiceAccount { namespace: "kube-system", name: "node-controller" },
+                Identity::ServiceAccount {
+                    namespace: "kube-system",
+                    name: "node-controller",
+                },
             ),
             ("system:serviceaccount:broken", &none, Identity::System),
             ("system:node:worker-1", &none, Identity::Node),
@@ -185,7 +202,11 @@ mod tests {
             ("system:node:n1", &none, false),
         ];
         for (username, groups, want) in cases {
-            assert_eq!(list.allows(&Principal { username, groups }), *want, "{username}");
+            assert_eq!(
+                list.allows(&Principal { username, groups }),
+                *want,
+                "{username}"
+            );
         }
     }
 }

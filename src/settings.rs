@@ -120,13 +120,20 @@ impl<'s> Fields<'s> {
     }
 
     /// An array field: each element with its path.
-    pub fn array(&mut self, key: &'static str) -> Result<Option<Vec<(String, &'s Value)>>, SettingsError> {
+    pub fn array(
+        &mut self,
+        key: &'static str,
+    ) -> Result<Option<Vec<(String, &'s Value)>>, SettingsError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Array(items)) => {
                 let path = self.path_of(key);
                 Ok(Some(
-                    items.iter().enumerate().map(|(i, v)| (format!("{path}[{i}]"), v)).collect(),
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| (format!("{path}[{i}]"), v))
+                        .collect(),
                 ))
             }
             Some(other) => Err(self.mismatch(key, "an array", other)),
@@ -190,7 +197,9 @@ pub fn taint_key_glob(text: &str) -> Result<Glob, String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "-_./*?[]!\\".contains(*c)))
     {
-        return Err(format!("{text:?} is not a taint key glob: {bad:?} cannot occur in a taint key"));
+        return Err(format!(
+            "{text:?} is not a taint key glob: {bad:?} cannot occur in a taint key"
+        ));
     }
     Glob::new(text).map_err(|e| format!("{text:?} is not a valid glob: {e}"))
 }

@@ -77,7 +77,12 @@ pub fn effect(text: &str) -> Result<&'static str, String> {
         .iter()
         .find(|e| **e == text)
         .copied()
-        .ok_or_else(|| format!("unknown effect {text:?}; expected one of {}", EFFECTS.join(", ")))
+        .ok_or_else(|| {
+            format!(
+                "unknown effect {text:?}; expected one of {}",
+                EFFECTS.join(", ")
+            )
+        })
 }
 
 /// Selects taints by key glob and, optionally, effects. In settings either a bare key glob
@@ -111,7 +116,13 @@ impl TaintSelector {
     ) -> Result<(TaintSelector, T), SettingsError> {
         if let Value::String(key) = value {
             let key = taint_key_glob(key).map_err(|m| SettingsError::new(path, m))?;
-            return Ok((TaintSelector { key, effects: Vec::new() }, extra_default));
+            return Ok((
+                TaintSelector {
+                    key,
+                    effects: Vec::new(),
+                },
+                extra_default,
+            ));
         }
         let mut fields = Fields::new(path, value)?;
         let key_path = fields.path_of("key");
@@ -127,13 +138,18 @@ impl TaintSelector {
 }
 
 /// Reads a list of selectors at `key` of `fields`.
-pub fn selectors(fields: &mut Fields<'_>, key: &'static str) -> Result<Option<Vec<TaintSelector>>, SettingsError> {
+pub fn selectors(
+    fields: &mut Fields<'_>,
+    key: &'static str,
+) -> Result<Option<Vec<TaintSelector>>, SettingsError> {
     let Some(items) = fields.array(key)? else {
         return Ok(None);
     };
     items
         .into_iter()
-        .map(|(path, value)| TaintSelector::from_settings(path, value, |_| Ok(()), ()).map(|(s, ())| s))
+        .map(|(path, value)| {
+            TaintSelector::from_settings(path, value, |_| Ok(()), ()).map(|(s, ())| s)
+        })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }

@@ -20,6 +20,9 @@ use std::ops::Range;
 /// `&str` borrows from that string, which is how all views in this crate are made.
 pub fn span_in(outer: &str, inner: &str) -> Range<usize> {
     let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
-    debug_assert!(start + inner.len() <= outer.len(), "span outside of its document");
+    debug_assert!(
+        start + inner.len() <= outer.len(),
+        "span outside of its document"
+    );
     start..start + inner.len()
 }

@@ -52,7 +52,10 @@ impl<'a> Splice<'a> {
     pub fn remove_member(&mut self, object: &str, value: &str) -> Result<(), serde_json::Error> {
         let object_span = span_in(self.doc, object);
         let all = members(object)?;
-        let Some(index) = all.iter().position(|(_, v)| v.get().as_ptr() == value.as_ptr()) else {
+        let Some(index) = all
+            .iter()
+            .position(|(_, v)| v.get().as_ptr() == value.as_ptr())
+        else {
             return Ok(());
         };
         let value_span = span_in(self.doc, value);
@@ -107,7 +110,8 @@ mod tests {
         let view: Doc = serde_json::from_str(doc).unwrap();
         let object = view.o.text().unwrap();
         let m = members(object).unwrap();
-        let cases: Vec<(&str, Box<dyn Fn(&mut Splice)>, &str)> = vec![
+        type Edit<'e> = Box<dyn Fn(&mut Splice) + 'e>;
+        let cases: Vec<(&str, Edit, &str)> = vec![
             (
                 "replace",
                 Box::new(|s| s.replace(view.a.text().unwrap(), "[9]".into())),

@@ -126,7 +126,13 @@ mod tests {
 
     #[test]
     fn write_str_escapes_like_serde_json() {
-        for s in ["plain", "quote\"back\\slash", "ctl\u{1}\n\t\r", "ünï\u{7f}", ""] {
+        for s in [
+            "plain",
+            "quote\"back\\slash",
+            "ctl\u{1}\n\t\r",
+            "ünï\u{7f}",
+            "",
+        ] {
             let mut out = String::new();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "for {s:?}");

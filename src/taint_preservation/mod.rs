@@ -29,24 +29,51 @@ impl Policy for TaintPreservation {
     }
 
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        if !request.is_core("Node") || !matches!(request.operation, Operation::Create | Operation::Update) {
-            return Verdict::accept();
-        }
-        match judge(request, settings) {
-            Ok(verdict) => verdict,
-            Err(message) => Verdict::reject(400, format!("{}: malformed Node request: {message}", Self::NAME)),
+        run(request, settings, settings.mode)
+    }
+
+    /// What restore mode would put back is a violation; the owner record of a new cordon, which
+    /// only a mutation can write, is left out.
+    fn evaluate_validating(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
+        Verdict {
+            mutated_object: None,
+            ..run(request, settings, Mode::Deny)
         }
     }
+}
+
+fn run(request: &AdmissionRequest<'_>, settings: &Settings, mode: Mode) -> Verdict {
+    if !request.is_core("Node")
+        || !matches!(request.operation, Operation::Create | Operation::Update)
+    {
+        return Verdict::accept();
+    }
+    judge(request, settings, mode).unwrap_or_else(|message| {
+        Verdict::reject(
+            400,
+            format!(
+                "{}: malformed Node request: {message}",
+                TaintPreservation::NAME
+            ),
+        )
+    })
 }
 
 /// Something the requester may not do.
 #[derive(Debug)]
 enum Finding<'a> {
     RemovedTaint(&'a Taint<'a>),
-    ChangedTaint { old: &'a Taint<'a>, new: &'a Taint<'a> },
+    ChangedTaint {
+        old: &'a Taint<'a>,
+        new: &'a Taint<'a>,
+    },
     ReaddedOneShot(&'a Taint<'a>),
-    Uncordon { owner: Option<String> },
-    OwnerRewritten { owner: Option<String> },
+    Uncordon {
+        owner: Option<String>,
+    },
+    OwnerRewritten {
+        owner: Option<String>,
+    },
 }
 
 impl Finding<'_> {
@@ -55,12 +82,19 @@ impl Finding<'_> {
         match self {
             Finding::RemovedTaint(t) => format!("remove protected taint {}", t.describe()),
             Finding::ChangedTaint { old, new } => {
-                format!("change protected taint {} to {}", old.describe(), new.describe())
+                format!(
+                    "change protected taint {} to {}",
+                    old.describe(),
+                    new.describe()
+                )
             }
             Finding::ReaddedOneShot(t) => format!("re-add one-shot startup taint {}", t.describe()),
             Finding::Uncordon { owner } => format!("uncordon node {node} ({})", owner_text(owner)),
             Finding::OwnerRewritten { owner } => {
-                format!("rewrite the cordon owner record of node {node} ({})", owner_text(owner))
+                format!(
+                    "rewrite the cordon owner record of node {node} ({})",
+                    owner_text(owner)
+                )
             }
         }
     }
@@ -69,11 +103,20 @@ impl Finding<'_> {
     fn restored(&self, node: &str) -> String {
         match self {
             Finding::RemovedTaint(t) => format!("kept protected taint {}", t.describe()),
-            Finding::ChangedTaint { old, .. } => format!("kept protected taint {} unchanged", old.describe()),
-            Finding::ReaddedOneShot(t) => format!("stripped re-added one-shot startup taint {}", t.describe()),
-            Finding::Uncordon { owner } => format!("kept node {node} cordoned ({})", owner_text(owner)),
+            Finding::ChangedTaint { old, .. } => {
+                format!("kept protected taint {} unchanged", old.describe())
+            }
+            Finding::ReaddedOneShot(t) => {
+                format!("stripped re-added one-shot startup taint {}", t.describe())
+            }
+            Finding::Uncordon { owner } => {
+                format!("kept node {node} cordoned ({})", owner_text(owner))
+            }
             Finding::OwnerRewritten { owner } => {
-                format!("kept the cordon owner record of node {node} ({})", owner_text(owner))
+                format!(
+                    "kept the cordon owner record of node {node} ({})",
+                    owner_text(owner)
+                )
             }
         }
     }
@@ -86,11 +129,12 @@ fn owner_text(owner: &Option<String>) -> String {
     }
 }
 
-fn judge(request: &AdmissionRequest<'_>, settings: &Settings) -> Result<Verdict, String> {
-    let object = request
-        .object
-        .value()
-        .ok_or("the request has no object")?;
+fn judge(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    mode: Mode,
+) -> Result<Verdict, String> {
+    let object = request.object.value().ok_or("the request has no object")?;
     let new = NodeView::parse(object, "object")?;
     let who = request.principal();
     let permitted = settings.permitted.allows(&who);
@@ -98,7 +142,10 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings) -> Result<Verdict,
 
     let old = match request.operation {
         Operation::Update => Some(NodeView::parse(
-            request.old_object.value().ok_or("an UPDATE without oldObject cannot be judged")?,
+            request
+                .old_object
+                .value()
+                .ok_or("an UPDATE without oldObject cannot be judged")?,
             "oldObject",
         )?),
         _ => None,
@@ -126,13 +173,17 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings) -> Result<Verdict,
                 if permitted || old_owner.as_deref() == Some(who.username) {
                     annotation = Some(None);
                 } else {
-                    findings.push(Finding::Uncordon { owner: old_owner.clone() });
+                    findings.push(Finding::Uncordon {
+                        owner: old_owner.clone(),
+                    });
                     keep_cordoned = true;
                     annotation = Some(old_owner);
                 }
             }
             (true, true) if new_owner != old_owner && !permitted => {
-                findings.push(Finding::OwnerRewritten { owner: old_owner.clone() });
+                findings.push(Finding::OwnerRewritten {
+                    owner: old_owner.clone(),
+                });
                 annotation = Some(old_owner);
             }
             _ => {}
@@ -150,8 +201,11 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings) -> Result<Verdict,
         .or_else(|| request.name.as_ref().map(|n| n.to_string()))
         .unwrap_or_else(|| "(unnamed)".to_owned());
 
-    if settings.mode == Mode::Deny && !findings.is_empty() {
-        return Ok(Verdict::reject(403, deny_message(&who, &findings, &node_name)));
+    if mode == Mode::Deny && !findings.is_empty() {
+        return Ok(Verdict::reject(
+            403,
+            deny_message(&who, &findings, &node_name),
+        ));
     }
 
     let edits = NodeEdits {
@@ -199,7 +253,11 @@ fn taint_findings<'a>(
         if settings.unprotected.iter().any(|s| s.matches(old_taint)) {
             continue;
         }
-        let Some(rule) = settings.protected.iter().find(|r| r.selector.matches(old_taint)) else {
+        let Some(rule) = settings
+            .protected
+            .iter()
+            .find(|r| r.selector.matches(old_taint))
+        else {
             continue;
         };
         if rule.permitted.allows(who) {
@@ -207,10 +265,12 @@ fn taint_findings<'a>(
         }
         match new.taints.iter().find(|t| t.same_identity(old_taint)) {
             None => findings.push(Finding::RemovedTaint(old_taint)),
-            Some(new_taint) if new_taint.value != old_taint.value => findings.push(Finding::ChangedTaint {
-                old: old_taint,
-                new: new_taint,
-            }),
+            Some(new_taint) if new_taint.value != old_taint.value => {
+                findings.push(Finding::ChangedTaint {
+                    old: old_taint,
+                    new: new_taint,
+                })
+            }
             Some(_) => {}
         }
     }
@@ -238,7 +298,9 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
         let mut entry = Some(taint.raw);
         for finding in findings {
             match finding {
-                Finding::ChangedTaint { old, new } if std::ptr::eq(*new, taint) => entry = Some(old.raw),
+                Finding::ChangedTaint { old, new } if std::ptr::eq(*new, taint) => {
+                    entry = Some(old.raw)
+                }
                 Finding::ReaddedOneShot(t) if std::ptr::eq(*t, taint) => entry = None,
                 _ => {}
             }

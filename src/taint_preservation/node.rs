@@ -61,7 +61,9 @@ impl NodeEdits {
 impl<'a> NodeView<'a> {
     /// Views a Node; `which` (`object`, `oldObject`) prefixes error messages.
     pub fn parse(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
-        let err = |field: &str, e: serde_json::Error| format!("{which}{field}: {}", describe_error(text, &e));
+        let err = |field: &str, e: serde_json::Error| {
+            format!("{which}{field}: {}", describe_error(text, &e))
+        };
         let doc: NodeDoc = serde_json::from_str(text).map_err(|e| err("", e))?;
         let meta: MetaDoc = match doc.metadata.value() {
             Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", e))?,
@@ -97,8 +99,8 @@ impl<'a> NodeView<'a> {
         let all = members(annotations).map_err(|e| format!("metadata.annotations: {e}"))?;
         for (k, v) in all {
             if k.as_str() == key {
-                let value: JsonStr =
-                    serde_json::from_str(v.get()).map_err(|e| format!("metadata.annotations.{key}: {e}"))?;
+                let value: JsonStr = serde_json::from_str(v.get())
+                    .map_err(|e| format!("metadata.annotations.{key}: {e}"))?;
                 return Ok(Some((value.0.into_owned(), v.get())));
             }
         }
@@ -115,7 +117,11 @@ impl<'a> NodeView<'a> {
             spec_members.push(("taints", taints.clone(), self.taints_raw));
         }
         if let Some(unschedulable) = edits.unschedulable {
-            spec_members.push(("unschedulable", unschedulable.to_string(), self.unschedulable));
+            spec_members.push((
+                "unschedulable",
+                unschedulable.to_string(),
+                self.unschedulable,
+            ));
         }
         if !spec_members.is_empty() {
             match self.spec.value() {
@@ -147,20 +153,33 @@ impl<'a> NodeView<'a> {
                 (Some(v), Some((_, place))) => splice.replace(place, json_string(v)),
                 (None, Some((_, place))) => {
                     let annotations = self.annotations.value().expect("an annotation was found");
-                    splice.remove_member(annotations, place).map_err(|e| e.to_string())?;
+                    splice
+                        .remove_member(annotations, place)
+                        .map_err(|e| e.to_string())?;
                 }
                 (None, None) => {}
                 (Some(v), None) => {
                     let pair = [(key.as_str(), json_string(v))];
-                    match (self.annotations.value(), self.annotations.text(), self.metadata.value()) {
+                    match (
+                        self.annotations.value(),
+                        self.annotations.text(),
+                        self.metadata.value(),
+                    ) {
                         (Some(annotations), _, _) => splice.insert_members(annotations, &pair),
-                        (None, Some(null), _) => splice.replace(null, object_text(pair.iter().map(|(k, v)| (*k, v.as_str())))),
+                        (None, Some(null), _) => splice.replace(
+                            null,
+                            object_text(pair.iter().map(|(k, v)| (*k, v.as_str()))),
+                        ),
                         (None, None, Some(metadata)) => splice.insert_members(
                             metadata,
-                            &[("annotations", object_text(pair.iter().map(|(k, v)| (*k, v.as_str()))))],
+                            &[(
+                                "annotations",
+                                object_text(pair.iter().map(|(k, v)| (*k, v.as_str()))),
+                            )],
                         ),
                         (None, None, None) => {
-                            let annotations = object_text(pair.iter().map(|(k, v)| (*k, v.as_str())));
+                            let annotations =
+                                object_text(pair.iter().map(|(k, v)| (*k, v.as_str())));
                             let metadata = object_text([("annotations", annotations.as_str())]);
                             match self.metadata.text() {
                                 Some(null) => splice.replace(null, metadata),

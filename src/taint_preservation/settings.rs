@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::principal::PrincipalList;
 use crate::glob::Glob;
+use crate::principal::PrincipalList;
 use crate::settings::{Fields, SettingsError};
 use crate::taint::{selectors, TaintSelector};
 
@@ -110,13 +110,17 @@ impl Settings {
                         },
                         PrincipalList::default(),
                     )?;
-                    Ok(ProtectedRule { selector, permitted })
+                    Ok(ProtectedRule {
+                        selector,
+                        permitted,
+                    })
                 })
                 .collect::<Result<_, SettingsError>>()?,
         };
-        let unprotected =
-            selectors(&mut fields, "unprotectedTaints")?.unwrap_or_else(|| defaults(DEFAULT_UNPROTECTED_TAINTS));
-        let one_shot = selectors(&mut fields, "oneShotTaints")?.unwrap_or_else(|| defaults(DEFAULT_ONE_SHOT_TAINTS));
+        let unprotected = selectors(&mut fields, "unprotectedTaints")?
+            .unwrap_or_else(|| defaults(DEFAULT_UNPROTECTED_TAINTS));
+        let one_shot = selectors(&mut fields, "oneShotTaints")?
+            .unwrap_or_else(|| defaults(DEFAULT_ONE_SHOT_TAINTS));
         let permitted = match fields.object("permitted")? {
             Some(p) => PrincipalList::from_settings(p, &default_permitted())?,
             None => default_permitted(),
@@ -129,7 +133,9 @@ impl Settings {
             Some(mut c) => {
                 let enabled = c.bool("enabled")?.unwrap_or(true);
                 let path = c.path_of("ownerAnnotation");
-                let owner_annotation = c.string("ownerAnnotation")?.unwrap_or(DEFAULT_OWNER_ANNOTATION);
+                let owner_annotation = c
+                    .string("ownerAnnotation")?
+                    .unwrap_or(DEFAULT_OWNER_ANNOTATION);
                 check_annotation_key(owner_annotation).map_err(|m| SettingsError::new(path, m))?;
                 c.finish()?;
                 Cordon {
@@ -159,7 +165,9 @@ fn check_annotation_key(key: &str) -> Result<(), String> {
     };
     let name_ok = !name.is_empty()
         && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     let prefix_ok = prefix.is_none_or(|p| {
@@ -167,7 +175,9 @@ fn check_annotation_key(key: &str) -> Result<(), String> {
             && p.len() <= 253
             && p.split('.').all(|label| {
                 !label.is_empty()
-                    && label.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && label
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                     && !label.starts_with('-')
                     && !label.ends_with('-')
             })
@@ -175,6 +185,8 @@ fn check_annotation_key(key: &str) -> Result<(), String> {
     if name_ok && prefix_ok {
         Ok(())
     } else {
-        Err(format!("{key:?} is not a valid annotation key ([prefix/]name)"))
+        Err(format!(
+            "{key:?} is not a valid annotation key ([prefix/]name)"
+        ))
     }
 }

@@ -2,13 +2,19 @@ use serde_json::{json, Value};
 
 use super::*;
 
-const ADMIN: (&str, &[&str]) = ("kubernetes-admin", &["system:masters", "system:authenticated"]);
+const ADMIN: (&str, &[&str]) = (
+    "kubernetes-admin",
+    &["system:masters", "system:authenticated"],
+);
 const ALICE: (&str, &[&str]) = ("alice@example.com", &["system:authenticated"]);
 const NODE_CONTROLLER: (&str, &[&str]) = (
     "system:serviceaccount:kube-system:node-controller",
     &["system:serviceaccounts", "system:authenticated"],
 );
-const KARPENTER: (&str, &[&str]) = ("system:serviceaccount:kube-system:karpenter", &["system:serviceaccounts"]);
+const KARPENTER: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:karpenter",
+    &["system:serviceaccounts"],
+);
 const GPU_OPERATOR: (&str, &[&str]) = ("system:serviceaccount:gpu-operator:driver-manager", &[]);
 
 const DEDICATED: &str = r#"{"key":"example.com/dedicated","value":"gpu","effect":"NoSchedule"}"#;
@@ -18,7 +24,10 @@ const UNINIT: &str = r#"{"key":"node.cloudprovider.kubernetes.io/uninitialized",
 
 /// A Node shaped like a real one, with a field no Kubernetes version has.
 fn node(taints: &[&str], unschedulable: Option<bool>, owner: Option<&str>, label: &str) -> Value {
-    let taints: Vec<Value> = taints.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
+    let taints: Vec<Value> = taints
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
     let mut n = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "worker-1", "labels": {"kubernetes.io/hostname": "worker-1", "team": label},
@@ -221,12 +230,20 @@ fn taint_preservation_cases() {
             Want::Untouched => {
                 assert!(verdict.accepted, "{name}: {verdict:?}");
                 assert_eq!(verdict.mutated_object, None, "{name}");
-                assert!(verdict.warnings.is_empty(), "{name}: {:?}", verdict.warnings);
+                assert!(
+                    verdict.warnings.is_empty(),
+                    "{name}: {:?}",
+                    verdict.warnings
+                );
             }
             Want::Mutated(expected) => {
                 assert!(verdict.accepted, "{name}: {verdict:?}");
-                let text = verdict.mutated_object.as_deref().unwrap_or_else(|| panic!("{name}: not mutated"));
-                let got: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"));
+                let text = verdict
+                    .mutated_object
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{name}: not mutated"));
+                let got: Value =
+                    serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"));
                 assert_eq!(got, expected, "{name}");
             }
             Want::Denied(parts) => {
@@ -252,7 +269,9 @@ fn mutation_keeps_text_outside_the_edit() {
     let verdict = TaintPreservation::validate(&req, "{}");
     assert_eq!(
         verdict.mutated_object.as_deref(),
-        Some(r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [{"key":"a.io/x","effect":"NoSchedule"}] , "a": 2 } }"#)
+        Some(
+            r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [{"key":"a.io/x","effect":"NoSchedule"}] , "a": 2 } }"#
+        )
     );
 }
 
@@ -260,17 +279,46 @@ fn mutation_keeps_text_outside_the_edit() {
 fn missing_places_are_created() {
     let who = ("system:serviceaccount:a:b", &[][..]);
     let cases = [
-        (json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}), json!({"metadata": {"name": "n"}}), json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}})),
-        (json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}), json!({"metadata": {"name": "n"}, "spec": null}), json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}})),
-        (json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}), json!({"metadata": {"name": "n"}, "spec": {"taints": null}}), json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}})),
-        (json!({"metadata": {"name": "n"}, "spec": {}}), json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}}), json!({"metadata": {"name": "n", "annotations": {"taintguard.io/cordoned-by": who.0}}, "spec": {"unschedulable": true}})),
-        (json!({"spec": {}}), json!({"metadata": null, "spec": {"unschedulable": true}}), json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": who.0}}, "spec": {"unschedulable": true}})),
-        (json!({"spec": {}}), json!({"spec": {"unschedulable": true}}), json!({"spec": {"unschedulable": true}, "metadata": {"annotations": {"taintguard.io/cordoned-by": who.0}}})),
-        (json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": "alice"}}, "spec": {"unschedulable": true}}), json!({"metadata": {"annotations": null}}), json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": "alice"}}, "spec": {"unschedulable": true}})),
+        (
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}),
+            json!({"metadata": {"name": "n"}}),
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}),
+        ),
+        (
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}),
+            json!({"metadata": {"name": "n"}, "spec": null}),
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}),
+        ),
+        (
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}),
+            json!({"metadata": {"name": "n"}, "spec": {"taints": null}}),
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key":"a.io/x","effect":"NoSchedule"}]}}),
+        ),
+        (
+            json!({"metadata": {"name": "n"}, "spec": {}}),
+            json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}}),
+            json!({"metadata": {"name": "n", "annotations": {"taintguard.io/cordoned-by": who.0}}, "spec": {"unschedulable": true}}),
+        ),
+        (
+            json!({"spec": {}}),
+            json!({"metadata": null, "spec": {"unschedulable": true}}),
+            json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": who.0}}, "spec": {"unschedulable": true}}),
+        ),
+        (
+            json!({"spec": {}}),
+            json!({"spec": {"unschedulable": true}}),
+            json!({"spec": {"unschedulable": true}, "metadata": {"annotations": {"taintguard.io/cordoned-by": who.0}}}),
+        ),
+        (
+            json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": "alice"}}, "spec": {"unschedulable": true}}),
+            json!({"metadata": {"annotations": null}}),
+            json!({"metadata": {"annotations": {"taintguard.io/cordoned-by": "alice"}}, "spec": {"unschedulable": true}}),
+        ),
     ];
     for (old, new, want) in cases {
         let verdict = TaintPreservation::validate(&request("UPDATE", who, Some(&old), &new), "{}");
-        let got: Value = serde_json::from_str(verdict.mutated_object.as_deref().expect("mutated")).unwrap();
+        let got: Value =
+            serde_json::from_str(verdict.mutated_object.as_deref().expect("mutated")).unwrap();
         assert_eq!(got, want, "from {new}");
     }
 }
@@ -299,9 +347,16 @@ fn other_requests_pass() {
     let n = node(&[], None, None, "a");
     let mut pod = serde_json::from_str::<Value>(&request("CREATE", ALICE, None, &n)).unwrap();
     pod["kind"]["kind"] = json!("Pod");
-    let mut status = serde_json::from_str::<Value>(&request("UPDATE", KARPENTER, Some(&node(&[DEDICATED], None, None, "a")), &n)).unwrap();
+    let mut status = serde_json::from_str::<Value>(&request(
+        "UPDATE",
+        KARPENTER,
+        Some(&node(&[DEDICATED], None, None, "a")),
+        &n,
+    ))
+    .unwrap();
     status["subResource"] = json!("status");
-    let mut delete = serde_json::from_str::<Value>(&request("DELETE", KARPENTER, Some(&n), &n)).unwrap();
+    let mut delete =
+        serde_json::from_str::<Value>(&request("DELETE", KARPENTER, Some(&n), &n)).unwrap();
     delete.as_object_mut().unwrap().remove("object");
     for req in [pod, status, delete] {
         let verdict = TaintPreservation::validate(&req.to_string(), "{}");
@@ -314,22 +369,103 @@ fn settings_errors_name_the_field() {
     let cases = [
         (json!({"mode": "fix"}), "`mode`: unknown mode \"fix\""),
         (json!({"modes": "deny"}), "`modes`: unknown field"),
-        (json!({"protectedTaints": [{"key": "[a"}]}), "`protectedTaints[0].key`"),
-        (json!({"protectedTaints": [{"key": "a b"}]}), "`protectedTaints[0].key`: \"a b\" is not a taint key glob"),
-        (json!({"protectedTaints": [{"key": "a", "effects": ["NoSchedule", "Sometimes"]}]}), "`protectedTaints[0].effects[1]`: unknown effect \"Sometimes\""),
-        (json!({"protectedTaints": [{"effects": []}]}), "`protectedTaints[0].key`: required field is missing"),
-        (json!({"protectedTaints": [{"key": "a", "permitted": {"users": [""]}}]}), "`protectedTaints[0].permitted.users[0]`: empty principal name"),
-        (json!({"permitted": {"serviceAccounts": ["karpenter"]}}), "`permitted.serviceAccounts[0]`: \"karpenter\" is not `namespace/name`"),
-        (json!({"permitted": {"groups": "system:masters"}}), "`permitted.groups`: expected an array, found a string"),
-        (json!({"oneShotTaints": [7]}), "`oneShotTaints[0]`: expected an object, found a number"),
-        (json!({"cordon": {"ownerAnnotation": "Bad Key"}}), "`cordon.ownerAnnotation`"),
+        (
+            json!({"protectedTaints": [{"key": "[a"}]}),
+            "`protectedTaints[0].key`",
+        ),
+        (
+            json!({"protectedTaints": [{"key": "a b"}]}),
+            "`protectedTaints[0].key`: \"a b\" is not a taint key glob",
+        ),
+        (
+            json!({"protectedTaints": [{"key": "a", "effects": ["NoSchedule", "Sometimes"]}]}),
+            "`protectedTaints[0].effects[1]`: unknown effect \"Sometimes\"",
+        ),
+        (
+            json!({"protectedTaints": [{"effects": []}]}),
+            "`protectedTaints[0].key`: required field is missing",
+        ),
+        (
+            json!({"protectedTaints": [{"key": "a", "permitted": {"users": [""]}}]}),
+            "`protectedTaints[0].permitted.users[0]`: empty principal name",
+        ),
+        (
+            json!({"permitted": {"serviceAccounts": ["karpenter"]}}),
+            "`permitted.serviceAccounts[0]`: \"karpenter\" is not `namespace/name`",
+        ),
+        (
+            json!({"permitted": {"groups": "system:masters"}}),
+            "`permitted.groups`: expected an array, found a string",
+        ),
+        (
+            json!({"oneShotTaints": [7]}),
+            "`oneShotTaints[0]`: expected an object, found a number",
+        ),
+        (
+            json!({"cordon": {"ownerAnnotation": "Bad Key"}}),
+            "`cordon.ownerAnnotation`",
+        ),
         (json!([1]), "expected an object"),
     ];
     for (settings, want) in cases {
-        let err = TaintPreservation::validate_settings(&settings.to_string()).unwrap_err().to_string();
+        let err = TaintPreservation::validate_settings(&settings.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(want), "{settings}: {want:?} not in {err}");
     }
-    for good in [json!({}), json!(null), json!({"mode": "deny", "oneShotTaints": ["example.com/boot"], "permitted": {"people": false}})] {
+    for good in [
+        json!({}),
+        json!(null),
+        json!({"mode": "deny", "oneShotTaints": ["example.com/boot"], "permitted": {"people": false}}),
+    ] {
         TaintPreservation::validate_settings(&good.to_string()).unwrap();
+    }
+}
+
+#[test]
+fn validating_half_reports_what_restore_would_repair() {
+    let cases = [
+        (
+            request(
+                "UPDATE",
+                NODE_CONTROLLER,
+                Some(&node(&[DEDICATED], None, None, "a")),
+                &node(&[], None, None, "a"),
+            ),
+            false,
+        ),
+        (
+            request(
+                "UPDATE",
+                GPU_OPERATOR,
+                Some(&node(&[], Some(true), Some("alice"), "a")),
+                &node(&[], Some(false), Some("alice"), "a"),
+            ),
+            false,
+        ),
+        // A new cordon is fine; only the mutating half can record its owner.
+        (
+            request(
+                "UPDATE",
+                GPU_OPERATOR,
+                Some(&node(&[], None, None, "a")),
+                &node(&[], Some(true), None, "a"),
+            ),
+            true,
+        ),
+        (
+            request(
+                "UPDATE",
+                ADMIN,
+                Some(&node(&[DEDICATED], None, None, "a")),
+                &node(&[], None, None, "a"),
+            ),
+            true,
+        ),
+    ];
+    for (req, accepted) in cases {
+        let verdict = TaintPreservation::validate_half(&req, "{}", crate::policy::Half::Validating);
+        assert_eq!(verdict.accepted, accepted, "{verdict:?}");
+        assert_eq!(verdict.mutated_object, None);
     }
 }

@@ -37,12 +37,18 @@ fn read_json(path: &Path) -> Result<Value, String> {
 pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
     let examples = dir.join("examples");
     let manifest = examples.join("cases.yml");
-    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let cases: Vec<Case> = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let cases: Vec<Case> =
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
     cases
         .into_iter()
         .map(|case| {
-            let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let stem = |p: &Path| {
+                p.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            };
             Ok(Example {
                 name: format!("{} [{}]", stem(&case.request), stem(&case.settings)),
                 request: read_json(&examples.join(&case.request))?,

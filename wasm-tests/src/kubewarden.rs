@@ -30,13 +30,19 @@ impl WapcPolicy {
 
     /// A new instance: `_start` / `wapc_init` run here, as policy-server does per request.
     pub fn instance(&self) -> Result<WapcHost, String> {
-        let engine = self.pre.rehydrate(None).map_err(|e| format!("cannot instantiate: {e}"))?;
-        WapcHost::new(Box::new(engine), Some(Box::new(host_callback))).map_err(|e| format!("waPC init failed: {e}"))
+        let engine = self
+            .pre
+            .rehydrate(None)
+            .map_err(|e| format!("cannot instantiate: {e}"))?;
+        WapcHost::new(Box::new(engine), Some(Box::new(host_callback)))
+            .map_err(|e| format!("waPC init failed: {e}"))
     }
 
     /// Calls `op` with `payload` on a fresh instance; the guest's answer or its error.
     pub fn call(&self, op: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
-        self.instance()?.call(op, payload).map_err(|e| e.to_string())
+        self.instance()?
+            .call(op, payload)
+            .map_err(|e| e.to_string())
     }
 
     /// `validate` on a fresh instance, with the payload policy-server builds.
@@ -48,7 +54,8 @@ impl WapcPolicy {
 
     pub fn validate_settings(&self, settings: &Value) -> Result<Value, String> {
         let out = self.call("validate_settings", settings.to_string().as_bytes())?;
-        serde_json::from_slice(&out).map_err(|e| format!("validate_settings answered invalid JSON: {e}"))
+        serde_json::from_slice(&out)
+            .map_err(|e| format!("validate_settings answered invalid JSON: {e}"))
     }
 }
 
@@ -74,7 +81,9 @@ pub fn admission_response(request: &Value, response: &Value) -> Value {
         "uid": request.get("uid").cloned().unwrap_or(Value::Null),
         "allowed": response["accepted"],
     });
-    if response.get("message").is_some_and(|m| !m.is_null()) || response.get("code").is_some_and(|c| !c.is_null()) {
+    if response.get("message").is_some_and(|m| !m.is_null())
+        || response.get("code").is_some_and(|c| !c.is_null())
+    {
         out["status"] = json!({"message": response.get("message"), "code": response.get("code")});
     }
     if let Some(mutated) = response.get("mutated_object").filter(|m| !m.is_null()) {
@@ -85,6 +94,9 @@ pub fn admission_response(request: &Value, response: &Value) -> Value {
         }
     }
     out["warnings"] = response.get("warnings").cloned().unwrap_or(Value::Null);
-    out["auditAnnotations"] = response.get("audit_annotations").cloned().unwrap_or(Value::Null);
+    out["auditAnnotations"] = response
+        .get("audit_annotations")
+        .cloned()
+        .unwrap_or(Value::Null);
     out
 }

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 
 /// The repository root (this crate lives in `wasm-tests/`).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("wasm-tests has a parent").to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("wasm-tests has a parent")
+        .to_path_buf()
 }
 
 /// `dist/<file>`, where `./build.sh` writes the built artifacts.
@@ -20,5 +23,6 @@ pub fn dist(file: &str) -> PathBuf {
 /// Reads a built artifact, with a message saying how to make it when it is missing.
 pub fn read_artifact(file: &str) -> Vec<u8> {
     let path = dist(file);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}; run ./build.sh first", path.display()))
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}; run ./build.sh first", path.display()))
 }

@@ -26,11 +26,19 @@ pub fn metadata_json(metadata_yml: &str, usage: &str) -> Result<Value, String> {
             return Err(format!("metadata.yml: `{required}` is required"));
         }
     }
-    let rules = meta["rules"].as_array().ok_or("metadata.yml: `rules` must be a list")?;
+    let rules = meta["rules"]
+        .as_array()
+        .ok_or("metadata.yml: `rules` must be a list")?;
     for (i, rule) in rules.iter().enumerate() {
         for list in ["apiGroups", "apiVersions", "resources", "operations"] {
-            if rule.get(list).and_then(Value::as_array).is_none_or(Vec::is_empty) {
-                return Err(format!("metadata.yml: `rules[{i}].{list}` must be a non-empty list"));
+            if rule
+                .get(list)
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
+                return Err(format!(
+                    "metadata.yml: `rules[{i}].{list}` must be a non-empty list"
+                ));
             }
         }
     }
@@ -40,10 +48,15 @@ pub fn metadata_json(metadata_yml: &str, usage: &str) -> Result<Value, String> {
         .as_str()
         .ok_or("metadata.yml: `executionMode` must be a string")?
         .to_owned();
-    meta.insert("protocolVersion".into(), Value::from(protocol_version(&mode)?));
+    meta.insert(
+        "protocolVersion".into(),
+        Value::from(protocol_version(&mode)?),
+    );
     meta.entry("backgroundAudit").or_insert(Value::Bool(true));
-    meta.entry("policyType").or_insert_with(|| Value::from("kubernetes"));
-    meta.entry("contextAwareResources").or_insert_with(|| Value::Array(Vec::new()));
+    meta.entry("policyType")
+        .or_insert_with(|| Value::from("kubernetes"));
+    meta.entry("contextAwareResources")
+        .or_insert_with(|| Value::Array(Vec::new()));
     let annotations = meta
         .entry("annotations")
         .or_insert_with(|| Value::Object(Map::new()))
@@ -91,7 +104,9 @@ pub fn read(wasm: &[u8]) -> Result<Option<Value>, String> {
     for payload in Parser::new(0).parse_all(wasm) {
         if let Payload::CustomSection(section) = payload.map_err(|e| e.to_string())? {
             if section.name() == SECTION {
-                return serde_json::from_slice(section.data()).map(Some).map_err(|e| e.to_string());
+                return serde_json::from_slice(section.data())
+                    .map(Some)
+                    .map_err(|e| e.to_string());
             }
         }
     }
@@ -117,12 +132,16 @@ pub fn interface(wasm: &[u8]) -> Result<Interface, String> {
                     if let wasmparser::TypeRef::Memory(m) = import.ty {
                         iface.imported_memory = Some((m.initial, m.maximum));
                     }
-                    iface.imports.push(format!("{}.{}", import.module, import.name));
+                    iface
+                        .imports
+                        .push(format!("{}.{}", import.module, import.name));
                 }
             }
             Payload::ExportSection(reader) => {
                 for export in reader {
-                    iface.exports.push(export.map_err(|e| e.to_string())?.name.to_owned());
+                    iface
+                        .exports
+                        .push(export.map_err(|e| e.to_string())?.name.to_owned());
                 }
             }
             _ => {}
@@ -145,7 +164,9 @@ pub fn check_wapc(wasm: &[u8]) -> Result<(), String> {
         .iter()
         .find(|i| !(i.starts_with("wapc.") || i.starts_with("wasi_snapshot_preview1.")))
     {
-        return Err(format!("import `{bad}` cannot be satisfied by Kubewarden's waPC host"));
+        return Err(format!(
+            "import `{bad}` cannot be satisfied by Kubewarden's waPC host"
+        ));
     }
     Ok(())
 }

@@ -53,7 +53,10 @@ fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
             envelope.request.get(),
             envelope.settings.map_or("{}", RawValue::get),
         ),
-        Err(e) => Verdict::reject(400, format!("{}: malformed validation payload: {e}", P::NAME)),
+        Err(e) => Verdict::reject(
+            400,
+            format!("{}: malformed validation payload: {e}", P::NAME),
+        ),
     };
     Ok(validation_response(&verdict).into_bytes())
 }
@@ -81,7 +84,11 @@ pub fn settings_response(result: Result<(), String>) -> String {
 pub fn validation_response(verdict: &Verdict) -> String {
     let mutated = verdict.mutated_object.as_deref().map_or(0, str::len);
     let mut out = String::with_capacity(64 + mutated);
-    out.push_str(if verdict.accepted { r#"{"accepted":true"# } else { r#"{"accepted":false"# });
+    out.push_str(if verdict.accepted {
+        r#"{"accepted":true"#
+    } else {
+        r#"{"accepted":false"#
+    });
     if let Some(message) = &verdict.message {
         out.push_str(r#","message":"#);
         write_str(&mut out, message);
@@ -140,8 +147,17 @@ mod tests {
             serde_json::json!({"accepted":true,"message":"m \"q\"","code":200,"mutated_object":{"b":1,"a":2},
                                "audit_annotations":{"k":"v"},"warnings":["w1","w2"]})
         );
-        assert!(text.contains(r#"{"b":1,"a":2}"#), "mutated object copied verbatim");
-        assert_eq!(validation_response(&Verdict::accept()), r#"{"accepted":true}"#);
-        assert_eq!(settings_response(Err("x\ny".into())), r#"{"valid":false,"message":"x\ny"}"#);
+        assert!(
+            text.contains(r#"{"b":1,"a":2}"#),
+            "mutated object copied verbatim"
+        );
+        assert_eq!(
+            validation_response(&Verdict::accept()),
+            r#"{"accepted":true}"#
+        );
+        assert_eq!(
+            settings_response(Err("x\ny".into())),
+            r#"{"valid":false,"message":"x\ny"}"#
+        );
     }
 }

@@ -23,7 +23,12 @@ fn run(dir: &str, wasm: &str) -> Result<bool, String> {
         if let Some(message) = review.get("status").and_then(|s| s["message"].as_str()) {
             println!("      message: {message}");
         }
-        for op in review.get("patch").and_then(|p| p.as_array()).into_iter().flatten() {
+        for op in review
+            .get("patch")
+            .and_then(|p| p.as_array())
+            .into_iter()
+            .flatten()
+        {
             println!("      patch:   {op}");
         }
         for warning in review["warnings"].as_array().into_iter().flatten() {
