@@ -8,11 +8,14 @@
 pub mod admission;
 pub mod glob;
 pub mod json;
+pub mod label_selector;
 pub mod policy;
 pub mod principal;
 pub mod settings;
 pub mod taint;
 pub mod taint_preservation;
+pub mod toleration;
+pub mod toleration_injection;
 pub mod verdict;
 
 pub use policy::Policy;

@@ -178,6 +178,14 @@ impl<'s> Fields<'s> {
         }
     }
 
+    /// Every member, for objects whose keys are data (label maps): `(path, key, value)`.
+    pub fn into_entries(self) -> Vec<(String, &'s str, &'s Value)> {
+        self.map
+            .iter()
+            .map(|(k, v)| (self.path_of(k), k.as_str(), v))
+            .collect()
+    }
+
     /// Rejects keys that were never asked for.
     pub fn finish(self) -> Result<(), SettingsError> {
         match self.map.keys().find(|k| !self.known.contains(&k.as_str())) {

@@ -47,6 +47,21 @@ impl<'a> Splice<'a> {
         self.edits.push((at..at, text));
     }
 
+    /// Appends `items` (JSON texts) to the array whose text is `array`.
+    pub fn append_items(&mut self, array: &str, items: &[String]) {
+        let span = span_in(self.doc, array);
+        let mut text = String::new();
+        let empty = array[1..array.len() - 1].trim().is_empty();
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 || !empty {
+                text.push(',');
+            }
+            text.push_str(item);
+        }
+        let at = span.end - 1;
+        self.edits.push((at..at, text));
+    }
+
     /// Removes the member whose value is `value` from the object whose text is `object`,
     /// together with the comma that separated it from its neighbour.
     pub fn remove_member(&mut self, object: &str, value: &str) -> Result<(), serde_json::Error> {
@@ -131,6 +146,11 @@ mod tests {
                 "remove last",
                 Box::new(|s| s.remove_member(object, m[2].1.get()).unwrap()),
                 r#"{"z":0, "a" : [1,2], "o": {"k1":"v1", "k2": "v2"}, "new": {"x":1}}"#,
+            ),
+            (
+                "append items",
+                Box::new(|s| s.append_items(view.a.text().unwrap(), &["3".into(), "{}".into()])),
+                r#"{"z":0, "a" : [1,2,3,{}], "o": {"k1":"v1", "k2": "v2","k3":3}, "new": {"x":1}}"#,
             ),
             (
                 "insert two",

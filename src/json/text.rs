@@ -94,6 +94,30 @@ pub fn members(object: &str) -> Result<Vec<(JsonStr<'_>, &RawValue)>, serde_json
     de.deserialize_map(Members)
 }
 
+/// The member `key` of the JSON object `object`, as raw text (`null` kept); other members are
+/// skipped without being decoded.
+pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Error> {
+    struct Find<'k>(&'k str);
+    impl<'de> Visitor<'de> for Find<'_> {
+        type Value = Raw<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = Raw(None);
+            while let Some(k) = map.next_key::<JsonStr<'de>>()? {
+                let value: &'de RawValue = map.next_value()?;
+                if found.0.is_none() && k.as_str() == self.0 {
+                    found = Raw(Some(value));
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(object);
+    de.deserialize_map(Find(key))
+}
+
 /// Appends `s` to `out` as a JSON string literal.
 pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
@@ -152,6 +176,15 @@ mod tests {
         assert_eq!(doc.a.text(), Some("null"));
         assert_eq!(doc.a.value(), None);
         assert_eq!(doc.b.text(), None);
+    }
+
+    #[test]
+    fn field_finds_one_member() {
+        let doc = r#"{"a":{"deep":[1]},"b":null,"c":"x"}"#;
+        assert_eq!(field(doc, "a").unwrap().text(), Some(r#"{"deep":[1]}"#));
+        assert_eq!(field(doc, "b").unwrap().text(), Some("null"));
+        assert_eq!(field(doc, "z").unwrap().text(), None);
+        assert!(field("[1]", "a").is_err());
     }
 
     #[test]

@@ -1,0 +1,356 @@
+//! Tolerations, and when one already tolerates everything another does.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::json::{write_str, JsonStr};
+use crate::settings::{Fields, SettingsError};
+use crate::taint::effect;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operator {
+    Equal,
+    Exists,
+    /// An operator Kubernetes does not know: such a toleration tolerates nothing.
+    Unknown,
+}
+
+/// One toleration. Absent fields are empty strings, as Kubernetes reads them: an empty key
+/// (with `Exists`) matches every key, an empty effect every effect, and `Equal` with no value
+/// the empty value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toleration<'a> {
+    pub key: Cow<'a, str>,
+    pub operator: Operator,
+    pub value: Cow<'a, str>,
+    pub effect: Cow<'a, str>,
+    pub seconds: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TolerationFields<'a> {
+    #[serde(borrow, default)]
+    key: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    operator: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    value: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    effect: Option<JsonStr<'a>>,
+    #[serde(default)]
+    toleration_seconds: Option<i64>,
+}
+
+fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {
+    s.map(|s| s.0).unwrap_or_default()
+}
+
+/// Reads a `tolerations` value; absent or `null` is the empty list.
+pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde_json::Error> {
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    let entries: Vec<&RawValue> = serde_json::from_str(raw)?;
+    entries
+        .into_iter()
+        .map(|entry| {
+            let f: TolerationFields = serde_json::from_str(entry.get())?;
+            let operator = match f.operator.as_ref().map(JsonStr::as_str) {
+                None | Some("") | Some("Equal") => Operator::Equal,
+                Some("Exists") => Operator::Exists,
+                Some(_) => Operator::Unknown,
+            };
+            Ok(Toleration {
+                key: text(f.key),
+                operator,
+                value: text(f.value),
+                effect: text(f.effect),
+                seconds: f.toleration_seconds,
+            })
+        })
+        .collect()
+}
+
+impl Toleration<'_> {
+    /// Whether `self` tolerates every taint `other` tolerates, for at least as long.
+    pub fn covers(&self, other: &Toleration<'_>) -> bool {
+        let key = if self.key.is_empty() {
+            self.operator == Operator::Exists
+        } else {
+            self.key == other.key
+        };
+        let effect = self.effect.is_empty() || self.effect == other.effect;
+        let value = match self.operator {
+            Operator::Exists => true,
+            Operator::Equal => other.operator == Operator::Equal && self.value == other.value,
+            Operator::Unknown => false,
+        };
+        let seconds = match (self.seconds, other.seconds) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(mine), Some(theirs)) => theirs <= mine,
+        };
+        key && effect && value && seconds && other.operator != Operator::Unknown
+    }
+
+    /// The same toleration for another key (an alias twin).
+    pub fn with_key(&self, key: &str) -> Toleration<'static> {
+        Toleration {
+            key: Cow::Owned(key.to_owned()),
+            operator: self.operator,
+            value: Cow::Owned(self.value.to_string()),
+            effect: Cow::Owned(self.effect.to_string()),
+            seconds: self.seconds,
+        }
+    }
+
+    pub fn into_owned(self) -> Toleration<'static> {
+        Toleration {
+            key: Cow::Owned(self.key.into_owned()),
+            operator: self.operator,
+            value: Cow::Owned(self.value.into_owned()),
+            effect: Cow::Owned(self.effect.into_owned()),
+            seconds: self.seconds,
+        }
+    }
+
+    /// kubectl-like: `key=value:Effect`, `key:Effect (Exists)`, `*:Effect (Exists)`.
+    pub fn describe(&self) -> String {
+        let key = if self.key.is_empty() { "*" } else { &self.key };
+        let effect = if self.effect.is_empty() {
+            "*"
+        } else {
+            &self.effect
+        };
+        let mut s = match self.operator {
+            Operator::Equal if !self.value.is_empty() => format!("{key}={}:{effect}", self.value),
+            Operator::Equal => format!("{key}:{effect}"),
+            Operator::Exists => format!("{key}:{effect} (Exists)"),
+            Operator::Unknown => format!("{key}:{effect} (unknown operator)"),
+        };
+        if let Some(seconds) = self.seconds {
+            s.push_str(&format!(" for {seconds}s"));
+        }
+        s
+    }
+
+    /// The toleration as Kubernetes writes it, empty fields left out.
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{");
+        let mut sep = "";
+        let mut member = |out: &mut String, name: &str, value: &str| {
+            out.push_str(sep);
+            write_str(out, name);
+            out.push(':');
+            write_str(out, value);
+            sep = ",";
+        };
+        if !self.key.is_empty() {
+            member(&mut out, "key", &self.key);
+        }
+        member(
+            &mut out,
+            "operator",
+            if self.operator == Operator::Exists {
+                "Exists"
+            } else {
+                "Equal"
+            },
+        );
+        if !self.value.is_empty() {
+            member(&mut out, "value", &self.value);
+        }
+        if !self.effect.is_empty() {
+            member(&mut out, "effect", &self.effect);
+        }
+        if let Some(seconds) = self.seconds {
+            out.push_str(&format!(",\"tolerationSeconds\":{seconds}"));
+        }
+        out.push('}');
+        out
+    }
+
+    /// Reads a toleration from settings, with the checks the API server would make.
+    pub fn from_settings(
+        path: String,
+        value: &Value,
+    ) -> Result<Toleration<'static>, SettingsError> {
+        let mut f = Fields::new(path, value)?;
+        let key = f.string("key")?.unwrap_or("").to_owned();
+        let operator_path = f.path_of("operator");
+        let operator = match f.string("operator")? {
+            None | Some("Equal") => Operator::Equal,
+            Some("Exists") => Operator::Exists,
+            Some(other) => {
+                return Err(SettingsError::new(
+                    operator_path,
+                    format!("unknown operator {other:?}; expected \"Equal\" or \"Exists\""),
+                ))
+            }
+        };
+        let value_path = f.path_of("value");
+        let value = f.string("value")?.unwrap_or("").to_owned();
+        let effect_path = f.path_of("effect");
+        let effect = match f.string("effect")? {
+            None | Some("") => String::new(),
+            Some(e) => effect(e)
+                .map_err(|m| SettingsError::new(effect_path.clone(), m))?
+                .to_owned(),
+        };
+        let seconds_path = f.path_of("tolerationSeconds");
+        let seconds =
+            match f.get("tolerationSeconds") {
+                None => None,
+                Some(v) => Some(v.as_i64().ok_or_else(|| {
+                    SettingsError::new(seconds_path.clone(), "expected an integer")
+                })?),
+            };
+        let key_path = f.path_of("key");
+        f.finish()?;
+        if key.is_empty() && operator != Operator::Exists {
+            return Err(SettingsError::new(
+                key_path,
+                "an empty key requires operator \"Exists\"",
+            ));
+        }
+        if key
+            .chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || "-_./".contains(c)))
+        {
+            return Err(SettingsError::new(
+                key_path,
+                format!("{key:?} is not a valid taint key"),
+            ));
+        }
+        if operator == Operator::Exists && !value.is_empty() {
+            return Err(SettingsError::new(
+                value_path,
+                "operator \"Exists\" takes no value",
+            ));
+        }
+        if seconds.is_some() && effect != "NoExecute" {
+            return Err(SettingsError::new(
+                seconds_path,
+                "tolerationSeconds requires effect \"NoExecute\"",
+            ));
+        }
+        Ok(Toleration {
+            key: Cow::Owned(key),
+            operator,
+            value: Cow::Owned(value),
+            effect: Cow::Owned(effect),
+            seconds,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(json: &str) -> Toleration<'static> {
+        parse_tolerations(Some(&format!("[{json}]")))
+            .unwrap()
+            .remove(0)
+            .into_owned()
+    }
+
+    #[test]
+    fn coverage_table() {
+        let cases = [
+            (
+                r#"{"operator":"Exists"}"#,
+                r#"{"key":"a","value":"x","effect":"NoSchedule"}"#,
+                true,
+            ),
+            (r#"{"operator":"Exists"}"#, r#"{"operator":"Exists"}"#, true),
+            (
+                r#"{"key":"a","operator":"Exists"}"#,
+                r#"{"operator":"Exists"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a","operator":"Exists"}"#,
+                r#"{"key":"a","value":"v","effect":"NoExecute"}"#,
+                true,
+            ),
+            (
+                r#"{"key":"a","operator":"Exists","effect":"NoSchedule"}"#,
+                r#"{"key":"a","effect":"NoExecute"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a","operator":"Exists","effect":"NoSchedule"}"#,
+                r#"{"key":"a","operator":"Exists"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a","value":"v"}"#,
+                r#"{"key":"a","value":"v","effect":"NoSchedule"}"#,
+                true,
+            ),
+            (
+                r#"{"key":"a","value":"v"}"#,
+                r#"{"key":"a","value":"w"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a","value":"v"}"#,
+                r#"{"key":"a","operator":"Exists"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a"}"#,
+                r#"{"key":"a","operator":"Equal","value":""}"#,
+                true,
+            ),
+            (
+                r#"{"key":"a","effect":"NoSchedule"}"#,
+                r#"{"key":"b","effect":"NoSchedule"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}"#,
+                r#"{"key":"a","operator":"Exists","effect":"NoExecute"}"#,
+                false,
+            ),
+            (
+                r#"{"key":"a","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}"#,
+                r#"{"key":"a","operator":"Exists","effect":"NoExecute","tolerationSeconds":60}"#,
+                true,
+            ),
+            (
+                r#"{"key":"a","operator":"exists"}"#,
+                r#"{"key":"a"}"#,
+                false,
+            ),
+            (
+                r#"{"operator":"Exists"}"#,
+                r#"{"key":"a","operator":"Sometimes"}"#,
+                false,
+            ),
+        ];
+        for (existing, wanted, covered) in cases {
+            assert_eq!(
+                t(existing).covers(&t(wanted)),
+                covered,
+                "{existing} covers {wanted}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_round_trip() {
+        for json in [
+            r#"{"key":"node-role.kubernetes.io/master","operator":"Equal","effect":"NoSchedule"}"#,
+            r#"{"operator":"Exists"}"#,
+            r#"{"key":"a","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}"#,
+        ] {
+            assert_eq!(t(json).to_json(), json);
+        }
+    }
+}

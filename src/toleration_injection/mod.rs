@@ -1,0 +1,284 @@
+//! Toleration injection: scoped add-if-missing tolerations for Pods and every pod template,
+//! alias groups (control-plane / master), and restriction of dangerous tolerations.
+//!
+//! Tolerations are only ever appended, never rewritten, and only when nothing the workload
+//! already tolerates covers them: coverage is judged the way the scheduler matches, not by
+//! equality. Pods are handled at CREATE only (Kubernetes forbids changing a Pod's tolerations);
+//! workloads at CREATE and UPDATE.
+
+mod conditions;
+pub mod settings;
+mod workload;
+
+use std::cell::OnceCell;
+
+use serde_json::Value;
+
+use crate::admission::{AdmissionRequest, Operation};
+use crate::policy::Policy;
+use crate::principal::Principal;
+use crate::toleration::{Operator, Toleration};
+use crate::verdict::Verdict;
+
+pub use settings::Settings;
+use settings::{Match, Restriction, Rule};
+use workload::{Kind, Workload};
+
+pub struct TolerationInjection;
+
+impl Policy for TolerationInjection {
+    const NAME: &'static str = "toleration-injection";
+    type Settings = Settings;
+
+    fn settings(value: &Value) -> Result<Settings, crate::settings::SettingsError> {
+        Settings::from_value(value)
+    }
+
+    fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
+        let Some(kind) = Kind::of(request) else {
+            return Verdict::accept();
+        };
+        let handled = match request.operation {
+            Operation::Create => true,
+            Operation::Update => kind != Kind::Pod,
+            Operation::Delete | Operation::Connect => false,
+        };
+        if !handled {
+            return Verdict::accept();
+        }
+        let Some(object) = request.object.value() else {
+            return malformed("the request has no object");
+        };
+        match Workload::parse(object, kind) {
+            Ok(workload) => judge(request, settings, &workload),
+            Err(message) => malformed(&message),
+        }
+    }
+}
+
+fn malformed(message: &str) -> Verdict {
+    Verdict::reject(
+        400,
+        format!(
+            "{}: malformed request: {message}",
+            TolerationInjection::NAME
+        ),
+    )
+}
+
+/// The admitted object and its request, as the matchers see them.
+struct Subject<'s> {
+    workload: &'s Workload<'s>,
+    namespace: &'s str,
+    who: Principal<'s>,
+    /// The whole object as a `Value`, parsed only if a JSONPath condition needs it.
+    value: OnceCell<Value>,
+}
+
+impl Subject<'_> {
+    fn value(&self) -> &Value {
+        self.value
+            .get_or_init(|| serde_json::from_str(self.workload.text).unwrap_or(Value::Null))
+    }
+
+    fn name_matches(&self, m: &Match) -> bool {
+        let name = self
+            .workload
+            .name
+            .as_ref()
+            .filter(|n| !n.as_str().is_empty())
+            .or(self.workload.generate_name.as_ref());
+        name.is_some_and(|n| m.names.iter().any(|g| g.matches(n.as_str())))
+    }
+
+    /// Cheap tests first; JSONPath conditions (which parse the whole object) last.
+    fn matches(&self, m: &Match) -> bool {
+        (m.kinds.is_empty() || m.kinds.contains(&self.workload.kind))
+            && (m.namespaces.is_empty() || m.namespaces.iter().any(|g| g.matches(self.namespace)))
+            && m.principals.as_ref().is_none_or(|p| p.allows(&self.who))
+            && m.labels
+                .as_ref()
+                .is_none_or(|s| s.matches(&self.workload.labels))
+            && (m.names.is_empty() || self.name_matches(m))
+            && m.conditions.iter().all(|c| c.holds(self.value()))
+    }
+
+    fn describe(&self) -> String {
+        let name = self
+            .workload
+            .name
+            .as_ref()
+            .or(self.workload.generate_name.as_ref())
+            .map_or("(unnamed)", |n| n.as_str());
+        if self.namespace.is_empty() {
+            format!("{} {name}", self.workload.kind.name())
+        } else {
+            format!("{} {}/{name}", self.workload.kind.name(), self.namespace)
+        }
+    }
+}
+
+fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workload<'_>) -> Verdict {
+    let namespace = request
+        .namespace
+        .as_ref()
+        .or(workload.namespace.as_ref())
+        .map_or("", |n| n.as_str());
+    let subject = Subject {
+        workload,
+        namespace,
+        who: request.principal(),
+        value: OnceCell::new(),
+    };
+    let rules: Vec<&Rule> = settings
+        .rules
+        .iter()
+        .filter(|r| subject.matches(&r.matcher))
+        .collect();
+
+    let violations = restriction_violations(settings, &subject, &rules);
+    if !violations.is_empty() {
+        return Verdict::reject(
+            403,
+            format!(
+                "{}: {} (requested by {}) may not tolerate {}. Only the namespaces and principals each \
+                 restriction allows may; ask a cluster administrator to add them to the policy settings.",
+                TolerationInjection::NAME,
+                subject.describe(),
+                subject.who.describe(),
+                violations.join("; ")
+            ),
+        );
+    }
+
+    let added = additions(settings, &rules, &workload.tolerations);
+    if added.is_empty() {
+        return Verdict::accept();
+    }
+    let texts: Vec<String> = added.iter().map(|(t, _)| t.to_json()).collect();
+    let Some(mutated) = workload.with_tolerations(&texts) else {
+        return Verdict::accept();
+    };
+    let described: Vec<String> = added
+        .iter()
+        .map(|(t, why)| format!("{} ({why})", t.describe()))
+        .collect();
+    Verdict {
+        accepted: true,
+        mutated_object: Some(mutated),
+        warnings: described
+            .iter()
+            .map(|d| format!("{}: added toleration {d}", TolerationInjection::NAME))
+            .collect(),
+        audit_annotations: vec![("injected-tolerations".to_owned(), described.join("; "))],
+        ..Verdict::default()
+    }
+}
+
+/// The alias group `key` belongs to.
+fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [String]> {
+    settings
+        .aliases
+        .iter()
+        .find(|g| g.iter().any(|k| k == key))
+        .map(Vec::as_slice)
+}
+
+/// Tolerations to append, each with why: the matching rules' tolerations, then the alias twins
+/// of everything the workload will tolerate, each only when nothing already covers it.
+fn additions(
+    settings: &Settings,
+    rules: &[&Rule],
+    existing: &[Toleration<'_>],
+) -> Vec<(Toleration<'static>, String)> {
+    let mut all: Vec<Toleration<'_>> = existing.to_vec();
+    let mut added = Vec::new();
+    let mut add = |all: &mut Vec<Toleration<'_>>, t: Toleration<'static>, why: String| {
+        if !all.iter().any(|e| e.covers(&t)) {
+            all.push(t.clone());
+            added.push((t, why));
+        }
+    };
+    for rule in rules {
+        for t in &rule.tolerations {
+            add(&mut all, t.clone(), format!("rule {:?}", rule.name));
+        }
+    }
+    // Twins of twins are covered by construction (a group is one set), so one growing pass ends.
+    let mut i = 0;
+    while i < all.len() {
+        let t = all[i].clone();
+        i += 1;
+        if t.operator == Operator::Unknown {
+            continue;
+        }
+        let Some(group) = alias_group(settings, &t.key) else {
+            continue;
+        };
+        for key in group.iter().filter(|k| **k != t.key) {
+            add(&mut all, t.with_key(key), format!("alias of {}", t.key));
+        }
+    }
+    added
+}
+
+/// Tolerations the object already has that a restriction forbids here. Tolerations that the
+/// matching rules inject (or their alias twins) are exempt: the policy never denies its own work,
+/// which an UPDATE of a workload it mutated earlier carries.
+fn restriction_violations(
+    settings: &Settings,
+    subject: &Subject<'_>,
+    rules: &[&Rule],
+) -> Vec<String> {
+    let applicable: Vec<&Restriction> = settings
+        .restrictions
+        .iter()
+        .filter(|r| {
+            !r.allowed_namespaces
+                .iter()
+                .any(|g| g.matches(subject.namespace))
+                && !r.allowed_principals.allows(&subject.who)
+        })
+        .collect();
+    if applicable.is_empty() {
+        return Vec::new();
+    }
+    let injected: Vec<Toleration<'static>> = rules
+        .iter()
+        .flat_map(|r| r.tolerations.iter().cloned())
+        .collect();
+    let own = |t: &Toleration<'_>| {
+        injected.iter().any(|i| {
+            let twin_keys = alias_group(settings, &i.key).unwrap_or(&[]);
+            i.key == t.key && *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
+        })
+    };
+    let mut violations = Vec::new();
+    for t in subject.workload.tolerations.iter().filter(|t| !own(t)) {
+        for restriction in &applicable {
+            let hit = restriction.taints.iter().find(|s| {
+                let key = if t.key.is_empty() {
+                    t.operator == Operator::Exists
+                } else {
+                    s.key.matches(&t.key)
+                };
+                let effect =
+                    t.effect.is_empty() || s.effects.is_empty() || s.effects.contains(&&*t.effect);
+                key && effect
+            });
+            if let Some(selector) = hit {
+                violations.push(format!(
+                    "{} (restriction {:?} protects taints {})",
+                    t.describe(),
+                    restriction.name,
+                    selector.key.as_str()
+                ));
+                break;
+            }
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests;

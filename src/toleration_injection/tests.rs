@@ -1,0 +1,540 @@
+use serde_json::{json, Value};
+
+use super::*;
+use crate::policy::Half;
+
+const CP: &str = "node-role.kubernetes.io/control-plane";
+const MASTER: &str = "node-role.kubernetes.io/master";
+
+fn gvk(kind: &str) -> Value {
+    let group = match kind {
+        "Pod" | "ReplicationController" => "",
+        "Job" | "CronJob" => "batch",
+        _ => "apps",
+    };
+    json!({"group": group, "version": "v1", "kind": kind})
+}
+
+/// An object of `kind` whose pod spec has `tolerations` (omitted when `None`).
+fn object(kind: &str, tolerations: Option<Value>) -> Value {
+    let mut pod_spec =
+        json!({"containers": [{"name": "c", "image": "busybox:1.28.4"}], "futureField": 1});
+    if let Some(t) = tolerations {
+        pod_spec["tolerations"] = t;
+    }
+    let spec = match kind {
+        "Pod" => pod_spec,
+        "CronJob" => {
+            json!({"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": pod_spec}}}})
+        }
+        _ => {
+            json!({"selector": {"matchLabels": {"app": "x"}}, "template": {"metadata": {"labels": {"app": "x"}}, "spec": pod_spec}})
+        }
+    };
+    json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "namespace": "kube-system", "labels": {"app": "x"}}, "spec": spec})
+}
+
+fn pod_spec_pointer(kind: &str) -> &'static str {
+    match kind {
+        "Pod" => "/spec",
+        "CronJob" => "/spec/jobTemplate/spec/template/spec",
+        _ => "/spec/template/spec",
+    }
+}
+
+fn request(op: &str, user: &str, namespace: &str, object: &Value) -> String {
+    let kind = object["kind"].as_str().unwrap();
+    json!({"uid": "u", "kind": gvk(kind), "resource": {"group": "", "version": "v1", "resource": "x"},
+           "namespace": namespace, "operation": op,
+           "userInfo": {"username": user, "groups": ["system:authenticated"]}, "object": object})
+    .to_string()
+}
+
+fn added(verdict: &Verdict, kind: &str, before: usize) -> Vec<Value> {
+    let Some(text) = &verdict.mutated_object else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(text).unwrap();
+    let list = v
+        .pointer(&format!("{}/tolerations", pod_spec_pointer(kind)))
+        .unwrap()
+        .as_array()
+        .unwrap();
+    list[before..].to_vec()
+}
+
+fn hostpath_settings() -> Value {
+    json!({"rules": [{
+        "name": "hostpath-provisioner-helpers",
+        "match": {"kinds": ["Pod"], "namespaces": ["kube-system"],
+                  "principals": {"serviceAccounts": ["kube-system/microk8s-hostpath"]},
+                  "labelSelector": {"matchExpressions": [{"key": "microk8s.hostpath.io/managed-by", "operator": "Exists"}]},
+                  "names": ["hostpath-provisioner-*"]},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    }]})
+}
+
+fn helper_pod() -> Value {
+    let mut pod = object("Pod", None);
+    pod["metadata"] = json!({"generateName": "hostpath-provisioner-node1-", "namespace": "kube-system",
+                             "labels": {"microk8s.hostpath.io/managed-by": "node1"}});
+    pod
+}
+
+#[test]
+fn every_kind_gets_alias_twins_in_its_pod_spec() {
+    for kind in [
+        "Pod",
+        "Deployment",
+        "DaemonSet",
+        "StatefulSet",
+        "ReplicaSet",
+        "ReplicationController",
+        "Job",
+        "CronJob",
+    ] {
+        let obj = object(kind, Some(json!([{"key": CP, "effect": "NoSchedule"}])));
+        let verdict =
+            TolerationInjection::validate(&request("CREATE", "alice", "kube-system", &obj), "{}");
+        assert!(verdict.accepted, "{kind}");
+        assert_eq!(
+            added(&verdict, kind, 1),
+            vec![json!({"key": MASTER, "operator": "Equal", "effect": "NoSchedule"})],
+            "{kind}"
+        );
+        // Nothing but the appended toleration changed.
+        let mut got: Value =
+            serde_json::from_str(verdict.mutated_object.as_ref().unwrap()).unwrap();
+        got.pointer_mut(&format!("{}/tolerations", pod_spec_pointer(kind)))
+            .unwrap()
+            .as_array_mut()
+            .unwrap()
+            .pop();
+        assert_eq!(got, obj, "{kind}");
+        assert_eq!(verdict.warnings.len(), 1, "{kind}");
+        assert!(verdict.warnings[0].contains("alias of node-role.kubernetes.io/control-plane"));
+        assert_eq!(verdict.audit_annotations[0].0, "injected-tolerations");
+    }
+}
+
+#[test]
+fn injection_cases() {
+    let none: &[Value] = &[];
+    let cases: Vec<(&str, Value, String, &str, Vec<Value>)> = vec![
+        (
+            "CronJob tolerating only master gets the control-plane twin",
+            json!({}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object(
+                    "CronJob",
+                    Some(json!([{"key": MASTER, "operator": "Exists", "effect": "NoSchedule"}])),
+                ),
+            ),
+            "CronJob",
+            vec![json!({"key": CP, "operator": "Exists", "effect": "NoSchedule"})],
+        ),
+        (
+            "a pod tolerating everything is untouched",
+            json!({}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object("Pod", Some(json!([{"operator": "Exists"}]))),
+            ),
+            "Pod",
+            none.to_vec(),
+        ),
+        (
+            "a pod with unrelated tolerations is untouched",
+            json!({}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object(
+                    "Pod",
+                    Some(
+                        json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]),
+                    ),
+                ),
+            ),
+            "Pod",
+            none.to_vec(),
+        ),
+        (
+            "both keys already tolerated: untouched",
+            json!({}),
+            request(
+                "UPDATE",
+                "alice",
+                "ops",
+                &object(
+                    "DaemonSet",
+                    Some(
+                        json!([{"key": CP, "operator": "Exists"}, {"key": MASTER, "operator": "Exists"}]),
+                    ),
+                ),
+            ),
+            "DaemonSet",
+            none.to_vec(),
+        ),
+        (
+            "a twin covered by a broader toleration is not added",
+            json!({}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object(
+                    "Deployment",
+                    Some(
+                        json!([{"key": CP, "operator": "Exists"}, {"key": MASTER, "operator": "Exists"}, {"key": CP, "effect": "NoSchedule"}]),
+                    ),
+                ),
+            ),
+            "Deployment",
+            none.to_vec(),
+        ),
+        (
+            "aliases can be switched off",
+            json!({"aliases": {"enabled": false}}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object(
+                    "DaemonSet",
+                    Some(json!([{"key": CP, "effect": "NoSchedule"}])),
+                ),
+            ),
+            "DaemonSet",
+            none.to_vec(),
+        ),
+        (
+            "custom alias groups",
+            json!({"aliases": {"groups": [["example.com/gpu", "nvidia.com/gpu", "amd.com/gpu"]]}}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object(
+                    "Pod",
+                    Some(json!([{"key": "nvidia.com/gpu", "operator": "Exists"}])),
+                ),
+            ),
+            "Pod",
+            vec![
+                json!({"key": "example.com/gpu", "operator": "Exists"}),
+                json!({"key": "amd.com/gpu", "operator": "Exists"}),
+            ],
+        ),
+        (
+            "the hostpath helper pod of the provisioner's service account gets its tolerations",
+            hostpath_settings(),
+            request(
+                "CREATE",
+                "system:serviceaccount:kube-system:microk8s-hostpath",
+                "kube-system",
+                &helper_pod(),
+            ),
+            "Pod",
+            vec![json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"})],
+        ),
+        (
+            "the same pod from another service account does not",
+            hostpath_settings(),
+            request(
+                "CREATE",
+                "system:serviceaccount:kube-system:other",
+                "kube-system",
+                &helper_pod(),
+            ),
+            "Pod",
+            none.to_vec(),
+        ),
+        (
+            "the same pod in another namespace does not",
+            hostpath_settings(),
+            request(
+                "CREATE",
+                "system:serviceaccount:kube-system:microk8s-hostpath",
+                "default",
+                &helper_pod(),
+            ),
+            "Pod",
+            none.to_vec(),
+        ),
+        (
+            "a pod UPDATE is left alone",
+            json!({}),
+            request(
+                "UPDATE",
+                "alice",
+                "ops",
+                &object("Pod", Some(json!([{"key": CP, "operator": "Exists"}]))),
+            ),
+            "Pod",
+            none.to_vec(),
+        ),
+        (
+            "JSONPath conditions select critical DaemonSets; tolerations: null is replaced",
+            json!({"rules": [{"name": "critical", "match": {"kinds": ["DaemonSet"],
+                "jsonPath": [{"path": "$.spec.template.spec.containers[0].image", "matches": "busybox:*"}]},
+                "tolerations": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "operator": "Exists", "effect": "NoSchedule"}]}]}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object("DaemonSet", Some(Value::Null)),
+            ),
+            "DaemonSet",
+            vec![
+                json!({"key": "node.cloudprovider.kubernetes.io/uninitialized", "operator": "Exists", "effect": "NoSchedule"}),
+            ],
+        ),
+        (
+            "injected tolerations get alias twins too",
+            json!({"rules": [{"name": "cp", "tolerations": [{"key": CP, "operator": "Exists", "effect": "NoSchedule"}]}]}),
+            request("CREATE", "alice", "ops", &object("Job", None)),
+            "Job",
+            vec![
+                json!({"key": CP, "operator": "Exists", "effect": "NoSchedule"}),
+                json!({"key": MASTER, "operator": "Exists", "effect": "NoSchedule"}),
+            ],
+        ),
+        (
+            "the twin of an every-effect toleration is not covered by a one-effect one",
+            json!({}),
+            request(
+                "CREATE",
+                "alice",
+                "ops",
+                &object(
+                    "Deployment",
+                    Some(
+                        json!([{"key": CP, "effect": "NoSchedule"}, {"key": MASTER, "operator": "Exists"}]),
+                    ),
+                ),
+            ),
+            "Deployment",
+            vec![json!({"key": CP, "operator": "Exists"})],
+        ),
+    ];
+    for (name, settings, req, kind, want) in cases {
+        let verdict = TolerationInjection::validate(&req, &settings.to_string());
+        assert!(verdict.accepted, "{name}: {verdict:?}");
+        let before: Value = serde_json::from_str::<Value>(&req).unwrap()["object"]
+            .pointer(&format!("{}/tolerations", pod_spec_pointer(kind)))
+            .and_then(Value::as_array)
+            .map_or(Value::from(0), |a| Value::from(a.len()));
+        assert_eq!(
+            added(&verdict, kind, before.as_u64().unwrap() as usize),
+            want,
+            "{name}"
+        );
+        if want.is_empty() {
+            assert_eq!(verdict, Verdict::accept(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn injection_is_idempotent() {
+    let obj = object(
+        "DaemonSet",
+        Some(json!([{"key": CP, "effect": "NoSchedule"}])),
+    );
+    let first = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
+    let mutated: Value = serde_json::from_str(first.mutated_object.as_ref().unwrap()).unwrap();
+    let second = TolerationInjection::validate(&request("UPDATE", "alice", "ops", &mutated), "{}");
+    assert_eq!(second, Verdict::accept());
+}
+
+#[test]
+fn restrictions() {
+    let settings = json!({
+        "rules": [{"name": "gpu-helpers", "match": {"namespaces": ["kube-system"]},
+                   "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}],
+        "restrictions": [{"name": "dedicated-nodes", "taints": ["dedicated", {"key": "nvidia.com/*", "effects": ["NoSchedule"]}],
+                          "allowedNamespaces": ["gpu-*"], "allowedPrincipals": {"groups": ["system:masters"]}}]
+    });
+    let cases: Vec<(&str, Value, &str, &str, Option<&str>)> = vec![
+        (
+            "tenant tolerating a dedicated taint",
+            json!([{"key": "dedicated", "operator": "Exists"}]),
+            "tenant-a",
+            "alice",
+            Some("dedicated:* (Exists)"),
+        ),
+        (
+            "tenant tolerating everything",
+            json!([{"operator": "Exists"}]),
+            "tenant-a",
+            "alice",
+            Some("restriction \"dedicated-nodes\""),
+        ),
+        (
+            "glob-selected key",
+            json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]),
+            "tenant-a",
+            "alice",
+            Some("nvidia.com/gpu"),
+        ),
+        (
+            "effect outside the selector",
+            json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]),
+            "tenant-a",
+            "alice",
+            None,
+        ),
+        (
+            "allowed namespace",
+            json!([{"operator": "Exists"}]),
+            "gpu-team",
+            "alice",
+            None,
+        ),
+        (
+            "allowed principal",
+            json!([{"operator": "Exists"}]),
+            "tenant-a",
+            "admin",
+            None,
+        ),
+        (
+            "unrelated toleration",
+            json!([{"key": "example.com/other", "operator": "Exists"}]),
+            "tenant-a",
+            "alice",
+            None,
+        ),
+        (
+            "what the policy injects is not denied",
+            json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]),
+            "kube-system",
+            "alice",
+            None,
+        ),
+    ];
+    for (name, tolerations, namespace, user, denied) in cases {
+        let mut obj = object("Deployment", Some(tolerations));
+        obj["metadata"]["namespace"] = json!(namespace);
+        let mut req: Value =
+            serde_json::from_str(&request("CREATE", user, namespace, &obj)).unwrap();
+        if user == "admin" {
+            req["userInfo"]["groups"] = json!(["system:masters"]);
+        }
+        for half in [Half::Mutating, Half::Validating] {
+            let verdict =
+                TolerationInjection::validate_half(&req.to_string(), &settings.to_string(), half);
+            match denied {
+                Some(part) => {
+                    assert!(!verdict.accepted, "{name}");
+                    assert_eq!(verdict.code, Some(403));
+                    let message = verdict.message.unwrap();
+                    assert!(message.contains(part), "{name}: {part:?} not in {message}");
+                    assert!(
+                        message.contains(&format!("Deployment {namespace}/x")),
+                        "{message}"
+                    );
+                }
+                None => assert!(verdict.accepted, "{name}: {verdict:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn settings_errors_name_the_field() {
+    let rule = |tolerations: Value| json!({"rules": [{"name": "r", "tolerations": tolerations}]});
+    let cases = [
+        (
+            rule(json!([{"key": "a", "operator": "Contains"}])),
+            "`rules[0].tolerations[0].operator`: unknown operator",
+        ),
+        (
+            rule(json!([{"key": "a", "effect": "NoRun"}])),
+            "`rules[0].tolerations[0].effect`: unknown effect",
+        ),
+        (
+            rule(json!([{"key": "a", "operator": "Exists", "value": "v"}])),
+            "`rules[0].tolerations[0].value`: operator \"Exists\" takes no value",
+        ),
+        (
+            rule(json!([{"value": "v"}])),
+            "`rules[0].tolerations[0].key`: an empty key requires operator \"Exists\"",
+        ),
+        (
+            rule(json!([{"key": "a", "tolerationSeconds": 5}])),
+            "requires effect \"NoExecute\"",
+        ),
+        (
+            rule(json!([])),
+            "`rules[0].tolerations`: rule \"r\" adds no tolerations",
+        ),
+        (json!({"rules": [{"name": "r"}]}), "`rules[0].tolerations`"),
+        (
+            json!({"rules": [{"tolerations": [{"operator": "Exists"}]}]}),
+            "`rules[0].name`: every rule needs a name",
+        ),
+        (
+            json!({"rules": [{"name": "r", "tolerations": [{"operator": "Exists"}]}, {"name": "r", "tolerations": [{"operator": "Exists"}]}]}),
+            "`rules[1].name`: duplicate rule name \"r\"",
+        ),
+        (
+            json!({"rules": [{"name": "r", "match": {"jsonPath": [{"path": "$$"}]}, "tolerations": [{"operator": "Exists"}]}]}),
+            "`rules[0].match.jsonPath[0].path`: invalid JSONPath",
+        ),
+        (
+            json!({"rules": [{"name": "r", "match": {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}, "tolerations": [{"operator": "Exists"}]}]}),
+            "`rules[0].match.labelSelector.matchExpressions[0].operator`",
+        ),
+        (
+            json!({"rules": [{"name": "r", "match": {"kinds": ["Service"]}, "tolerations": [{"operator": "Exists"}]}]}),
+            "`rules[0].match.kinds[0]`: unknown kind \"Service\"",
+        ),
+        (
+            json!({"rules": [{"name": "r", "match": {"namespace": ["a"]}, "tolerations": [{"operator": "Exists"}]}]}),
+            "`rules[0].match.namespace`: unknown field",
+        ),
+        (
+            json!({"aliases": {"groups": [["a"]]}}),
+            "`aliases.groups[0]`: an alias group needs at least two keys",
+        ),
+        (
+            json!({"aliases": {"groups": [["a", "b"], ["b", "c"]]}}),
+            "`aliases.groups[1][0]`: \"b\" is already in an alias group",
+        ),
+        (
+            json!({"restrictions": [{"name": "x", "taints": []}]}),
+            "`restrictions[0].taints`",
+        ),
+        (
+            json!({"restrictions": [{"name": "x", "taints": ["a"], "allowedPrincipals": {"serviceAccounts": ["nope"]}}]}),
+            "`restrictions[0].allowedPrincipals.serviceAccounts[0]`",
+        ),
+    ];
+    for (settings, want) in cases {
+        let err = TolerationInjection::validate_settings(&settings.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{settings}: {want:?} not in {err}");
+    }
+    TolerationInjection::validate_settings(&hostpath_settings().to_string()).unwrap();
+}
+
+#[test]
+fn malformed_objects_are_rejected() {
+    let mut obj = object("Deployment", None);
+    obj["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"});
+    let verdict = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
+    assert_eq!(verdict.code, Some(400));
+    assert!(verdict
+        .message
+        .unwrap()
+        .contains("object.spec.template.spec.tolerations"));
+}

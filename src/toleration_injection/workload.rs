@@ -1,0 +1,155 @@
+//! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
+
+use crate::admission::{describe_error, AdmissionRequest};
+use crate::json::{field, JsonStr, Raw, Splice};
+use crate::label_selector::{parse_labels, Labels};
+use crate::toleration::{parse_tolerations, Toleration};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Pod,
+    Deployment,
+    DaemonSet,
+    StatefulSet,
+    ReplicaSet,
+    ReplicationController,
+    Job,
+    CronJob,
+}
+
+pub const KINDS: [Kind; 8] = [
+    Kind::Pod,
+    Kind::Deployment,
+    Kind::DaemonSet,
+    Kind::StatefulSet,
+    Kind::ReplicaSet,
+    Kind::ReplicationController,
+    Kind::Job,
+    Kind::CronJob,
+];
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Pod => "Pod",
+            Kind::Deployment => "Deployment",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::ReplicationController => "ReplicationController",
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+        }
+    }
+
+    fn group(self) -> &'static str {
+        match self {
+            Kind::Pod | Kind::ReplicationController => "",
+            Kind::Deployment | Kind::DaemonSet | Kind::StatefulSet | Kind::ReplicaSet => "apps",
+            Kind::Job | Kind::CronJob => "batch",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kind> {
+        KINDS.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The kind of a request's main resource, if it is one this policy handles.
+    pub fn of(request: &AdmissionRequest<'_>) -> Option<Kind> {
+        if request.sub_resource.is_some() {
+            return None;
+        }
+        Kind::from_name(request.kind.kind.as_str())
+            .filter(|k| k.group() == request.kind.group.as_str())
+    }
+
+    /// Members leading from the object to its pod spec.
+    fn pod_spec_path(self) -> &'static [&'static str] {
+        match self {
+            Kind::Pod => &["spec"],
+            Kind::CronJob => &["spec", "jobTemplate", "spec", "template", "spec"],
+            _ => &["spec", "template", "spec"],
+        }
+    }
+}
+
+/// A view of the admitted object: what the matchers read, and where the tolerations are.
+pub struct Workload<'a> {
+    pub text: &'a str,
+    pub kind: Kind,
+    pub name: Option<JsonStr<'a>>,
+    pub generate_name: Option<JsonStr<'a>>,
+    pub namespace: Option<JsonStr<'a>>,
+    pub labels: Labels<'a>,
+    /// The pod spec object's text, when the object has one.
+    pod_spec: Option<&'a str>,
+    tolerations_raw: Raw<'a>,
+    pub tolerations: Vec<Toleration<'a>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Meta<'a> {
+    #[serde(borrow, default)]
+    name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    generate_name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    namespace: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    labels: Raw<'a>,
+}
+
+impl<'a> Workload<'a> {
+    pub fn parse(text: &'a str, kind: Kind) -> Result<Workload<'a>, String> {
+        let err =
+            |at: &str, e: serde_json::Error| format!("object{at}: {}", describe_error(text, &e));
+        let meta: Meta = match field(text, "metadata").map_err(|e| err("", e))?.value() {
+            Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", e))?,
+            None => Meta::default(),
+        };
+        let labels = parse_labels(meta.labels.value()).map_err(|e| err(".metadata.labels", e))?;
+        let mut at = String::new();
+        let mut current = Some(text);
+        for step in kind.pod_spec_path() {
+            let Some(object) = current else { break };
+            current = field(object, step).map_err(|e| err(&at, e))?.value();
+            at.push('.');
+            at.push_str(step);
+        }
+        let pod_spec = current;
+        let tolerations_raw = match pod_spec {
+            Some(spec) => field(spec, "tolerations").map_err(|e| err(&at, e))?,
+            None => Raw(None),
+        };
+        let tolerations = parse_tolerations(tolerations_raw.value())
+            .map_err(|e| err(&format!("{at}.tolerations"), e))?;
+        Ok(Workload {
+            text,
+            kind,
+            name: meta.name,
+            generate_name: meta.generate_name,
+            namespace: meta.namespace,
+            labels,
+            pod_spec,
+            tolerations_raw,
+            tolerations,
+        })
+    }
+
+    /// The object's text with `additions` appended to its tolerations; `None` when it has no
+    /// pod spec to put them in (the API server refuses such objects anyway).
+    pub fn with_tolerations(&self, additions: &[String]) -> Option<String> {
+        let spec = self.pod_spec?;
+        let mut splice = Splice::new(self.text);
+        match (self.tolerations_raw.value(), self.tolerations_raw.text()) {
+            (Some(list), _) => splice.append_items(list, additions),
+            (None, Some(null)) => splice.replace(null, format!("[{}]", additions.join(","))),
+            (None, None) => splice.insert_members(
+                spec,
+                &[("tolerations", format!("[{}]", additions.join(",")))],
+            ),
+        }
+        Some(splice.finish())
+    }
+}
