@@ -72,7 +72,7 @@ impl Condition {
         let found = object.query(&self.path).unwrap_or_default();
         match &self.test {
             Test::Exists(want) => found.is_empty() != *want,
-            Test::Equals(v) => found.iter().any(|f| *f == v),
+            Test::Equals(v) => found.contains(&v),
             Test::In(values) => found.iter().any(|f| values.contains(f)),
             Test::Matches(glob) => found
                 .iter()
