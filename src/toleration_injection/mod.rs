@@ -250,7 +250,7 @@ fn restriction_violations(
     let own = |t: &Toleration<'_>| {
         injected.iter().any(|i| {
             let twin_keys = alias_group(settings, &i.key).unwrap_or(&[]);
-            i.key == t.key && *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
+            *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
         })
     };
     let mut violations = Vec::new();
