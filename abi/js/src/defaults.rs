@@ -1,0 +1,54 @@
+//! Each policy's default settings written out in full, for `policies()`: `{}` means "every
+//! default", which tells a user nothing about what they would be changing.
+//!
+//! Built from the core's constants where it has them; the test below reads each object back
+//! with the core and checks it yields exactly the settings `{}` yields, so these cannot drift.
+
+use serde_json::{json, Value};
+use taintguard::taint_preservation::settings::{
+    DEFAULT_ONE_SHOT_TAINTS, DEFAULT_OWNER_ANNOTATION, DEFAULT_UNPROTECTED_TAINTS,
+};
+use taintguard::toleration_injection::settings::DEFAULT_ALIAS_GROUP;
+
+pub fn taint_preservation() -> Value {
+    json!({
+        "mode": "restore",
+        "protectedTaints": [{"key": "*"}],
+        "unprotectedTaints": DEFAULT_UNPROTECTED_TAINTS,
+        "oneShotTaints": DEFAULT_ONE_SHOT_TAINTS,
+        "permitted": {"people": true, "users": [], "groups": ["system:masters"], "serviceAccounts": []},
+        "cordon": {"enabled": true, "ownerAnnotation": DEFAULT_OWNER_ANNOTATION},
+    })
+}
+
+pub fn toleration_injection() -> Value {
+    json!({
+        "rules": [],
+        "aliases": {"enabled": true, "groups": [DEFAULT_ALIAS_GROUP]},
+        "restrictions": [],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taintguard::taint_preservation::TaintPreservation;
+    use taintguard::toleration_injection::TolerationInjection;
+    use taintguard::Policy;
+
+    /// Settings types have no equality, but their Debug output covers every field.
+    fn same_as_empty<P: Policy>(spelled_out: Value)
+    where
+        P::Settings: std::fmt::Debug,
+    {
+        let full = P::settings(&spelled_out).expect("spelled-out defaults are valid settings");
+        let empty = P::settings(&json!({})).unwrap();
+        assert_eq!(format!("{full:?}"), format!("{empty:?}"), "{}", P::NAME);
+    }
+
+    #[test]
+    fn spelled_out_defaults_are_the_defaults() {
+        same_as_empty::<TaintPreservation>(taint_preservation());
+        same_as_empty::<TolerationInjection>(toleration_injection());
+    }
+}

@@ -1,0 +1,234 @@
+//! Text in, text out: what `evaluate()` does, free of any JavaScript type so that it runs in
+//! host unit tests. `lib.rs` only converts values at the boundary.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use taintguard::json::write_str;
+use taintguard::Verdict;
+
+use crate::registry::Entry;
+
+/// The members of the input that decide whether it is an `AdmissionReview` envelope.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default)]
+    kind: Option<Value>,
+    #[serde(borrow, default)]
+    request: Option<&'a RawValue>,
+}
+
+/// The `AdmissionRequest` text inside `input`: its `request` member when `input` is an
+/// `AdmissionReview` (as kwctl and the API server send), otherwise `input` itself.
+pub fn admission_request(input: &str) -> Result<&str, String> {
+    let expected = "request: expected an AdmissionReview or AdmissionRequest JSON object";
+    // serde reads a struct from an array too; only an object is a request.
+    if !input.trim_start().starts_with('{') {
+        return Err(expected.to_owned());
+    }
+    let envelope: Envelope = serde_json::from_str(input).map_err(|e| format!("{expected}: {e}"))?;
+    if envelope.kind.as_ref().and_then(Value::as_str) != Some("AdmissionReview") {
+        return Ok(input);
+    }
+    match envelope.request.map(RawValue::get) {
+        Some(text) if text != "null" => Ok(text),
+        _ => Err("request: AdmissionReview has no `request`".to_owned()),
+    }
+}
+
+/// Evaluates `input` (AdmissionReview or AdmissionRequest text) with `settings` text and writes
+/// the result object the package returns:
+/// `{accepted, message, code, warnings, auditAnnotations, mutatedObject, patch, patchType}`.
+pub fn evaluate(policy: &Entry, input: &str, settings: &str) -> Result<String, String> {
+    let request = admission_request(input)?;
+    let verdict = (policy.evaluate)(request, settings)?;
+    let patch = match &verdict.mutated_object {
+        Some(mutated) => Some(patch(request, mutated)?),
+        None => None,
+    };
+    Ok(result_json(&verdict, patch.as_ref()))
+}
+
+/// The RFC 6902 patch from the request's object to the mutated object, computed as Kubewarden's
+/// policy-evaluator does (json-patch `diff`).
+fn patch(request: &str, mutated: &str) -> Result<json_patch::Patch, String> {
+    #[derive(Deserialize)]
+    struct Object {
+        #[serde(default)]
+        object: Value,
+    }
+    let original: Object = serde_json::from_str(request).map_err(|e| format!("request: {e}"))?;
+    // The core splices edits into the request's own text, so this cannot fail short of a bug;
+    // still an error rather than a trap.
+    let mutated: Value = serde_json::from_str(mutated)
+        .map_err(|e| format!("internal error: mutated object is not JSON: {e}"))?;
+    Ok(json_patch::diff(&original.object, &mutated))
+}
+
+fn push_null_or(out: &mut String, value: Option<&str>, write: fn(&mut String, &str)) {
+    match value {
+        Some(v) => write(out, v),
+        None => out.push_str("null"),
+    }
+}
+
+/// Written by hand so that `mutatedObject` is the core's text verbatim: key order and number
+/// formatting survive, and the page's diff shows only what the policy changed.
+fn result_json(verdict: &Verdict, patch: Option<&json_patch::Patch>) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(r#"{{"accepted":{},"message":"#, verdict.accepted));
+    push_null_or(&mut out, verdict.message.as_deref(), write_str);
+    out.push_str(r#","code":"#);
+    out.push_str(&verdict.code.map_or("null".to_owned(), |c| c.to_string()));
+    out.push_str(r#","warnings":["#);
+    for (i, warning) in verdict.warnings.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(&mut out, warning);
+    }
+    out.push_str(r#"],"auditAnnotations":{"#);
+    for (i, (key, value)) in verdict.audit_annotations.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(&mut out, key);
+        out.push(':');
+        write_str(&mut out, value);
+    }
+    out.push_str(r#"},"mutatedObject":"#);
+    push_null_or(
+        &mut out,
+        verdict.mutated_object.as_deref(),
+        String::push_str,
+    );
+    // policy-server sends no patch when the diff is empty; neither do we.
+    match patch.filter(|p| !p.0.is_empty()) {
+        Some(patch) => {
+            out.push_str(r#","patch":"#);
+            out.push_str(&serde_json::to_string(patch).expect("a patch serialises"));
+            out.push_str(r#","patchType":"JSONPatch"}"#);
+        }
+        None => out.push_str(r#","patch":null,"patchType":null}"#),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::find;
+    use serde_json::json;
+
+    #[test]
+    fn unwraps_reviews_and_passes_requests_through() {
+        let cases: [(&str, Result<&str, &str>); 6] = [
+            (
+                r#"{"kind":"AdmissionReview","request":{"uid":"1"}}"#,
+                Ok(r#"{"uid":"1"}"#),
+            ),
+            (
+                r#"{"uid":"1","kind":{"kind":"Node"}}"#,
+                Ok(r#"{"uid":"1","kind":{"kind":"Node"}}"#),
+            ),
+            (r#"{"kind":"AdmissionReview"}"#, Err("has no `request`")),
+            (
+                r#"{"kind":"AdmissionReview","request":null}"#,
+                Err("has no `request`"),
+            ),
+            (
+                "[1]",
+                Err("expected an AdmissionReview or AdmissionRequest"),
+            ),
+            ("{", Err("expected an AdmissionReview or AdmissionRequest")),
+        ];
+        for (input, want) in cases {
+            match (admission_request(input), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want),
+                (Err(got), Err(want)) => assert!(got.contains(want), "{input}: {got}"),
+                (got, want) => panic!("{input}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    fn node_request(old_taints: Value, new_taints: Value) -> String {
+        json!({"kind": "AdmissionReview", "request": {
+            "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Node"},
+            "operation": "UPDATE", "name": "n1",
+            "userInfo": {"username": "system:serviceaccount:kube-system:some-controller"},
+            "oldObject": {"kind": "Node", "metadata": {"name": "n1"}, "spec": {"taints": old_taints}},
+            "object": {"kind": "Node", "metadata": {"name": "n1"}, "spec": {"taints": new_taints}},
+        }})
+        .to_string()
+    }
+
+    #[test]
+    fn a_restored_taint_comes_back_as_a_patch() {
+        let taint = json!({"key": "example.com/maintenance", "effect": "NoSchedule"});
+        let input = node_request(json!([taint]), json!([]));
+        let policy = find("taint-preservation").unwrap();
+        let out: Value = serde_json::from_str(&evaluate(policy, &input, "{}").unwrap()).unwrap();
+        assert_eq!(out["accepted"], true);
+        assert_eq!(out["patchType"], "JSONPatch");
+        assert_eq!(out["mutatedObject"]["spec"]["taints"], json!([taint]));
+        assert_eq!(
+            out["patch"],
+            json!([{"op": "add", "path": "/spec/taints/0", "value": taint}])
+        );
+        assert!(out["warnings"].as_array().is_some_and(|w| !w.is_empty()));
+
+        let denied: Value =
+            serde_json::from_str(&evaluate(policy, &input, r#"{"mode":"deny"}"#).unwrap()).unwrap();
+        assert_eq!(denied["accepted"], false);
+        assert_eq!(denied["code"], 403);
+        assert_eq!(denied["patch"], Value::Null);
+        assert_eq!(denied["mutatedObject"], Value::Null);
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_field() {
+        let policy = find("taint-preservation").unwrap();
+        let input = node_request(json!([]), json!([]));
+        let cases = [
+            (
+                input.as_str(),
+                r#"{"mode":"sometimes"}"#,
+                "settings field `mode`",
+            ),
+            (
+                input.as_str(),
+                r#"{"cordon":{"enabled":1}}"#,
+                "settings field `cordon.enabled`",
+            ),
+            (input.as_str(), "{", "settings: not valid JSON"),
+            (r#"{"uid":"u"}"#, "{}", "malformed admission request"),
+            ("null", "{}", "request: expected an AdmissionReview"),
+        ];
+        for (input, settings, want) in cases {
+            let err = evaluate(policy, input, settings).unwrap_err();
+            assert!(err.contains(want), "{settings}: {err}");
+        }
+    }
+
+    #[test]
+    fn result_keeps_the_mutated_text_verbatim() {
+        let verdict = Verdict {
+            accepted: true,
+            mutated_object: Some(r#"{"z":1,"a":1.50}"#.into()),
+            audit_annotations: vec![("k".into(), "v\"".into())],
+            ..Verdict::default()
+        };
+        let text = result_json(&verdict, None);
+        assert!(
+            text.contains(r#""mutatedObject":{"z":1,"a":1.50}"#),
+            "{text}"
+        );
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value,
+            json!({"accepted": true, "message": null, "code": null, "warnings": [],
+                   "auditAnnotations": {"k": "v\""}, "mutatedObject": {"z": 1, "a": 1.5},
+                   "patch": null, "patchType": null})
+        );
+    }
+}
