@@ -4,6 +4,7 @@
 pub mod examples;
 pub mod kubewarden;
 pub mod metadata;
+pub mod opa;
 
 use std::path::PathBuf;
 

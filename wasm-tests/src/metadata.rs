@@ -69,6 +69,20 @@ pub fn metadata_json(metadata_yml: &str, usage: &str) -> Result<Value, String> {
     Ok(Value::Object(meta))
 }
 
+/// The metadata of the same policy built for another execution mode: the gatekeeper artifact
+/// runs only the validating half, so it is `mutating: false` whatever the waPC module is. Rules,
+/// annotations and everything else stay those of `metadata.yml`.
+pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> {
+    let protocol = protocol_version(mode)?;
+    let fields = meta.as_object_mut().ok_or("metadata must be an object")?;
+    fields.insert("executionMode".into(), Value::from(mode));
+    fields.insert("protocolVersion".into(), Value::from(protocol));
+    if mode != "kubewarden-wapc" {
+        fields.insert("mutating".into(), Value::Bool(false));
+    }
+    Ok(meta)
+}
+
 fn leb128(mut n: usize, out: &mut Vec<u8>) {
     loop {
         let byte = (n & 0x7f) as u8;
@@ -169,4 +183,11 @@ pub fn check_wapc(wasm: &[u8]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// What Kubewarden's gatekeeper/opa modes (burrego) and the OPA SDKs accept: only `env` imports
+/// the hosts provide, memory imported with at most 5 pages and no maximum and exported again,
+/// every function the hosts call with its exact signature, and the ABI version as real globals.
+pub fn check_opa(wasm: &[u8]) -> Result<(), String> {
+    crate::opa::check(wasm)
 }

@@ -1,2 +1,10 @@
-//! The taint-preservation policy as a Kubewarden (waPC) module.
+//! The taint-preservation policy as WebAssembly modules:
+//! * wasm32-wasip1: a Kubewarden waPC module (the default `kubewarden-wapc` execution mode);
+//! * wasm32-unknown-unknown: an OPA-ABI module running the policy's validating half, for
+//!   Kubewarden's `gatekeeper` and `opa` execution modes and the OPA SDKs.
+
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 taintguard_kubewarden::policy!(taintguard::taint_preservation::TaintPreservation);
+
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+taintguard_opa::policy!(taintguard::taint_preservation::TaintPreservation);

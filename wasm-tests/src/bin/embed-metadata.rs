@@ -1,22 +1,42 @@
-//! `embed-metadata METADATA_YML USAGE_MD IN_WASM OUT_WASM`: writes OUT_WASM, IN_WASM with the
-//! Kubewarden metadata section, after checking the module's interface for its execution mode.
+//! `embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM`: writes
+//! OUT_WASM, IN_WASM with the Kubewarden metadata section, after checking the module's interface
+//! for its execution mode.
+//!
+//! `--execution-mode gatekeeper|opa` makes the artifact of the same policy for another engine
+//! from the one `metadata.yml`: the mode is overridden and `mutating` set to false (these modules
+//! run the validating half). For those modes the linked module is first finished as an OPA-ABI
+//! artifact (`wasm_tests::opa::finish`: real ABI version globals, static data that fits the
+//! hosts' 5 memory pages) and checked.
 
 use std::process::ExitCode;
 
-use wasm_tests::metadata;
+use wasm_tests::{metadata, opa};
+
+const USAGE: &str =
+    "usage: embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM";
 
 fn run(args: &[String]) -> Result<(), String> {
+    let (mode, args) = match args {
+        [flag, mode, rest @ ..] if flag == "--execution-mode" => (Some(mode.as_str()), rest),
+        _ => (None, args),
+    };
     let [metadata_yml, usage, input, output] = args else {
-        return Err("usage: embed-metadata METADATA_YML USAGE_MD IN_WASM OUT_WASM".into());
+        return Err(USAGE.into());
     };
     let read = |p: &str| std::fs::read(p).map_err(|e| format!("{p}: {e}"));
-    let wasm = read(input)?;
+    let mut wasm = read(input)?;
     let yml = String::from_utf8(read(metadata_yml)?).map_err(|e| format!("{metadata_yml}: {e}"))?;
     let usage = String::from_utf8(read(usage)?).map_err(|e| format!("{usage}: {e}"))?;
-    let meta = metadata::metadata_json(&yml, &usage)?;
-    if meta["executionMode"] == "kubewarden-wapc" {
-        metadata::check_wapc(&wasm).map_err(|e| format!("{input}: {e}"))?;
+    let mut meta = metadata::metadata_json(&yml, &usage)?;
+    if let Some(mode) = mode {
+        meta = metadata::for_execution_mode(meta, mode)?;
     }
+    match meta["executionMode"].as_str() {
+        Some("kubewarden-wapc") => metadata::check_wapc(&wasm),
+        Some("gatekeeper" | "opa") => opa::finish(&wasm).map(|finished| wasm = finished),
+        _ => Ok(()),
+    }
+    .map_err(|e| format!("{input}: {e}"))?;
     let out = metadata::embed(&wasm, &meta)?;
     std::fs::write(output, out).map_err(|e| format!("{output}: {e}"))
 }

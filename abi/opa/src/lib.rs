@@ -1,0 +1,55 @@
+//! OPA adapter: runs the validating half of a taintguard [`Policy`](taintguard::Policy) behind
+//! the OPA WebAssembly ABI 1.2, so the module loads wherever an OPA-compiled Rego policy does:
+//! Kubewarden in `gatekeeper` and `opa` execution modes (burrego) and the
+//! `@open-policy-agent/opa-wasm` SDK. No Rego is involved: the module implements the ABI itself.
+//!
+//! * [`evaluate`]: what each entrypoint answers, as JSON text (plain Rust, tested on the host).
+//! * `abi` (wasm32 only): the ABI exports, values and evaluation contexts in linear memory.
+//! * `heap` (wasm32 only): the bump heap behind both `opa_malloc` and Rust's global allocator.
+//!
+//! A policy crate built for `wasm32-unknown-unknown` is one line:
+//! `taintguard_opa::policy!(MyPolicy);`. It must be linked with `--import-memory`,
+//! `--export-memory` and a small stack (see `build.sh`), and the ABI version globals need the
+//! post-link rewrite in `wasm-tests` (`opa::set_abi_globals`): a Rust static can only be
+//! exported as a global holding its address, not its value.
+
+pub mod evaluate;
+
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod abi;
+#[cfg(target_arch = "wasm32")]
+mod heap;
+
+pub use evaluate::{evaluate, Entrypoint, ENTRYPOINTS_JSON};
+
+/// `opa_wasm_abi_version` and `opa_wasm_abi_minor_version`: 1.2 is the version that has
+/// `opa_eval`, the one-call evaluation the JavaScript SDK uses when it is offered.
+pub const ABI_VERSION: (i32, i32) = (1, 2);
+
+/// Exports `eval` and `opa_eval` for `$policy`; every other ABI function is policy-independent
+/// and exported by this crate itself.
+#[macro_export]
+macro_rules! policy {
+    ($policy:ty) => {
+        #[no_mangle]
+        pub extern "C" fn eval(ctx: i32) -> i32 {
+            $crate::abi::eval::<$policy>(ctx)
+        }
+
+        #[no_mangle]
+        pub extern "C" fn opa_eval(
+            reserved: i32,
+            entrypoint: i32,
+            data: i32,
+            input: i32,
+            input_len: i32,
+            heap_ptr: i32,
+            format: i32,
+        ) -> i32 {
+            $crate::abi::opa_eval::<$policy>(
+                reserved, entrypoint, data, input, input_len, heap_ptr, format,
+            )
+        }
+    };
+}

@@ -1,0 +1,255 @@
+//! Fitting a module's static data into the hosts' 5-page memory.
+//!
+//! wasm-ld declares the imported memory's minimum as the pages that stack and static data need,
+//! and places the data with *active* segments, which the engine copies at instantiation, before
+//! any code runs. A policy whose data outgrows 5 pages (toleration-injection carries the regex
+//! crate's Unicode tables, about 380 KB) then cannot be linked by burrego, which always supplies
+//! exactly 5 pages, and the JavaScript SDK refuses it for the same reason.
+//!
+//! [`fit_host_memory`] keeps every address as the linker laid it out and only moves the moment
+//! the data is copied: the segments become *passive*, the memory import asks for at most
+//! [`HOST_PAGES`], and the start function (`__wasm_init_memory`, which zeroes `.bss`) first grows
+//! memory to the linker's minimum and copies the segments with `memory.init`.
+
+use wasmparser::{BinaryReader, DataKind, FunctionBody, Parser, Payload, TypeRef};
+
+use super::HOST_PAGES;
+
+fn err(e: wasmparser::BinaryReaderError) -> String {
+    e.to_string()
+}
+
+fn uleb(mut n: u64, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn sleb(mut n: i64, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        let done = (n == 0 && byte & 0x40 == 0) || (n == -1 && byte & 0x40 != 0);
+        out.push(if done { byte } else { byte | 0x80 });
+        if done {
+            return;
+        }
+    }
+}
+
+fn section(id: u8, content: &[u8], out: &mut Vec<u8>) {
+    out.push(id);
+    uleb(content.len() as u64, out);
+    out.extend_from_slice(content);
+}
+
+/// One section of the module: id, where its header starts and where its content lies.
+struct Section {
+    id: u8,
+    start: usize,
+    content: std::ops::Range<usize>,
+}
+
+/// An active segment turned passive: its index, address and length.
+struct Segment {
+    index: u32,
+    offset: i64,
+    len: usize,
+}
+
+/// The instructions prepended to the start function: grow memory to `pages`, then copy and drop
+/// every segment.
+fn prologue(pages: u64, segments: &[Segment]) -> Vec<u8> {
+    let mut code = Vec::new();
+    // block; if memory.size >= pages: done; if memory.grow(pages - memory.size) == -1: trap
+    code.extend_from_slice(&[0x02, 0x40, 0x3f, 0x00, 0x41]);
+    sleb(pages as i64, &mut code);
+    code.extend_from_slice(&[0x4f, 0x0d, 0x00, 0x41]);
+    sleb(pages as i64, &mut code);
+    code.extend_from_slice(&[
+        0x3f, 0x00, 0x6b, 0x40, 0x00, 0x41, 0x7f, 0x47, 0x0d, 0x00, 0x00, 0x0b,
+    ]);
+    for segment in segments {
+        // memory.init segment (dest = offset, source = 0, len); data.drop segment
+        code.push(0x41);
+        sleb(segment.offset, &mut code);
+        code.extend_from_slice(&[0x41, 0x00, 0x41]);
+        sleb(segment.len as i64, &mut code);
+        code.extend_from_slice(&[0xfc, 0x08]);
+        uleb(u64::from(segment.index), &mut code);
+        code.extend_from_slice(&[0x00, 0xfc, 0x09]);
+        uleb(u64::from(segment.index), &mut code);
+    }
+    code
+}
+
+/// The module unchanged when its memory import already fits in [`HOST_PAGES`]; otherwise the
+/// rewrite described in the module docs.
+pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
+    let mut sections = Vec::new();
+    let mut memory_min: Option<(u64, std::ops::Range<usize>)> = None;
+    let mut imported_functions = 0u32;
+    let mut start_function = None;
+    let mut data_count = 0u32;
+    let mut next = 8;
+    for payload in Parser::new(0).parse_all(wasm) {
+        let payload = payload.map_err(err)?;
+        if let Payload::ImportSection(reader) = &payload {
+            for item in reader.clone().into_iter_with_offsets() {
+                let (offset, import) = item.map_err(err)?;
+                match import.ty {
+                    TypeRef::Func(_) => imported_functions += 1,
+                    TypeRef::Memory(m) => {
+                        // module name, field name, kind byte, limits flags, then the minimum
+                        let mut r = BinaryReader::new(&wasm[offset..], offset);
+                        r.read_string().map_err(err)?;
+                        r.read_string().map_err(err)?;
+                        r.read_u8().map_err(err)?;
+                        r.read_u8().map_err(err)?;
+                        let at = r.original_position();
+                        r.read_var_u64().map_err(err)?;
+                        memory_min = Some((m.initial, at..r.original_position()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Payload::StartSection { func, .. } = &payload {
+            start_function = Some(*func);
+        }
+        if let Payload::DataSection(reader) = &payload {
+            data_count = reader.count();
+        }
+        if let Some((id, content)) = payload.as_section() {
+            sections.push(Section {
+                id,
+                start: next,
+                content: content.clone(),
+            });
+            next = content.end;
+        }
+    }
+    let Some((pages, min_range)) = memory_min else {
+        return Err("the module does not import its memory".into());
+    };
+    if pages <= HOST_PAGES {
+        return Ok(wasm.to_vec());
+    }
+    let start = start_function
+        .ok_or("static data needs more than the hosts' pages and there is no start function")?;
+    let target = start
+        .checked_sub(imported_functions)
+        .ok_or("the start function is an import")? as usize;
+
+    let mut segments = Vec::new();
+    let mut data = Vec::new();
+    let mut out = wasm[..8].to_vec();
+    for s in &sections {
+        match s.id {
+            // The import section: the minimum, rewritten in place with the same byte length.
+            2 => {
+                let mut copy = wasm[s.start..s.content.end].to_vec();
+                let at = min_range.start - s.start..min_range.end - s.start;
+                let mut min = Vec::new();
+                let mut n = HOST_PAGES;
+                for i in 0..at.len() {
+                    let byte = (n & 0x7f) as u8;
+                    n >>= 7;
+                    min.push(if i + 1 < at.len() { byte | 0x80 } else { byte });
+                }
+                copy[at].copy_from_slice(&min);
+                out.extend_from_slice(&copy);
+            }
+            10 => {
+                // The data count section, which `memory.init` requires, goes before the code.
+                if !sections.iter().any(|s| s.id == 12) {
+                    let mut count = Vec::new();
+                    uleb(u64::from(data_count), &mut count);
+                    section(12, &count, &mut out);
+                }
+                // Segments are read first so the prologue knows them.
+                let data_section = sections
+                    .iter()
+                    .find(|s| s.id == 11)
+                    .ok_or("no data section")?;
+                let reader = wasmparser::DataSectionReader::new(BinaryReader::new(
+                    &wasm[data_section.content.clone()],
+                    data_section.content.start,
+                ))
+                .map_err(err)?;
+                uleb(u64::from(reader.count()), &mut data);
+                for (index, segment) in reader.into_iter().enumerate() {
+                    let segment = segment.map_err(err)?;
+                    match segment.kind {
+                        DataKind::Active {
+                            memory_index: 0,
+                            offset_expr,
+                        } => {
+                            let Some((offset, _)) = super::i32_const(&offset_expr)? else {
+                                return Err("a data segment's offset is not a constant".into());
+                            };
+                            segments.push(Segment {
+                                index: index as u32,
+                                offset,
+                                len: segment.data.len(),
+                            });
+                        }
+                        DataKind::Passive => {}
+                        _ => return Err("a data segment targets another memory".into()),
+                    }
+                    data.push(0x01);
+                    uleb(segment.data.len() as u64, &mut data);
+                    data.extend_from_slice(segment.data);
+                }
+                section(
+                    10,
+                    &code_with_prologue(wasm, s, target, &prologue(pages, &segments))?,
+                    &mut out,
+                );
+            }
+            11 => section(11, &data, &mut out),
+            _ => out.extend_from_slice(&wasm[s.start..s.content.end]),
+        }
+    }
+    Ok(out)
+}
+
+/// The code section's content with `prologue` inserted at the start of body `target`.
+fn code_with_prologue(
+    wasm: &[u8],
+    code: &Section,
+    target: usize,
+    prologue: &[u8],
+) -> Result<Vec<u8>, String> {
+    let mut r = BinaryReader::new(&wasm[code.content.clone()], code.content.start);
+    let count = r.read_var_u32().map_err(err)?;
+    let mut out = wasm[code.content.start..r.original_position()].to_vec();
+    for index in 0..count as usize {
+        let prefix = r.original_position();
+        let size = r.read_var_u32().map_err(err)? as usize;
+        let body = r.original_position()..r.original_position() + size;
+        r.read_bytes(size).map_err(err)?;
+        if index != target {
+            out.extend_from_slice(&wasm[prefix..body.end]);
+            continue;
+        }
+        let mut locals = FunctionBody::new(BinaryReader::new(&wasm[body.clone()], body.start))
+            .get_locals_reader()
+            .map_err(err)?;
+        for _ in 0..locals.get_count() {
+            locals.read().map_err(err)?;
+        }
+        let expr = locals.original_position();
+        uleb((size + prologue.len()) as u64, &mut out);
+        out.extend_from_slice(&wasm[body.start..expr]);
+        out.extend_from_slice(prologue);
+        out.extend_from_slice(&wasm[expr..body.end]);
+    }
+    Ok(out)
+}
