@@ -1,0 +1,626 @@
+//! Deployment manifests for a published module, in the shape `kwctl scaffold manifest` writes
+//! (ClusterAdmissionPolicy and AdmissionPolicy), and the `artifacthub-pkg.yml` Artifact Hub reads
+//! (the keys `kwctl scaffold artifacthub` writes).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::artifact::Artifact;
+use crate::wasm::Rule;
+
+/// Where a manifest's module lives: by digest once pushed, else by tag.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `host/path/name`
+    pub repository: String,
+    pub tag: String,
+    pub digest: Option<String>,
+}
+
+impl Target {
+    pub fn module(&self) -> String {
+        match &self.digest {
+            Some(digest) => format!("registry://{}@{digest}", self.repository),
+            None => format!("registry://{}:{}", self.repository, self.tag),
+        }
+    }
+
+    pub fn tagged(&self) -> String {
+        format!("{}:{}", self.repository, self.tag)
+    }
+}
+
+/// The settings the manifests deploy: the policy's `examples/settings/default.json` if it has
+/// one, else `{}` (valid defaults for every taintguard policy). Returns where they came from.
+pub fn default_settings(policies: &Path, policy: &str) -> Result<(Value, String), String> {
+    let path = policies.join(policy).join("examples/settings/default.json");
+    if !path.is_file() {
+        return Ok((Value::Object(Default::default()), "none given: `{}`".into()));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let settings: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !settings.is_object() {
+        return Err(format!(
+            "{}: settings must be a JSON object",
+            path.display()
+        ));
+    }
+    Ok((settings, path.display().to_string()))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Resource<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    spec: Spec<'a>,
+}
+
+#[derive(Serialize)]
+struct ObjectMeta {
+    name: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Spec<'a> {
+    module: String,
+    settings: &'a Value,
+    rules: &'a [Rule],
+    mutating: bool,
+    /// Omitted when true, as kwctl does (kubewarden-controller#395).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    background_audit: Option<bool>,
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    context_aware_resources: &'a [Value],
+}
+
+/// The annotations `kwctl scaffold manifest` copies onto the policy resource.
+const RESOURCE_ANNOTATIONS: [&str; 2] = [
+    "io.kubewarden.policy.category",
+    "io.kubewarden.policy.severity",
+];
+
+/// Core and well-known cluster-scoped resources: a namespaced AdmissionPolicy never sees them.
+const CLUSTER_SCOPED: [&str; 17] = [
+    "apiservices",
+    "certificatesigningrequests",
+    "clusterrolebindings",
+    "clusterroles",
+    "csidrivers",
+    "csinodes",
+    "customresourcedefinitions",
+    "ingressclasses",
+    "mutatingwebhookconfigurations",
+    "namespaces",
+    "nodes",
+    "persistentvolumes",
+    "priorityclasses",
+    "runtimeclasses",
+    "storageclasses",
+    "validatingwebhookconfigurations",
+    "volumeattachments",
+];
+
+fn cluster_scoped_resources(rules: &[Rule]) -> (Vec<&str>, bool) {
+    let mut found = Vec::new();
+    let mut all = true;
+    for resource in rules.iter().flat_map(|r| &r.resources) {
+        let base = resource.split('/').next().unwrap_or(resource);
+        if CLUSTER_SCOPED.contains(&base) {
+            if !found.contains(&resource.as_str()) {
+                found.push(resource.as_str());
+            }
+        } else {
+            all = false;
+        }
+    }
+    (found, all && !rules.is_empty())
+}
+
+pub struct Rendered {
+    pub cluster_admission_policy: String,
+    pub admission_policy: String,
+    pub artifacthub_pkg: String,
+}
+
+pub fn render(
+    artifact: &Artifact,
+    settings: &Value,
+    settings_source: &str,
+    target: &Target,
+    created_at: &str,
+) -> Result<Rendered, String> {
+    let meta = &artifact.metadata;
+    let module = target.module();
+    let annotations = RESOURCE_ANNOTATIONS
+        .iter()
+        .filter_map(|k| {
+            meta.annotations
+                .get(*k)
+                .map(|v| (k.to_string(), v.trim().to_owned()))
+        })
+        .collect::<BTreeMap<_, _>>();
+    let resource = |kind, context_aware| Resource {
+        api_version: "policies.kubewarden.io/v1",
+        kind,
+        metadata: ObjectMeta {
+            name: artifact.name.clone(),
+            annotations: annotations.clone(),
+        },
+        spec: Spec {
+            module: module.clone(),
+            settings,
+            rules: &meta.rules,
+            mutating: meta.mutating,
+            background_audit: (!meta.background_audit).then_some(false),
+            context_aware_resources: context_aware,
+        },
+    };
+    let header = |kind: &str| {
+        format!(
+            "# {kind} for {}, generated by taintguard-oci from {}.\n\
+             # module: {module}{}\n\
+             # settings: {settings_source}\n",
+            artifact.name,
+            artifact.path.display(),
+            if target.digest.is_some() {
+                " (the immutable reference `./build.sh push` printed)"
+            } else {
+                "\n#   (a tag: `./build.sh push REF_PREFIX [TAG]` rewrites this file with the pushed digest)"
+            },
+        )
+    };
+    // Context-aware resources are a ClusterAdmissionPolicy-only field.
+    let cluster = header("ClusterAdmissionPolicy")
+        + &to_yaml(&resource(
+            "ClusterAdmissionPolicy",
+            &meta.context_aware_resources,
+        ))?;
+
+    let mut namespaced = header("AdmissionPolicy");
+    namespaced.push_str("# Namespaced: apply it with `kubectl apply -n <namespace> -f`.\n");
+    if !meta.context_aware_resources.is_empty() {
+        namespaced.push_str(
+            "# An AdmissionPolicy cannot be context-aware; use the ClusterAdmissionPolicy for that.\n",
+        );
+    }
+    match cluster_scoped_resources(&meta.rules) {
+        (found, true) => namespaced.push_str(&format!(
+            "# WARNING: {} cluster-scoped, and an AdmissionPolicy only sees namespaced objects, so\n\
+             # this policy never fires; deploy the ClusterAdmissionPolicy instead.\n",
+            describe(&found)
+        )),
+        (found, false) if !found.is_empty() => namespaced.push_str(&format!(
+            "# Note: {} cluster-scoped; an AdmissionPolicy does not see those.\n",
+            describe(&found)
+        )),
+        _ => {}
+    }
+    namespaced += &to_yaml(&resource("AdmissionPolicy", &[]))?;
+
+    let artifacthub_pkg = format!(
+        "# Artifact Hub package for {}, generated by taintguard-oci from {}.\n",
+        artifact.name,
+        artifact.path.display()
+    ) + &to_yaml(&artifacthub(artifact, target, created_at)?)?;
+    Ok(Rendered {
+        cluster_admission_policy: cluster,
+        admission_policy: namespaced,
+        artifacthub_pkg,
+    })
+}
+
+fn describe(resources: &[&str]) -> String {
+    let list = resources.join(", ");
+    if resources.len() == 1 {
+        format!("{list} is")
+    } else {
+        format!("{list} are")
+    }
+}
+
+fn to_yaml(value: &impl Serialize) -> Result<String, String> {
+    serde_yaml::to_string(value).map_err(|e| format!("cannot write YAML: {e}"))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactHubPkg {
+    version: String,
+    name: String,
+    display_name: String,
+    created_at: String,
+    description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    license: Option<String>,
+    #[serde(rename = "homeURL", skip_serializing_if = "Option::is_none")]
+    home_url: Option<String>,
+    containers_images: Vec<NameValue>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    keywords: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    links: Vec<NameUrl>,
+    install: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    maintainers: Vec<Maintainer>,
+    provider: Name,
+    recommendations: Vec<Url>,
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct NameValue {
+    name: &'static str,
+    image: String,
+}
+#[derive(Serialize)]
+struct NameUrl {
+    name: &'static str,
+    url: String,
+}
+#[derive(Serialize, Debug, PartialEq)]
+struct Maintainer {
+    name: String,
+    email: String,
+}
+#[derive(Serialize)]
+struct Name {
+    name: &'static str,
+}
+#[derive(Serialize)]
+struct Url {
+    url: &'static str,
+}
+
+fn artifacthub(
+    artifact: &Artifact,
+    target: &Target,
+    created_at: &str,
+) -> Result<ArtifactHubPkg, String> {
+    let meta = &artifact.metadata;
+    let get = |key: &str| meta.annotation(key).map(|v| v.trim().to_owned());
+    let required = |key: &str| {
+        get(key).filter(|v| !v.is_empty()).ok_or_else(|| {
+            format!(
+                "{}: artifacthub-pkg.yml needs the `{key}` annotation in the policy metadata",
+                artifact.path.display()
+            )
+        })
+    };
+    let version = required("io.kubewarden.policy.version")?;
+    let keywords = match get("io.artifacthub.keywords") {
+        None => Vec::new(),
+        Some(csv) => {
+            let words: Vec<String> = csv.split(',').map(|w| w.trim().to_owned()).collect();
+            if words.iter().any(String::is_empty) {
+                return Err(format!(
+                    "{}: `io.artifacthub.keywords` has an empty keyword: {csv:?}",
+                    artifact.path.display()
+                ));
+            }
+            words
+        }
+    };
+    let mut annotations = BTreeMap::new();
+    annotations.insert("kubewarden/mutation".to_owned(), meta.mutating.to_string());
+    annotations.insert("kubewarden/rules".to_owned(), to_yaml(&meta.rules)?);
+    if !meta.context_aware_resources.is_empty() {
+        annotations.insert(
+            "kubewarden/contextAwareResources".to_owned(),
+            to_yaml(&meta.context_aware_resources)?,
+        );
+    }
+    if let Some(resources) = get("io.artifacthub.resources") {
+        annotations.insert("kubewarden/resources".to_owned(), resources);
+    }
+    if let Some(hidden) = get("io.kubewarden.hidden-ui") {
+        annotations.insert("kubewarden/hidden-ui".to_owned(), hidden);
+    }
+    Ok(ArtifactHubPkg {
+        version,
+        name: artifact.name.clone(),
+        display_name: required("io.artifacthub.displayName")?,
+        created_at: created_at.to_owned(),
+        description: required("io.kubewarden.policy.description")?,
+        license: get("io.kubewarden.policy.license"),
+        home_url: get("io.kubewarden.policy.url"),
+        containers_images: vec![NameValue {
+            name: "policy",
+            image: target.tagged(),
+        }],
+        keywords,
+        links: get("io.kubewarden.policy.source")
+            .map(|url| {
+                vec![NameUrl {
+                    name: "source",
+                    url,
+                }]
+            })
+            .unwrap_or_default(),
+        install: format!(
+            "The policy is an OCI artifact; fetch it with\n\n```console\nkwctl pull {}\n```\n\n\
+             and deploy it with a ClusterAdmissionPolicy whose `spec.module` is that reference.\n",
+            target.module()
+        ),
+        maintainers: maintainers(get("io.kubewarden.policy.author").as_deref().unwrap_or("")),
+        provider: Name { name: "kubewarden" },
+        recommendations: vec![Url {
+            url: "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller",
+        }],
+        annotations,
+    })
+}
+
+/// `Name <email>, Other <email>` → maintainers; entries without an address are left out
+/// (Artifact Hub requires an email for each maintainer).
+fn maintainers(author: &str) -> Vec<Maintainer> {
+    author
+        .split(',')
+        .filter_map(|entry| {
+            let (name, rest) = entry.split_once('<')?;
+            let email = rest
+                .strip_suffix('>')
+                .or_else(|| rest.trim_end().strip_suffix('>'))?;
+            email.contains('@').then(|| Maintainer {
+                name: name.trim().to_owned(),
+                email: email.trim().to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Writes `dist/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml}`.
+pub fn write(dist: &Path, name: &str, rendered: &Rendered) -> Result<Vec<PathBuf>, String> {
+    let dir = dist.join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let files = [
+        (
+            "cluster-admission-policy.yaml",
+            &rendered.cluster_admission_policy,
+        ),
+        ("admission-policy.yaml", &rendered.admission_policy),
+        ("artifacthub-pkg.yml", &rendered.artifacthub_pkg),
+    ];
+    let mut written = Vec::new();
+    for (file, text) in files {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Now (or `$SOURCE_DATE_EPOCH`, for reproducible output) in RFC 3339.
+pub fn created_at() -> Result<String, String> {
+    let time = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(epoch) => {
+            let seconds: i64 = epoch
+                .trim()
+                .parse()
+                .map_err(|_| format!("SOURCE_DATE_EPOCH `{epoch}` is not a number of seconds"))?;
+            chrono::DateTime::from_timestamp(seconds, 0)
+                .ok_or_else(|| format!("SOURCE_DATE_EPOCH `{epoch}` is out of range"))?
+        }
+        Err(_) => chrono::Utc::now(),
+    };
+    Ok(time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wasm;
+
+    fn artifact(metadata: &str) -> Artifact {
+        Artifact {
+            path: "dist/demo.wasm".into(),
+            name: "demo".into(),
+            policy: "demo".into(),
+            bytes: Vec::new(),
+            metadata: serde_json::from_str::<wasm::Metadata>(metadata).unwrap(),
+        }
+    }
+
+    const ANNOTATIONS: &str = r#""annotations":{"io.kubewarden.policy.version":"0.1.0",
+        "io.artifacthub.displayName":"Demo","io.kubewarden.policy.description":"d",
+        "io.kubewarden.policy.severity":"high","io.kubewarden.policy.category":"Node",
+        "io.kubewarden.policy.title":"ignored-for-the-name","io.artifacthub.keywords":"a, b",
+        "io.kubewarden.policy.author":"A <a@example.com>, nobody",
+        "io.kubewarden.policy.source":"https://example.com/src"}"#;
+
+    fn target(digest: Option<&str>) -> Target {
+        Target {
+            repository: "ghcr.io/x/demo".into(),
+            tag: "v0.1.0".into(),
+            digest: digest.map(str::to_owned),
+        }
+    }
+
+    fn parse(yaml: &str) -> serde_yaml::Value {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn policy_resources() {
+        let nodes = r#"[{"apiGroups":[""],"apiVersions":["v1"],"resources":["nodes"],"operations":["CREATE","UPDATE"]}]"#;
+        let pods = r#"[{"apiGroups":[""],"apiVersions":["v1"],"resources":["pods","nodes/status"],"operations":["CREATE"]}]"#;
+        let ctx = r#"[{"apiVersion":"v1","kind":"Node"}]"#;
+        // (rules, backgroundAudit, contextAwareResources, expected backgroundAudit in spec, AdmissionPolicy comment)
+        let cases = [
+            (nodes, "false", "[]", Some(false), Some("never fires")),
+            (
+                pods,
+                "true",
+                ctx,
+                None,
+                Some("nodes/status is cluster-scoped"),
+            ),
+        ];
+        for (rules, audit, context, want_audit, comment) in cases {
+            let a = artifact(&format!(
+                r#"{{"rules":{rules},"mutating":true,"backgroundAudit":{audit},"contextAwareResources":{context},{ANNOTATIONS}}}"#
+            ));
+            let settings = serde_json::json!({"mode": "restore"});
+            let digest = format!("sha256:{}", "a".repeat(64));
+            let out = render(
+                &a,
+                &settings,
+                "s.json",
+                &target(Some(&digest)),
+                "2025-01-01T00:00:00Z",
+            )
+            .unwrap();
+            for (yaml, kind) in [
+                (&out.cluster_admission_policy, "ClusterAdmissionPolicy"),
+                (&out.admission_policy, "AdmissionPolicy"),
+            ] {
+                let doc = parse(yaml);
+                assert_eq!(doc["kind"].as_str(), Some(kind));
+                assert_eq!(
+                    doc["apiVersion"].as_str(),
+                    Some("policies.kubewarden.io/v1")
+                );
+                assert_eq!(doc["metadata"]["name"].as_str(), Some("demo"));
+                assert_eq!(
+                    doc["metadata"]["annotations"]["io.kubewarden.policy.severity"].as_str(),
+                    Some("high")
+                );
+                assert_eq!(
+                    doc["metadata"]["annotations"].as_mapping().unwrap().len(),
+                    2
+                );
+                let spec = &doc["spec"];
+                assert_eq!(
+                    spec["module"].as_str().unwrap(),
+                    format!("registry://ghcr.io/x/demo@{digest}")
+                );
+                assert_eq!(spec["settings"]["mode"].as_str(), Some("restore"));
+                assert_eq!(spec["mutating"].as_bool(), Some(true));
+                assert_eq!(spec["backgroundAudit"].as_bool(), want_audit, "{kind}");
+                let rules_back: Vec<Rule> = serde_yaml::from_value(spec["rules"].clone()).unwrap();
+                assert_eq!(rules_back, a.metadata.rules);
+            }
+            let cluster = parse(&out.cluster_admission_policy);
+            let namespaced = parse(&out.admission_policy);
+            assert_eq!(
+                cluster["spec"]["contextAwareResources"].is_null(),
+                context == "[]"
+            );
+            assert!(namespaced["spec"]["contextAwareResources"].is_null());
+            if let Some(comment) = comment {
+                assert!(
+                    out.admission_policy.contains(comment),
+                    "{}",
+                    out.admission_policy
+                );
+            }
+            let rule_order = out.cluster_admission_policy.find("apiVersions:").unwrap()
+                < out.cluster_admission_policy.find("resources:").unwrap();
+            assert!(rule_order, "rules keep kwctl's key order");
+        }
+    }
+
+    #[test]
+    fn tag_targets_say_they_will_be_replaced() {
+        let a = artifact(&format!(r#"{{"rules":[],"mutating":false,{ANNOTATIONS}}}"#));
+        let out = render(&a, &serde_json::json!({}), "x", &target(None), "t").unwrap();
+        let doc = parse(&out.cluster_admission_policy);
+        assert_eq!(
+            doc["spec"]["module"].as_str(),
+            Some("registry://ghcr.io/x/demo:v0.1.0")
+        );
+        assert_eq!(
+            doc["spec"]["settings"].as_mapping().map(|m| m.len()),
+            Some(0)
+        );
+        assert!(out
+            .cluster_admission_policy
+            .contains("rewrites this file with the pushed digest"));
+    }
+
+    #[test]
+    fn artifacthub_package() {
+        let a = artifact(&format!(r#"{{"rules":[],"mutating":true,{ANNOTATIONS}}}"#));
+        let out = render(
+            &a,
+            &serde_json::json!({}),
+            "x",
+            &target(None),
+            "2025-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let doc = parse(&out.artifacthub_pkg);
+        let expect = [
+            ("version", "0.1.0"),
+            ("name", "demo"),
+            ("displayName", "Demo"),
+            ("createdAt", "2025-01-01T00:00:00Z"),
+            ("description", "d"),
+        ];
+        for (key, value) in expect {
+            assert_eq!(doc[key].as_str(), Some(value), "{key}");
+        }
+        assert_eq!(
+            doc["containersImages"][0]["image"].as_str(),
+            Some("ghcr.io/x/demo:v0.1.0")
+        );
+        assert_eq!(doc["keywords"][1].as_str(), Some("b"));
+        assert_eq!(doc["maintainers"].as_sequence().unwrap().len(), 1);
+        assert_eq!(
+            doc["links"][0]["url"].as_str(),
+            Some("https://example.com/src")
+        );
+        assert_eq!(
+            doc["annotations"]["kubewarden/mutation"].as_str(),
+            Some("true")
+        );
+        assert_eq!(
+            doc["annotations"]["kubewarden/rules"].as_str(),
+            Some("[]\n")
+        );
+        assert!(doc["install"]
+            .as_str()
+            .unwrap()
+            .contains("kwctl pull registry://ghcr.io/x/demo:v0.1.0"));
+
+        let missing = artifact(
+            r#"{"rules":[],"mutating":true,"annotations":{"io.kubewarden.policy.version":"1"}}"#,
+        );
+        let err = render(&missing, &serde_json::json!({}), "x", &target(None), "t")
+            .err()
+            .unwrap();
+        assert!(err.contains("io.artifacthub.displayName"), "{err}");
+    }
+
+    #[test]
+    fn maintainer_parsing() {
+        let cases = [
+            (
+                "A <a@x.io>, B <b@y.io>",
+                vec![("A", "a@x.io"), ("B", "b@y.io")],
+            ),
+            ("taintguard developers", vec![]),
+            ("A <not-an-address>", vec![]),
+            ("", vec![]),
+        ];
+        for (input, want) in cases {
+            let got: Vec<(String, String)> = maintainers(input)
+                .into_iter()
+                .map(|m| (m.name, m.email))
+                .collect();
+            let want: Vec<(String, String)> = want
+                .into_iter()
+                .map(|(n, e)| (n.to_owned(), e.to_owned()))
+                .collect();
+            assert_eq!(got, want, "{input}");
+        }
+    }
+}
