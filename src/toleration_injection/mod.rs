@@ -151,7 +151,13 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
         );
     }
 
-    let added = additions(settings, &rules, &workload.tolerations);
+    // A restriction bounds aliasing too: a twin of a toleration the workload brought along is
+    // not added where a restriction forbids it, or a workload tolerating an unrestricted key
+    // would be handed the restricted key of the same group. Twins of what rules inject are the
+    // policy's own work and exempt, as in `restriction_violations`.
+    let applicable = applicable_restrictions(settings, &subject);
+    let allowed_twin = |t: &Toleration<'_>| restriction_hit(&applicable, t).is_none();
+    let added = additions(settings, &rules, &workload.tolerations, allowed_twin);
     if added.is_empty() {
         return Verdict::accept();
     }
@@ -190,6 +196,7 @@ fn additions(
     settings: &Settings,
     rules: &[&Rule],
     existing: &[Toleration<'_>],
+    allowed_twin: impl Fn(&Toleration<'_>) -> bool,
 ) -> Vec<(Toleration<'static>, String)> {
     let mut all: Vec<Toleration<'_>> = existing.to_vec();
     let mut added = Vec::new();
@@ -215,11 +222,54 @@ fn additions(
         let Some(group) = alias_group(settings, &t.key) else {
             continue;
         };
+        let own = rules.iter().any(|r| r.tolerations.contains(&t));
         for key in group.iter().filter(|k| **k != t.key) {
-            add(&mut all, t.with_key(key), format!("alias of {}", t.key));
+            let twin = t.with_key(key);
+            if own || allowed_twin(&twin) {
+                add(&mut all, twin, format!("alias of {}", t.key));
+            }
         }
     }
     added
+}
+
+/// The restrictions that apply to this namespace and requester.
+fn applicable_restrictions<'s>(
+    settings: &'s Settings,
+    subject: &Subject<'_>,
+) -> Vec<&'s Restriction> {
+    settings
+        .restrictions
+        .iter()
+        .filter(|r| {
+            !r.allowed_namespaces
+                .iter()
+                .any(|g| g.matches(subject.namespace))
+                && !r.allowed_principals.allows(&subject.who)
+        })
+        .collect()
+}
+
+/// Why `t` may not be tolerated under `restrictions`, if it may not.
+fn restriction_hit(restrictions: &[&Restriction], t: &Toleration<'_>) -> Option<String> {
+    restrictions.iter().find_map(|restriction| {
+        let selector = restriction.taints.iter().find(|s| {
+            let key = if t.key.is_empty() {
+                t.operator == Operator::Exists
+            } else {
+                s.key.matches(&t.key)
+            };
+            let effect =
+                t.effect.is_empty() || s.effects.is_empty() || s.effects.contains(&&*t.effect);
+            key && effect
+        })?;
+        Some(format!(
+            "{} (restriction {:?} protects taints {})",
+            t.describe(),
+            restriction.name,
+            selector.key.as_str()
+        ))
+    })
 }
 
 /// Tolerations the object already has that a restriction forbids here. Tolerations that the
@@ -230,16 +280,7 @@ fn restriction_violations(
     subject: &Subject<'_>,
     rules: &[&Rule],
 ) -> Vec<String> {
-    let applicable: Vec<&Restriction> = settings
-        .restrictions
-        .iter()
-        .filter(|r| {
-            !r.allowed_namespaces
-                .iter()
-                .any(|g| g.matches(subject.namespace))
-                && !r.allowed_principals.allows(&subject.who)
-        })
-        .collect();
+    let applicable = applicable_restrictions(settings, subject);
     if applicable.is_empty() {
         return Vec::new();
     }
@@ -253,31 +294,13 @@ fn restriction_violations(
             *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
         })
     };
-    let mut violations = Vec::new();
-    for t in subject.workload.tolerations.iter().filter(|t| !own(t)) {
-        for restriction in &applicable {
-            let hit = restriction.taints.iter().find(|s| {
-                let key = if t.key.is_empty() {
-                    t.operator == Operator::Exists
-                } else {
-                    s.key.matches(&t.key)
-                };
-                let effect =
-                    t.effect.is_empty() || s.effects.is_empty() || s.effects.contains(&&*t.effect);
-                key && effect
-            });
-            if let Some(selector) = hit {
-                violations.push(format!(
-                    "{} (restriction {:?} protects taints {})",
-                    t.describe(),
-                    restriction.name,
-                    selector.key.as_str()
-                ));
-                break;
-            }
-        }
-    }
-    violations
+    subject
+        .workload
+        .tolerations
+        .iter()
+        .filter(|t| !own(t))
+        .filter_map(|t| restriction_hit(&applicable, t))
+        .collect()
 }
 
 #[cfg(test)]

@@ -538,3 +538,64 @@ fn malformed_objects_are_rejected() {
         .unwrap()
         .contains("object.spec.template.spec.tolerations"));
 }
+
+/// Found by the validate_structured fuzz target: aliasing handed a tenant the twin of its own
+/// toleration for a restricted key (tolerating the unrestricted `control-plane` got it
+/// `master`), and the policy then denied its own output. Restrictions bound aliasing: restricted
+/// twins of the workload's own tolerations are not added; twins of injected ones still are.
+#[test]
+fn aliasing_does_not_bypass_restrictions() {
+    let restriction =
+        json!([{"name": "masters", "taints": [MASTER], "allowedNamespaces": ["kube-system"]}]);
+    let rule = json!([{"name": "cp", "match": {"namespaces": ["kube-system"]},
+                       "tolerations": [{"key": CP, "operator": "Exists", "effect": "NoSchedule"}]}]);
+    let tolerates_cp = json!([{"key": CP, "operator": "Exists", "effect": "NoSchedule"}]);
+    let cases: Vec<(&str, Value, &str, Vec<&str>)> = vec![
+        (
+            "tenant tolerating control-plane: no master twin",
+            json!({"restrictions": restriction}),
+            "tenant-a",
+            vec![],
+        ),
+        (
+            "allowed namespace: twin added",
+            json!({"restrictions": restriction}),
+            "kube-system",
+            vec![MASTER],
+        ),
+        (
+            "no restriction: twin added",
+            json!({}),
+            "tenant-a",
+            vec![MASTER],
+        ),
+        (
+            "twin of an injected toleration stays the policy's own work",
+            json!({"restrictions": [{"name": "masters", "taints": [MASTER]}], "rules": rule}),
+            "kube-system",
+            vec![MASTER],
+        ),
+    ];
+    for (name, settings, namespace, want) in cases {
+        let mut obj = object("DaemonSet", Some(tolerates_cp.clone()));
+        obj["metadata"]["namespace"] = json!(namespace);
+        let req = request("CREATE", "alice", namespace, &obj);
+        let verdict = TolerationInjection::validate(&req, &settings.to_string());
+        assert!(verdict.accepted, "{name}: {verdict:?}");
+        let keys: Vec<String> = added(&verdict, "DaemonSet", 1)
+            .iter()
+            .map(|t| t["key"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(keys, want, "{name}");
+        if let Some(mutated) = &verdict.mutated_object {
+            let again = TolerationInjection::validate(
+                &crate::testkit::with_object(&req, mutated).unwrap(),
+                &settings.to_string(),
+            );
+            assert!(
+                again.accepted && again.mutated_object.is_none(),
+                "{name}: {again:?}"
+            );
+        }
+    }
+}
