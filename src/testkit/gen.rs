@@ -1,0 +1,557 @@
+//! Structurally valid admission requests and settings with hostile content, drawn from
+//! `arbitrary` bytes: the fuzzer steers the bytes, the property tests draw them at random.
+//!
+//! Values come mostly from small pools of near-misses (a key with another case or a trailing
+//! space, `system:masters` as a username, the same key with another effect) so that the
+//! interesting comparisons happen often, with an arbitrary string now and then.
+
+use arbitrary::{Result, Unstructured};
+use serde_json::{json, Map, Value};
+
+use crate::json::write_str;
+
+const TAINT_KEYS: &[&str] = &[
+    "example.com/dedicated",
+    "Example.com/dedicated",
+    "example.com/dedicated ",
+    " example.com/dedicated",
+    "nvidia.com/gpu",
+    "dedicated",
+    "node.kubernetes.io/not-ready",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    "karpenter.sh/unregistered",
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+    "",
+    "ü/ß\"\\",
+];
+const EFFECTS: &[&str] = &[
+    "NoSchedule",
+    "PreferNoSchedule",
+    "NoExecute",
+    "",
+    "noschedule",
+];
+const VALUES: &[&str] = &["", "gpu", "true", "a b"];
+const USERS: &[&str] = &[
+    "alice@example.com",
+    "system:masters",
+    "system:serviceaccount:kube-system:node-controller",
+    "system:serviceaccount:gpu-operator:gpu-operator",
+    "system:serviceaccount:alice:alice",
+    "system:serviceaccount:broken",
+    "system:node:worker-1",
+    "system:kube-controller-manager",
+    "kubernetes-admin",
+    "",
+];
+const GROUPS: &[&str] = &[
+    "system:masters",
+    "system:nodes",
+    "system:authenticated",
+    "system:serviceaccounts",
+    "oidc:platform-team",
+];
+const KEY_GLOBS: &[&str] = &[
+    "*",
+    "example.com/*",
+    "nvidia.com/gpu",
+    "node-role.kubernetes.io/*",
+    "dedicated",
+    "node.kubernetes.io/*",
+    "*/dedicated",
+    "[a-z]*",
+];
+const NAMESPACES: &[&str] = &["kube-system", "tenant-a", "gpu-1", "", "kube-flannel"];
+const LABELS: &[(&str, &str)] = &[
+    ("app", "web"),
+    ("microk8s.hostpath.io/managed-by", "hostpath"),
+    ("tier", "gpu"),
+    ("team", "platform"),
+];
+
+fn pick<'a, T>(u: &mut Unstructured<'_>, pool: &'a [T]) -> Result<&'a T> {
+    u.choose(pool)
+}
+
+/// A pool value most of the time, an arbitrary string otherwise.
+fn string(u: &mut Unstructured<'_>, pool: &[&str]) -> Result<String> {
+    if u.ratio(1, 8)? {
+        Ok(u.arbitrary::<String>()?)
+    } else {
+        Ok(pick(u, pool)?.to_string())
+    }
+}
+
+fn some<T>(
+    u: &mut Unstructured<'_>,
+    f: impl FnOnce(&mut Unstructured<'_>) -> Result<T>,
+) -> Result<Option<T>> {
+    if u.arbitrary()? {
+        f(u).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Fields the policies do not know, which must survive a mutation untouched.
+fn unknown(u: &mut Unstructured<'_>) -> Result<Value> {
+    Ok(match u.int_in_range(0..=3)? {
+        0 => json!(null),
+        1 => json!({"z": [1, {"y": "x"}], "a": 1.5}),
+        2 => json!(u.arbitrary::<String>()?),
+        _ => json!([[[{"deep": true}]]]),
+    })
+}
+
+fn maybe_unknown(u: &mut Unstructured<'_>, object: &mut Map<String, Value>) -> Result<()> {
+    if u.ratio(1, 4)? {
+        object.insert("x-unknown".into(), unknown(u)?);
+    }
+    Ok(())
+}
+
+fn taint(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut t = Map::new();
+    t.insert("key".into(), json!(string(u, TAINT_KEYS)?));
+    if let Some(v) = some(u, |u| string(u, VALUES))? {
+        t.insert("value".into(), json!(v));
+    }
+    t.insert("effect".into(), json!(string(u, EFFECTS)?));
+    if u.ratio(1, 3)? {
+        t.insert("timeAdded".into(), json!("2025-04-10T08:00:03Z"));
+    }
+    maybe_unknown(u, &mut t)?;
+    Ok(Value::Object(t))
+}
+
+/// The new taints: the old ones edited the ways writers edit them.
+fn edited_taints(u: &mut Unstructured<'_>, old: &[Value]) -> Result<Vec<Value>> {
+    let mut new = old.to_vec();
+    for _ in 0..u.int_in_range(0..=4)? {
+        match u.int_in_range(0..=5)? {
+            0 if !new.is_empty() => {
+                let i = u.choose_index(new.len())?;
+                new.remove(i);
+            }
+            1 if !new.is_empty() => {
+                let i = u.choose_index(new.len())?;
+                new[i]["value"] = json!(string(u, VALUES)?);
+            }
+            2 if new.len() > 1 => {
+                let (i, j) = (u.choose_index(new.len())?, u.choose_index(new.len())?);
+                new.swap(i, j);
+            }
+            3 if !new.is_empty() => {
+                let i = u.choose_index(new.len())?;
+                new.push(new[i].clone());
+            }
+            4 => new.clear(),
+            _ => new.push(taint(u)?),
+        }
+    }
+    Ok(new)
+}
+
+fn user_info(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut groups = Vec::new();
+    for _ in 0..u.int_in_range(0..=3)? {
+        groups.push(json!(string(u, GROUPS)?));
+    }
+    Ok(json!({"username": string(u, USERS)?, "groups": groups, "uid": "u-1"}))
+}
+
+/// `null`, absent, or `value`: the three ways a member can be missing or present.
+fn place(
+    u: &mut Unstructured<'_>,
+    object: &mut Map<String, Value>,
+    key: &str,
+    value: Value,
+) -> Result<()> {
+    match u.int_in_range(0..=5)? {
+        0 => {}
+        1 => {
+            object.insert(key.into(), Value::Null);
+        }
+        _ => {
+            object.insert(key.into(), value);
+        }
+    }
+    Ok(())
+}
+
+fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result<Value> {
+    let mut spec = Map::new();
+    place(u, &mut spec, "taints", json!(taints))?;
+    let cordoned = u.arbitrary::<bool>()?;
+    place(u, &mut spec, "unschedulable", json!(cordoned))?;
+    spec.insert("podCIDR".into(), json!("10.244.1.0/24"));
+    maybe_unknown(u, &mut spec)?;
+    let mut annotations = Map::new();
+    if u.arbitrary()? {
+        annotations.insert(owner_key.into(), json!(string(u, USERS)?));
+    }
+    annotations.insert("node.alpha.kubernetes.io/ttl".into(), json!("0"));
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), json!("worker-1"));
+    place(u, &mut metadata, "annotations", Value::Object(annotations))?;
+    maybe_unknown(u, &mut metadata)?;
+    let mut object = Map::new();
+    object.insert("apiVersion".into(), json!("v1"));
+    object.insert("kind".into(), json!("Node"));
+    place(u, &mut object, "metadata", Value::Object(metadata))?;
+    place(u, &mut object, "spec", Value::Object(spec))?;
+    object.insert("status".into(), json!({"capacity": {"cpu": "4"}}));
+    Ok(Value::Object(object))
+}
+
+fn principal_list(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut list = Map::new();
+    if let Some(p) = some(u, |u| u.arbitrary::<bool>())? {
+        list.insert("people".into(), json!(p));
+    }
+    if u.arbitrary()? {
+        list.insert(
+            "users".into(),
+            json!([pick(u, &["system:masters", "alice*", "system:node:*"])?]),
+        );
+    }
+    if u.arbitrary()? {
+        list.insert("groups".into(), json!([pick(u, GROUPS)?]));
+    }
+    if u.arbitrary()? {
+        list.insert(
+            "serviceAccounts".into(),
+            json!([pick(
+                u,
+                &["gpu-operator/*", "kube-system/*", "alice/alice"]
+            )?]),
+        );
+    }
+    Ok(Value::Object(list))
+}
+
+fn taint_preservation_settings(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut s = Map::new();
+    if let Some(mode) = some(u, |u| pick(u, &["restore", "deny"]).copied())? {
+        s.insert("mode".into(), json!(mode));
+    }
+    if u.arbitrary()? {
+        let mut rules = Vec::new();
+        for _ in 0..u.int_in_range(0..=3)? {
+            let mut rule = json!({"key": pick(u, KEY_GLOBS)?});
+            if u.ratio(1, 3)? {
+                rule["effects"] = json!([pick(u, &EFFECTS[..3])?]);
+            }
+            if u.ratio(1, 3)? {
+                rule["permitted"] = principal_list(u)?;
+            }
+            rules.push(rule);
+        }
+        s.insert("protectedTaints".into(), json!(rules));
+    }
+    if u.ratio(1, 4)? {
+        s.insert("unprotectedTaints".into(), json!([pick(u, KEY_GLOBS)?]));
+    }
+    if u.ratio(1, 4)? {
+        s.insert("oneShotTaints".into(), json!([pick(u, KEY_GLOBS)?]));
+    }
+    if u.arbitrary()? {
+        s.insert("permitted".into(), principal_list(u)?);
+    }
+    if u.ratio(1, 4)? {
+        s.insert(
+            "cordon".into(),
+            json!({"enabled": u.arbitrary::<bool>()?, "ownerAnnotation": pick(u, &["taintguard.io/cordoned-by", "example.com/owner"])?}),
+        );
+    }
+    Ok(Value::Object(s))
+}
+
+/// A taint-preservation case: (request, settings) as JSON text.
+pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<(String, String)> {
+    let settings = taint_preservation_settings(u)?;
+    let owner = settings
+        .pointer("/cordon/ownerAnnotation")
+        .and_then(Value::as_str)
+        .unwrap_or("taintguard.io/cordoned-by")
+        .to_owned();
+    let mut old_taints = Vec::new();
+    for _ in 0..u.int_in_range(0..=5)? {
+        old_taints.push(taint(u)?);
+    }
+    let new_taints = edited_taints(u, &old_taints)?;
+    let operation = *pick(u, &["UPDATE", "UPDATE", "UPDATE", "CREATE", "DELETE"])?;
+    let mut request = Map::new();
+    request.insert("uid".into(), json!("r-1"));
+    request.insert(
+        "kind".into(),
+        json!({"group": "", "version": "v1", "kind": "Node"}),
+    );
+    if u.ratio(1, 10)? {
+        request.insert("subResource".into(), json!("status"));
+    }
+    request.insert("name".into(), json!("worker-1"));
+    request.insert("operation".into(), json!(operation));
+    request.insert("userInfo".into(), user_info(u)?);
+    request.insert("object".into(), node(u, new_taints, &owner)?);
+    if operation != "CREATE" && !u.ratio(1, 20)? {
+        request.insert("oldObject".into(), node(u, old_taints, &owner)?);
+    }
+    Ok((write(u, &Value::Object(request))?, write(u, &settings)?))
+}
+
+fn toleration(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut t = Map::new();
+    if let Some(key) = some(u, |u| string(u, TAINT_KEYS))? {
+        t.insert("key".into(), json!(key));
+    }
+    if let Some(op) = some(u, |u| pick(u, &["Exists", "Equal", "exists"]).copied())? {
+        t.insert("operator".into(), json!(op));
+    }
+    if let Some(v) = some(u, |u| string(u, VALUES))? {
+        t.insert("value".into(), json!(v));
+    }
+    if let Some(e) = some(u, |u| string(u, EFFECTS))? {
+        t.insert("effect".into(), json!(e));
+    }
+    if u.ratio(1, 5)? {
+        t.insert("tolerationSeconds".into(), json!(u.int_in_range(0..=600)?));
+    }
+    Ok(Value::Object(t))
+}
+
+/// A toleration as settings accept it (the API server's rules hold).
+fn settings_toleration(u: &mut Unstructured<'_>) -> Result<Value> {
+    let key = *pick(
+        u,
+        &[
+            "nvidia.com/gpu",
+            "dedicated",
+            "node-role.kubernetes.io/control-plane",
+            "node-role.kubernetes.io/master",
+            "",
+        ],
+    )?;
+    let effect = *pick(u, EFFECTS.get(..4).unwrap_or(EFFECTS))?;
+    let mut t = if key.is_empty() || u.arbitrary()? {
+        json!({"key": key, "operator": "Exists"})
+    } else {
+        json!({"key": key, "operator": "Equal", "value": pick(u, &VALUES[..3])?})
+    };
+    if !effect.is_empty() {
+        t["effect"] = json!(effect);
+    }
+    if effect == "NoExecute" && u.arbitrary()? {
+        t["tolerationSeconds"] = json!(u.int_in_range(0..=600)?);
+    }
+    Ok(t)
+}
+
+fn toleration_injection_settings(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut s = Map::new();
+    let mut rules = Vec::new();
+    for i in 0..u.int_in_range(0..=3)? {
+        let mut m = Map::new();
+        if u.ratio(1, 3)? {
+            m.insert(
+                "kinds".into(),
+                json!([pick(u, &["Pod", "Deployment", "DaemonSet", "CronJob"])?]),
+            );
+        }
+        if u.ratio(1, 3)? {
+            m.insert(
+                "namespaces".into(),
+                json!([pick(u, &["kube-system", "tenant-*", "gpu-*"])?]),
+            );
+        }
+        if u.ratio(1, 3)? {
+            m.insert("principals".into(), principal_list(u)?);
+        }
+        if u.ratio(1, 3)? {
+            let (k, v) = *pick(u, LABELS)?;
+            m.insert("labelSelector".into(), json!({"matchLabels": {k: v}}));
+        }
+        if u.ratio(1, 4)? {
+            m.insert(
+                "names".into(),
+                json!([pick(u, &["hostpath-*", "web", "*"])?]),
+            );
+        }
+        if u.ratio(1, 3)? {
+            // Paths away from the tolerations: a condition on what the policy adds would make
+            // a rule stop matching its own output, which settings cannot be checked for.
+            let condition = match u.int_in_range(0..=3)? {
+                0 => json!({"path": "$..priorityClassName", "in": ["system-node-critical"]}),
+                1 => json!({"path": "$.metadata.labels.app", "exists": false}),
+                2 => json!({"path": "$..x-unknown..deep", "equals": true}),
+                _ => json!({"path": "$.metadata.name", "matches": "web*"}),
+            };
+            m.insert("jsonPath".into(), json!([condition]));
+        }
+        let mut tolerations = Vec::new();
+        for _ in 0..u.int_in_range(1..=3)? {
+            tolerations.push(settings_toleration(u)?);
+        }
+        rules.push(json!({"name": format!("rule-{i}"), "match": m, "tolerations": tolerations}));
+    }
+    s.insert("rules".into(), json!(rules));
+    match u.int_in_range(0..=3)? {
+        0 => {
+            s.insert("aliases".into(), json!({"enabled": false}));
+        }
+        1 => {
+            s.insert("aliases".into(), json!({"groups": [["dedicated", "example.com/dedicated", "Example.com/dedicated"], ["node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"]]}));
+        }
+        _ => {}
+    }
+    if u.arbitrary()? {
+        s.insert(
+            "restrictions".into(),
+            json!([{"name": "dedicated-nodes", "taints": [pick(u, KEY_GLOBS)?],
+                    "allowedNamespaces": ["kube-system", "gpu-*"],
+                    "allowedPrincipals": principal_list(u)?}]),
+        );
+    }
+    Ok(Value::Object(s))
+}
+
+fn pod_spec(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut spec = Map::new();
+    spec.insert(
+        "containers".into(),
+        json!([{"name": "c", "image": "busybox"}]),
+    );
+    let mut tolerations = Vec::new();
+    for _ in 0..u.int_in_range(0..=4)? {
+        tolerations.push(toleration(u)?);
+    }
+    place(u, &mut spec, "tolerations", json!(tolerations))?;
+    if u.ratio(1, 3)? {
+        spec.insert("priorityClassName".into(), json!("system-node-critical"));
+    }
+    maybe_unknown(u, &mut spec)?;
+    Ok(Value::Object(spec))
+}
+
+/// A toleration-injection case: (request, settings) as JSON text.
+pub fn toleration_injection(u: &mut Unstructured<'_>) -> Result<(String, String)> {
+    let settings = toleration_injection_settings(u)?;
+    let (kind, group) = *pick(
+        u,
+        &[
+            ("Pod", ""),
+            ("Deployment", "apps"),
+            ("DaemonSet", "apps"),
+            ("CronJob", "batch"),
+            ("Job", "batch"),
+            ("Deployment", ""),
+        ],
+    )?;
+    let mut body = pod_spec(u)?;
+    if kind != "Pod" {
+        body = json!({"template": {"metadata": {"labels": {"app": "web"}}, "spec": body}});
+        if kind == "CronJob" {
+            body = json!({"schedule": "* * * * *", "jobTemplate": {"spec": body}});
+        }
+    }
+    let namespace = string(u, NAMESPACES)?;
+    let mut labels = Map::new();
+    for _ in 0..u.int_in_range(0..=2)? {
+        let (k, v) = *pick(u, LABELS)?;
+        labels.insert(k.into(), json!(v));
+    }
+    let mut metadata = Map::new();
+    if u.arbitrary()? {
+        metadata.insert(
+            "name".into(),
+            json!(pick(u, &["web", "hostpath-provisioner-n1-abc", ""])?),
+        );
+    } else {
+        metadata.insert("generateName".into(), json!("hostpath-provisioner-n1-"));
+    }
+    metadata.insert("namespace".into(), json!(namespace));
+    place(u, &mut metadata, "labels", Value::Object(labels))?;
+    let mut object = Map::new();
+    object.insert(
+        "apiVersion".into(),
+        json!(if group.is_empty() {
+            "v1".to_owned()
+        } else {
+            format!("{group}/v1")
+        }),
+    );
+    object.insert("kind".into(), json!(kind));
+    object.insert("metadata".into(), Value::Object(metadata));
+    place(u, &mut object, "spec", body)?;
+    maybe_unknown(u, &mut object)?;
+    let object = Value::Object(object);
+    let operation = *pick(u, &["CREATE", "CREATE", "UPDATE", "DELETE"])?;
+    let mut request = json!({
+        "uid": "r-2",
+        "kind": {"group": group, "version": "v1", "kind": kind},
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": user_info(u)?,
+        "object": object,
+    });
+    if operation == "UPDATE" {
+        request["oldObject"] = object;
+    }
+    Ok((write(u, &request)?, write(u, &settings)?))
+}
+
+/// Writes `value` with object members in an order the bytes choose, sometimes indented, so
+/// that key order and formatting are part of what must survive.
+pub fn write(u: &mut Unstructured<'_>, value: &Value) -> Result<String> {
+    let mut out = String::new();
+    let pretty = u.arbitrary::<bool>()?;
+    write_value(u, value, pretty, &mut out)?;
+    Ok(out)
+}
+
+fn write_value(
+    u: &mut Unstructured<'_>,
+    value: &Value,
+    pretty: bool,
+    out: &mut String,
+) -> Result<()> {
+    let sep = if pretty { ",\n " } else { "," };
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                write_value(u, item, pretty, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            // A few swaps: enough to leave sorted order without costing many bytes.
+            for _ in 0..u.int_in_range(0..=2)? {
+                if members.len() > 1 {
+                    let (i, j) = (
+                        u.choose_index(members.len())?,
+                        u.choose_index(members.len())?,
+                    );
+                    members.swap(i, j);
+                }
+            }
+            out.push('{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                write_str(out, key);
+                out.push_str(if pretty { ": " } else { ":" });
+                write_value(u, item, pretty, out)?;
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! Invariants every verdict must satisfy, whatever the input, and generators of hostile but
+//! structurally valid requests. Shared by the property tests (`cargo test`), the fuzz targets
+//! (`fuzz/`, feature `testkit`) and the replay of fuzz regressions, so all three check the same
+//! things. Not part of the policies' API.
+
+mod fixtures;
+pub mod gen;
+pub mod targets;
+pub mod tree;
+
+pub use fixtures::{bundled_requests, bundled_settings};
+
+use crate::admission::AdmissionRequest;
+use crate::json::JsonStr;
+use crate::json::Splice;
+use crate::policy::{Half, Policy};
+use crate::settings::parse_settings_json;
+use crate::taint::Taint;
+use crate::taint_preservation::TaintPreservation;
+use crate::toleration_injection::TolerationInjection;
+use crate::verdict::Verdict;
+use tree::Tree;
+
+/// Which invariants a failure broke, with the input that broke them.
+pub type Checked = Result<(), String>;
+
+/// Runs both policies on `request`/`settings` and checks every invariant that applies.
+pub fn check_both(request: &str, settings: &str) -> Checked {
+    check_taint_preservation(request, settings)?;
+    check_toleration_injection(request, settings)
+}
+
+/// Invariants of any policy's verdicts: a rejection says why with a 400 or 403; the validating
+/// half never mutates; a mutation is valid JSON; applying the policy to its own output changes
+/// nothing more.
+fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
+    let verdict = P::validate(request, settings);
+    let validating = P::validate_half(request, settings, Half::Validating);
+    for (half, v) in [("mutating", &verdict), ("validating", &validating)] {
+        let explained = matches!(v.code, Some(400 | 403)) && v.message.is_some();
+        if !v.accepted && !explained {
+            return Err(format!("{half} rejection without code or message: {v:?}"));
+        }
+    }
+    if validating.mutated_object.is_some() {
+        return Err("the validating half mutated".into());
+    }
+    if verdict.accepted && !validating.accepted && verdict.mutated_object.is_none() {
+        return Err("the validating half rejects what the mutating half accepts untouched".into());
+    }
+    if let Some(mutated) = &verdict.mutated_object {
+        if !verdict.accepted {
+            return Err("a rejection carries a mutated object".into());
+        }
+        // RawValue capture does not check `\u` escapes (a lone surrogate passes), so an object
+        // that is not strictly JSON comes back as it came; the API server never sends one.
+        if let Err(e) = Tree::parse(mutated) {
+            let object = AdmissionRequest::parse(request)
+                .ok()
+                .and_then(|r| r.object.value().map(Tree::parse));
+            if matches!(object, Some(Ok(_))) {
+                return Err(format!("mutated object is not JSON: {e}"));
+            }
+        }
+        let again = P::validate(&with_object(request, mutated)?, settings);
+        if !again.accepted || again.mutated_object.is_some() {
+            return Err(format!(
+                "not idempotent: its own output {mutated} gives {again:?}"
+            ));
+        }
+    }
+    Ok(verdict)
+}
+
+/// The request text with its `object` replaced by `object`.
+pub fn with_object(request: &str, object: &str) -> Result<String, String> {
+    let parsed = AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
+    let place = parsed
+        .object
+        .text()
+        .ok_or("mutated a request without object")?;
+    let mut splice = Splice::new(request);
+    splice.replace(place, object.to_owned());
+    Ok(splice.finish())
+}
+
+/// The object before and after, as trees; `None` when the verdict changes nothing.
+fn before_after(request: &str, verdict: &Verdict) -> Result<Option<(Tree, Tree)>, String> {
+    let Some(mutated) = &verdict.mutated_object else {
+        return Ok(None);
+    };
+    let parsed = AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
+    let Ok(before) = Tree::parse(parsed.object.value().ok_or("no object")?) else {
+        return Ok(None);
+    };
+    let after = Tree::parse(mutated).map_err(|e| e.to_string())?;
+    Ok(Some((before, after)))
+}
+
+fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Checked {
+    for path in editable {
+        before.strip(path);
+        after.strip(path);
+    }
+    if before != after {
+        return Err(format!(
+            "mutation changed more than {editable:?}:\n before {before:?}\n after  {after:?}"
+        ));
+    }
+    Ok(())
+}
+
+pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
+    let verdict = check_common::<TaintPreservation>(request, settings)?;
+    let Ok(parsed_settings) =
+        parse_settings_json(settings).and_then(|v| TaintPreservation::settings(&v))
+    else {
+        return Ok(());
+    };
+    let owner = parsed_settings.cordon.owner_annotation.as_str();
+    if let Some((before, after)) = before_after(request, &verdict)? {
+        same_except(
+            before,
+            after,
+            &[
+                &["spec", "taints"],
+                &["spec", "unschedulable"],
+                &["metadata", "annotations", owner],
+            ],
+        )?;
+    }
+    protected_taints_survive(request, &verdict, &parsed_settings)
+}
+
+/// Restore mode: a protected taint of `oldObject` is in the admitted object, with its value,
+/// unless the requester may remove it. Deny mode may reject instead.
+fn protected_taints_survive(
+    request: &str,
+    verdict: &Verdict,
+    settings: &crate::taint_preservation::Settings,
+) -> Checked {
+    let Ok(parsed) = AdmissionRequest::parse(request) else {
+        return Ok(());
+    };
+    if !verdict.accepted
+        || !parsed.is_core("Node")
+        || parsed.operation != crate::admission::Operation::Update
+    {
+        return Ok(());
+    }
+    let who = parsed.principal();
+    if settings.permitted.allows(&who) {
+        return Ok(());
+    }
+    let admitted = verdict.mutated_object.as_deref().or(parsed.object.value());
+    let (Some(old), Some(new)) = (taints_of(parsed.old_object.value()), taints_of(admitted)) else {
+        return Ok(());
+    };
+    for (i, (key, effect, value)) in old.iter().enumerate() {
+        let taint = Taint {
+            key: JsonStr(key.as_str().into()),
+            value: JsonStr(value.as_str().into()),
+            effect: JsonStr(effect.as_str().into()),
+            raw: "",
+        };
+        // Kubernetes refuses duplicate (key, effect) pairs; the policy judges the first.
+        let duplicate = old[..i].iter().any(|(k, e, _)| k == key && e == effect);
+        let protected = settings
+            .protected
+            .iter()
+            .find(|r| r.selector.matches(&taint))
+            .is_some_and(|r| !r.permitted.allows(&who))
+            && !settings.unprotected.iter().any(|s| s.matches(&taint))
+            && !settings.one_shot.iter().any(|s| s.matches(&taint));
+        if !duplicate && protected && !new.contains(&(key.clone(), effect.clone(), value.clone())) {
+            return Err(format!(
+                "protected taint {key}={value}:{effect} of oldObject lost for {:?}",
+                who.username
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// (key, effect, value) of each `spec.taints` entry of a Node text; absent fields are empty.
+fn taints_of(node: Option<&str>) -> Option<Vec<(String, String, String)>> {
+    let node = Tree::parse(node?).ok()?;
+    let Some(Tree::Array(entries)) = node.at(&["spec", "taints"]) else {
+        return Some(Vec::new());
+    };
+    let text = |entry: &Tree, field: &str| match entry.get(field) {
+        Some(Tree::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    Some(
+        entries
+            .iter()
+            .map(|e| (text(e, "key"), text(e, "effect"), text(e, "value")))
+            .collect(),
+    )
+}
+
+pub fn check_toleration_injection(request: &str, settings: &str) -> Checked {
+    let verdict = check_common::<TolerationInjection>(request, settings)?;
+    let Some((before, after)) = before_after(request, &verdict)? else {
+        return Ok(());
+    };
+    let parsed = AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
+    let spec: &[&str] = match parsed.kind.kind.as_str() {
+        "Pod" => &["spec"],
+        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
+        _ => &["spec", "template", "spec"],
+    };
+    let path: Vec<&str> = spec.iter().copied().chain(["tolerations"]).collect();
+    let list = |tree: &Tree| match tree.at(&path) {
+        Some(Tree::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let (old, new) = (list(&before), list(&after));
+    if new.len() <= old.len() || new[..old.len()] != old[..] {
+        return Err(format!("tolerations not appended: {old:?} -> {new:?}"));
+    }
+    for (i, added) in new.iter().enumerate().skip(old.len()) {
+        if new[..i].contains(added) {
+            return Err(format!("duplicated toleration {added:?}"));
+        }
+    }
+    same_except(before, after, &[&path])
+}
