@@ -3,6 +3,9 @@
 #
 #   ./build.sh          build every policy into dist/ and evaluate its example requests
 #   ./build.sh test     install what the tests need, build, lint and run every test
+#   ./build.sh push REF_PREFIX [TAG]
+#                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
+#                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
 #
 # Every command installs what it needs first, so each works on a fresh machine.
 set -euo pipefail
@@ -64,6 +67,50 @@ evaluate_examples() {
   done
 }
 
+# Debian packages, installed only when missing (after one apt-get update).
+ensure_apt_packages() {
+  local missing=() pkg sudo=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  say "installing Debian packages: ${missing[*]}"
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The OCI publishing tool (tools/oci): push, manifests, pull, verify-copy.
+oci_tool() {
+  cargo build -q -p taintguard-oci
+  target/debug/taintguard-oci "$@"
+}
+
+# dist/<artifact>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml}, with
+# the module referenced by tag (the ociUrl of its metadata); `push` pins them to the digest.
+write_manifests() {
+  say "writing deployment manifests into dist/<artifact>/"
+  oci_tool manifests
+}
+
+push_policies() {
+  [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 push REF_PREFIX [TAG]" >&2; exit 2; }
+  build_policies
+  evaluate_examples
+  say "pushing dist/*.wasm to $1"
+  oci_tool push "$@"
+}
+
+# Every artifact through a real registry (Debian's docker-registry on a loopback port; its
+# packaged service, where systemd starts one, listens on :5000 and is not used), pulled back by
+# digest with skopeo and with Kubewarden's client.
+registry_roundtrip() {
+  ensure_apt_packages docker-registry skopeo
+  write_manifests
+  say "registry round trip: push every artifact to a local docker-registry, pull each back by digest"
+  tools/oci/registry-roundtrip.sh
+}
+
 run_tests() {
   ensure_rust_components rustfmt clippy
   build_policies
@@ -74,10 +121,12 @@ run_tests() {
   say "unit tests and wasm-tests (built modules in the waPC host)"
   cargo test --workspace
   evaluate_examples
+  registry_roundtrip
 }
 
 case "${1:-build}" in
-  build) build_policies; evaluate_examples ;;
+  build) build_policies; evaluate_examples; write_manifests ;;
   test) run_tests ;;
-  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+  push) shift; push_policies "$@" ;;
+  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]]" >&2; exit 2 ;;
 esac
