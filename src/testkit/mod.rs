@@ -5,6 +5,8 @@
 
 mod fixtures;
 pub mod gen;
+#[cfg(test)]
+mod properties;
 pub mod targets;
 pub mod tree;
 
