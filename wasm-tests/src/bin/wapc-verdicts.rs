@@ -1,0 +1,92 @@
+//! `wapc-verdicts`: prints, as JSON, the verdict of the waPC build (`dist/<policy>.wasm`, run as
+//! policy-server runs it) in deny mode for every pairing of a policy's example requests with its
+//! example settings. The OPA tests (`wasm-tests/js/opa`) check that the gatekeeper artifacts
+//! reach the same verdicts: both must judge alike wherever mutation is not the answer.
+//!
+//! Output: `[{"policy", "request", "settings", "review", "parameters", "wapcSettings",
+//! "accepted", "message", "code"}, …]` where `review` is the AdmissionRequest and `parameters`
+//! the example settings as written (the gatekeeper artifact ignores `mode`), `wapcSettings` the
+//! deny-mode settings given to the waPC build.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+use wasm_tests::kubewarden::{admission_request, WapcPolicy};
+use wasm_tests::{dist, repo_root};
+
+/// Settings that put a policy in deny mode, for policies whose default is to repair. Policies not
+/// listed only mutate to add things; their validating half simply leaves mutations out.
+fn deny_mode(policy: &str, settings: &Value) -> Value {
+    let mut settings = settings.clone();
+    if policy == "taint-preservation" {
+        settings["mode"] = json!("deny");
+    }
+    settings
+}
+
+fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            let value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            files.push((name, value));
+        }
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files)
+}
+
+fn run() -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    let mut policies: Vec<_> = std::fs::read_dir(repo_root().join("policies"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("metadata.yml").is_file())
+        .collect();
+    policies.sort();
+    for dir in policies {
+        let policy = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let wasm = dist(&format!("{policy}.wasm"));
+        let bytes = std::fs::read(&wasm)
+            .map_err(|e| format!("{}: {e}; run ./build.sh first", wasm.display()))?;
+        let host = WapcPolicy::from_bytes(&bytes)?;
+        let requests = json_files(&dir.join("examples/requests"))?;
+        let settings = json_files(&dir.join("examples/settings"))?;
+        for (request_name, review) in &requests {
+            for (settings_name, parameters) in &settings {
+                let wapc_settings = deny_mode(&policy, parameters);
+                let response = host.validate(review, &wapc_settings)?;
+                out.push(json!({
+                    "policy": policy,
+                    "request": request_name,
+                    "settings": settings_name,
+                    "review": admission_request(review),
+                    "parameters": parameters,
+                    "wapcSettings": wapc_settings,
+                    "accepted": response["accepted"],
+                    "message": response.get("message").cloned().unwrap_or(Value::Null),
+                    "code": response.get("code").cloned().unwrap_or(Value::Null),
+                }));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(verdicts) => {
+            println!("{}", Value::Array(verdicts));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("wapc-verdicts: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
