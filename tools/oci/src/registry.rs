@@ -102,21 +102,20 @@ fn docker_config_path() -> Option<std::path::PathBuf> {
 
 /// An oci-client error as a message that says what to do about it.
 pub fn explain(e: OciDistributionError, what: &str, registry: &str) -> String {
+    let refused = format!(
+        "; the registry refused access: if credentials are missing or wrong, run `docker login \
+         {registry}` or set {USERNAME_ENV} and {PASSWORD_ENV}; if they are right, check that \
+         they may push to and pull from this repository"
+    );
     let hint = match &e {
         OciDistributionError::AuthenticationFailure(_)
-        | OciDistributionError::UnauthorizedError { .. } => format!(
-            "; the registry refused the credentials: run `docker login {registry}` or set \
-             {USERNAME_ENV} and {PASSWORD_ENV}"
-        ),
+        | OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::ServerError {
+            code: 401 | 403, ..
+        } => refused,
         OciDistributionError::RequestError(re) if re.is_connect() || re.is_timeout() => {
             format!("; is a registry listening at {registry}?")
         }
-        OciDistributionError::ServerError {
-            code: 401 | 403, ..
-        } => format!(
-            "; the registry refused access: check the credentials for {registry} and that they \
-             may push to this repository"
-        ),
         _ => String::new(),
     };
     let mut message = format!("{what}: {e}");
@@ -125,7 +124,7 @@ pub fn explain(e: OciDistributionError, what: &str, registry: &str) -> String {
         message.push_str(&format!(": {cause}"));
         source = cause.source();
     }
-    message + &hint
+    message.trim_end().to_owned() + &hint
 }
 
 /// Pushes one module to `reference` (a tag) and returns the manifest digest, after checking the
