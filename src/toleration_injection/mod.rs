@@ -71,14 +71,18 @@ struct Subject<'s> {
     workload: &'s Workload<'s>,
     namespace: &'s str,
     who: Principal<'s>,
-    /// The whole object as a `Value`, parsed only if a JSONPath condition needs it.
-    value: OnceCell<Value>,
+    /// The whole object as a `Value`, parsed only if a JSONPath condition needs it. It can fail
+    /// where the borrowed views did not: serde_json refuses nesting deeper than 128 levels (its
+    /// guard against stack overflow), which raw-value capture does not count.
+    value: OnceCell<Result<Value, String>>,
 }
 
 impl Subject<'_> {
-    fn value(&self) -> &Value {
+    fn value(&self) -> Result<&Value, &str> {
         self.value
-            .get_or_init(|| serde_json::from_str(self.workload.text).unwrap_or(Value::Null))
+            .get_or_init(|| serde_json::from_str(self.workload.text).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     fn name_matches(&self, m: &Match) -> bool {
@@ -100,7 +104,12 @@ impl Subject<'_> {
                 .as_ref()
                 .is_none_or(|s| s.matches(&self.workload.labels))
             && (m.names.is_empty() || self.name_matches(m))
-            && m.conditions.iter().all(|c| c.holds(self.value()))
+            // An object the conditions cannot read matches no rule; `judge` then rejects it, so
+            // that no `exists: false` condition holds on an unreadable object.
+            && (m.conditions.is_empty()
+                || self
+                    .value()
+                    .is_ok_and(|v| m.conditions.iter().all(|c| c.holds(v))))
     }
 
     fn describe(&self) -> String {
@@ -135,6 +144,11 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
         .iter()
         .filter(|r| subject.matches(&r.matcher))
         .collect();
+    if let Some(Err(problem)) = subject.value.get() {
+        return malformed(&format!(
+            "object cannot be read for JSONPath conditions: {problem}"
+        ));
+    }
 
     let violations = restriction_violations(settings, &subject, &rules);
     if !violations.is_empty() {

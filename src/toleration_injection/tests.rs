@@ -599,3 +599,41 @@ fn aliasing_does_not_bypass_restrictions() {
         }
     }
 }
+
+/// An object nested deeper than serde_json's 128 levels passes the borrowed views (raw-value
+/// capture is iterative and uncounted) but cannot become the `Value` JSONPath conditions read.
+/// It used to be read as `null`, on which `exists: false` holds and injected tolerations; now a
+/// rule with conditions rejects it as malformed, and rules without conditions are unaffected.
+#[test]
+fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
+    let rule = |conditions: Value| {
+        json!({"rules": [{"name": "no-selector", "match": {"jsonPath": conditions},
+                          "tolerations": [{"key": "dedicated", "operator": "Exists"}]}]})
+    };
+    for depth in [129, 10_000] {
+        let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let req = request("CREATE", "alice", "tenant-a", &object("Pod", None)).replacen(
+            r#""futureField":1"#,
+            &format!(r#""futureField":{deep}"#),
+            1,
+        );
+        let cases = [
+            (
+                rule(json!([{"path": "$.spec.nodeSelector", "exists": false}])),
+                Some(400),
+            ),
+            (rule(json!([])), None),
+        ];
+        for (settings, code) in cases {
+            let verdict = TolerationInjection::validate(&req, &settings.to_string());
+            match code {
+                Some(code) => {
+                    assert!(!verdict.accepted, "{depth}: {verdict:?}");
+                    assert_eq!(verdict.code, Some(code));
+                    assert!(verdict.message.unwrap().contains("recursion limit"));
+                }
+                None => assert!(verdict.mutated_object.is_some(), "{depth}: {verdict:?}"),
+            }
+        }
+    }
+}
