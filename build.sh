@@ -6,6 +6,8 @@
 #   ./build.sh push REF_PREFIX [TAG]
 #                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
+#   ./build.sh bench    build, then measure every policy against a parse-only baseline in the real
+#                       host; writes benchmarks/results.md and benchmarks/latency.svg
 #
 # Every command installs what it needs first, so each works on a fresh machine.
 set -euo pipefail
@@ -158,9 +160,21 @@ run_tests() {
   registry_roundtrip
 }
 
+# The baseline module is built exactly like the policies (same profile, same waPC guest library);
+# the harness is built optimised, as wasmtime's runtime in debug would skew absolute figures.
+run_benchmarks() {
+  build_policies
+  say "building the benchmark baseline and harness"
+  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p baseline-policy
+  cargo build -q --release -p taintguard-benchmarks
+  say "measuring (several minutes; read the ratios, the machine is shared)"
+  target/release/bench target/wasm32-wasip1/release/baseline_policy.wasm
+}
+
 case "${1:-build}" in
   build) build_policies; evaluate_examples; write_manifests ;;
   test) run_tests ;;
   push) shift; push_policies "$@" ;;
-  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]]" >&2; exit 2 ;;
+  bench) run_benchmarks ;;
+  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]|bench]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,213 @@
+//! The requests each policy is measured on: generated objects of growing size, shaped like what
+//! real clusters send, and the bundled example (incident) requests of each policy.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use wasm_tests::kubewarden::admission_request;
+
+pub struct Input {
+    pub policy: &'static str,
+    /// A family of generated inputs that grow along one axis (plotted as one line), or `None`
+    /// for an example request.
+    pub family: Option<&'static str>,
+    pub name: String,
+    /// The `validate` payload, built as policy-server builds it.
+    pub payload: Vec<u8>,
+}
+
+fn payload(request: &Value, settings: &Value) -> Vec<u8> {
+    let envelope = json!({"request": admission_request(request), "settings": settings});
+    serde_json::to_vec(&envelope).expect("JSON values serialise")
+}
+
+const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// A Node as the kubelet reports it: labels, a few annotations, `taints` protected taints,
+/// conditions, and `images` entries in `status.images` (the field that makes real Nodes large).
+fn node(taints: usize, images: usize, heartbeat: &str) -> Value {
+    let taints: Vec<Value> = (0..taints)
+        .map(|i| {
+            json!({"key": format!("example.com/taint-{i}"), "value": format!("v{i}"),
+                        "effect": TAINT_EFFECTS[i % 3]})
+        })
+        .collect();
+    let images: Vec<Value> = (0..images)
+        .map(|i| {
+            let repo = format!("registry.example.com/team-{}/service-{i}", i % 17);
+            json!({"names": [format!("{repo}@sha256:{i:064x}"), format!("{repo}:v1.{i}.0")],
+                   "sizeBytes": 10_000_000 + i * 7919})
+        })
+        .collect();
+    let conditions: Vec<Value> = ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+        .iter()
+        .map(|c| json!({"type": c, "status": if *c == "Ready" {"True"} else {"False"},
+                        "lastHeartbeatTime": heartbeat, "lastTransitionTime": "2025-04-10T08:00:03Z",
+                        "reason": format!("Kubelet{c}"), "message": format!("kubelet reports {c}")}))
+        .collect();
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {
+            "name": "worker-1", "uid": "6f0c1c1e-5b1e-4c7e-9d1e-2b8f4f0d9a11",
+            "resourceVersion": "184467", "creationTimestamp": "2025-04-10T07:58:12Z",
+            "labels": {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+                       "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": "worker-1",
+                       "kubernetes.io/os": "linux", "node.kubernetes.io/instance-type": "m5.xlarge",
+                       "topology.kubernetes.io/region": "eu-west-1", "topology.kubernetes.io/zone": "eu-west-1a"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                            "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                            "csi.volume.kubernetes.io/nodeid": "{\"ebs.csi.aws.com\":\"i-0abc123def4567890\"}"}
+        },
+        "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"],
+                 "providerID": "aws:///eu-west-1a/i-0abc123def4567890", "taints": taints},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "16069856Ki", "pods": "58", "ephemeral-storage": "83873772Ki"},
+            "allocatable": {"cpu": "3920m", "memory": "15052000Ki", "pods": "58", "ephemeral-storage": "76224326324"},
+            "conditions": conditions,
+            "addresses": [{"type": "InternalIP", "address": "10.0.1.17"}, {"type": "Hostname", "address": "worker-1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"machineID": "ec2a8f", "systemUUID": "ec2a8f", "bootID": "b00t", "kernelVersion": "6.1.0",
+                         "osImage": "Amazon Linux 2023", "containerRuntimeVersion": "containerd://1.7.11",
+                         "kubeletVersion": "v1.31.0", "kubeProxyVersion": "v1.31.0",
+                         "operatingSystem": "linux", "architecture": "amd64"},
+            "images": images
+        }
+    })
+}
+
+/// A status UPDATE by the kubelet. `stale`: the kubelet writes from a cache that lacks the last
+/// protected taint (incident 1), so the policy restores it by splicing.
+fn node_update(taints: usize, images: usize, stale: bool) -> Value {
+    let old = node(taints, images, "2025-04-10T09:00:00Z");
+    let mut new = node(taints, images, "2025-04-10T09:00:40Z");
+    if stale {
+        new["spec"]["taints"].as_array_mut().expect("taints").pop();
+    }
+    json!({
+        "uid": "b5e3a2f4-0000-4000-8000-000000000001",
+        "kind": {"group": "", "version": "v1", "kind": "Node"},
+        "resource": {"group": "", "version": "v1", "resource": "nodes"},
+        "name": "worker-1", "operation": "UPDATE",
+        "userInfo": {"username": "system:node:worker-1", "groups": ["system:nodes", "system:authenticated"]},
+        "object": new, "oldObject": old, "dryRun": false,
+        "options": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+    })
+}
+
+/// `count` tolerations; the first tolerates the legacy master taint, so default settings add its
+/// control-plane twin (a spliced mutation).
+fn tolerations(count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|i| match i {
+            0 => json!({"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"}),
+            _ => json!({"key": format!("example.com/toleration-{i}"), "operator": "Equal",
+                        "value": format!("v{i}"), "effect": TAINT_EFFECTS[i % 3]}),
+        })
+        .collect()
+}
+
+fn pod_spec(tolerations: Vec<Value>) -> Value {
+    let container = |name: &str| {
+        json!({"name": name, "image": format!("registry.example.com/{name}:1.2.3"),
+               "args": ["--port=8080", "--log-level=info"],
+               "env": [{"name": "MODE", "value": "production"}, {"name": "POD_NAME",
+                        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+               "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+               "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}],
+               "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10}})
+    };
+    json!({"containers": [container("app"), container("sidecar")],
+           "volumes": [{"name": "config", "configMap": {"name": "app-config"}}],
+           "priorityClassName": "system-node-critical", "serviceAccountName": "agent",
+           "tolerations": tolerations})
+}
+
+fn workload_create(kind: &str, group: &str, object: Value) -> Value {
+    json!({
+        "uid": "c0ffee00-0000-4000-8000-000000000001",
+        "kind": {"group": group, "version": "v1", "kind": kind},
+        "resource": {"group": group, "version": "v1", "resource": format!("{}s", kind.to_lowercase())},
+        "namespace": "kube-system", "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},
+        "object": object, "dryRun": false,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+    })
+}
+
+fn pod(count: usize) -> Value {
+    workload_create(
+        "Pod",
+        "",
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "agent-7d9f", "namespace": "kube-system", "labels": {"app": "agent"}},
+            "spec": pod_spec(tolerations(count))
+        }),
+    )
+}
+
+fn deployment(count: usize) -> Value {
+    workload_create(
+        "Deployment",
+        "apps",
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "agent", "namespace": "kube-system", "labels": {"app": "agent"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "agent"}},
+                     "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec(tolerations(count))}}
+        }),
+    )
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Every input, for the policies found in `repo/policies`.
+pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
+    let mut inputs = Vec::new();
+    let empty = json!({});
+    for taints in [1, 10, 100] {
+        for images in [0, 50, 500] {
+            for (stale, family) in [(false, "Node status update"), (true, "Node stale write")] {
+                inputs.push(Input {
+                    policy: "taint-preservation",
+                    family: Some(family),
+                    name: format!("{family}, {taints} taints, {images} images"),
+                    payload: payload(&node_update(taints, images, stale), &empty),
+                });
+            }
+        }
+    }
+    let critical = read_json(
+        &repo.join("policies/toleration-injection/examples/settings/critical-daemonsets.json"),
+    )?;
+    for count in [1, 10, 100] {
+        let cases = [
+            ("Pod", pod(count), &empty),
+            ("Deployment", deployment(count), &empty),
+            ("Deployment, JSONPath rule", deployment(count), &critical),
+        ];
+        for (family, request, settings) in cases {
+            inputs.push(Input {
+                policy: "toleration-injection",
+                family: Some(family),
+                name: format!("{family}, {count} tolerations"),
+                payload: payload(&request, settings),
+            });
+        }
+    }
+    for policy in ["taint-preservation", "toleration-injection"] {
+        for example in wasm_tests::examples::load(&repo.join("policies").join(policy))? {
+            inputs.push(Input {
+                policy,
+                family: None,
+                name: example.name,
+                payload: payload(&example.request, &example.settings),
+            });
+        }
+    }
+    Ok(inputs)
+}
