@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # taintguard build entry point.
 #
-#   ./build.sh          build every policy into dist/ and evaluate its example requests
+#   ./build.sh          build every policy into dist/, the JavaScript package into dist/js, and
+#                       evaluate the example requests
 #   ./build.sh test     install what the tests need, build, lint and run every test
 #   ./build.sh push REF_PREFIX [TAG]
 #                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
@@ -92,6 +93,86 @@ opa_sdk_tests() {
   (cd wasm-tests/js/opa && npm ci --no-audit --no-fund --loglevel=error && node --test)
 }
 
+# The exact version Cargo.lock records for a crate.
+locked_version() {
+  awk -v want="name = \"$1\"" '$0 == want { getline; gsub(/^version = "|"$/, ""); print; exit }' Cargo.lock
+}
+
+# wasm-bindgen-cli must be the very version of the wasm-bindgen crate it binds.
+ensure_wasm_bindgen() {
+  local want
+  want=$(locked_version wasm-bindgen)
+  [ "$(wasm-bindgen --version 2>/dev/null)" = "wasm-bindgen $want" ] && return
+  say "installing wasm-bindgen-cli $want"
+  # --locked builds with the CLI's own lock file, unless the registry no longer serves a version
+  # in it (webpki-roots 1.0.11 here); then the newest compatible versions do.
+  cargo install -q --locked wasm-bindgen-cli --version "$want" ||
+    cargo install -q wasm-bindgen-cli --version "$want"
+}
+
+# Debian's Chromium and its WebDriver, for the browser suites; never a downloaded browser.
+ensure_chromium() {
+  command -v chromium >/dev/null && command -v chromedriver >/dev/null && return
+  say "installing chromium and chromium-driver"
+  local sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium chromium-driver >/dev/null
+}
+
+# npm packages from the committed lock file, reinstalled only when the lock changed.
+ensure_npm_packages() {
+  local dir=$1
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+    [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    say "npm ci in $dir"
+    npm ci --prefix "$dir" --no-audit --no-fund
+  fi
+}
+
+JS_CARGO=(cargo --config 'target.wasm32-unknown-unknown.rustflags=["-Dwarnings"]')
+
+# The npm package: one wasm32-unknown-unknown build of abi/js, bound for Node (CommonJS, loads
+# synchronously) and for browsers and bundlers (ES module with an async init), plus the page.
+build_js() {
+  ensure_rust_targets wasm32-unknown-unknown
+  ensure_wasm_bindgen
+  say "building the JavaScript package into dist/js"
+  "${JS_CARGO[@]}" build -q --release --target wasm32-unknown-unknown -p taintguard-js
+  local wasm=target/wasm32-unknown-unknown/release/taintguard_js.wasm
+  rm -rf dist/js/node dist/js/web dist/js/www
+  wasm-bindgen --target nodejs --out-dir dist/js/node --out-name taintguard "$wasm"
+  wasm-bindgen --target web --out-dir dist/js/web --out-name taintguard "$wasm"
+  cp abi/js/package/package.json abi/js/package/README.md dist/js/
+  cp abi/js/package/web-package.json dist/js/web/package.json
+  cp -r abi/js/www dist/js/www
+  printf '    dist/js/node/taintguard_bg.wasm  %s bytes\n' "$(stat -c %s dist/js/node/taintguard_bg.wasm)"
+}
+
+# The wasm-bindgen-test suites, in Node and then in headless Chromium, and the node:test suites:
+# the package against the waPC build on every example, the page in Chromium, and the example
+# of a user testing their own settings.
+run_js_tests() {
+  ensure_chromium
+  ensure_npm_packages abi/js/tests
+  ensure_npm_packages examples/node-test
+  say "cargo clippy for wasm32: the JavaScript adapter and its suites"
+  "${JS_CARGO[@]}" clippy -q -p taintguard-js -p bindgen-tests --target wasm32-unknown-unknown \
+    --all-targets -- -D warnings
+  local runner=(env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
+  say "wasm-bindgen-test suites in Node"
+  "${runner[@]}" "${JS_CARGO[@]}" test -p bindgen-tests --target wasm32-unknown-unknown --test incidents
+  say "wasm-bindgen-test suites in headless Chromium"
+  "${runner[@]}" WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER="$(command -v chromedriver)" \
+    "${JS_CARGO[@]}" test -p bindgen-tests --target wasm32-unknown-unknown --test incidents
+  say "the waPC build's verdicts on every example, for the parity test"
+  target/debug/wapc-example-verdicts target/js-tests/wapc-verdicts.json
+  say "node:test: the package against the waPC build, and the page in Chromium"
+  (cd abi/js/tests && node --test)
+  say "node:test: examples/node-test, a user's own settings under test"
+  (cd examples/node-test && npm test)
+}
+
 evaluate_examples() {
   local policy
   for policy in $(policies); do
@@ -147,6 +228,7 @@ registry_roundtrip() {
 run_tests() {
   ensure_rust_components rustfmt clippy
   build_policies
+  build_js
   say "cargo fmt --check"
   cargo fmt --all -- --check
   say "cargo clippy"
@@ -157,6 +239,7 @@ run_tests() {
   cargo test --workspace
   opa_sdk_tests
   evaluate_examples
+  run_js_tests
   registry_roundtrip
 }
 
@@ -172,7 +255,7 @@ run_benchmarks() {
 }
 
 case "${1:-build}" in
-  build) build_policies; evaluate_examples; write_manifests ;;
+  build) build_policies; build_js; evaluate_examples; write_manifests ;;
   test) run_tests ;;
   push) shift; push_policies "$@" ;;
   bench) run_benchmarks ;;

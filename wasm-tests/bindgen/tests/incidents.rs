@@ -240,7 +240,7 @@ fn default_settings_judge_like_empty_settings() {
 
 /// What the error thrown to JavaScript says.
 fn thrown(result: Result<JsValue, JsError>) -> String {
-    let error = result.err().expect("an exception");
+    let error = result.expect_err("an exception");
     String::from(Error::from(JsValue::from(error)).message())
 }
 

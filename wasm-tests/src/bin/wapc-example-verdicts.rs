@@ -1,0 +1,96 @@
+//! `wapc-example-verdicts OUT.json`: runs every example request of every policy with every one of
+//! its example settings through the waPC build (`dist/<policy>.wasm`, a fresh instance per call
+//! as policy-server does) and writes what Kubewarden would answer: the `ValidationResponse` and
+//! the AdmissionResponse with its JSONPatch. The JavaScript package's parity test
+//! (`abi/js/tests/parity.test.mjs`) evaluates the same inputs and must answer identically.
+//!
+//! Output: `[{"policy", "request", "settings", "input", "settingsValue", "response",
+//! "admissionResponse"}, …]`, `request`/`settings` naming the example files.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+use wasm_tests::kubewarden::{admission_response, WapcPolicy};
+use wasm_tests::{dist, repo_root};
+
+/// `(file name, parsed JSON)` of every `*.json` in `dir`, sorted by name.
+fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            let value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            files.push((name, value));
+        }
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files)
+}
+
+fn policy_verdicts(name: &str) -> Result<Vec<Value>, String> {
+    let examples = repo_root().join("policies").join(name).join("examples");
+    let bytes = std::fs::read(dist(&format!("{name}.wasm")))
+        .map_err(|e| format!("dist/{name}.wasm: {e}; run ./build.sh first"))?;
+    let policy = WapcPolicy::from_bytes(&bytes)?;
+    let requests = json_files(&examples.join("requests"))?;
+    let settings = json_files(&examples.join("settings"))?;
+    let mut out = Vec::new();
+    for (request_file, request) in &requests {
+        for (settings_file, settings) in &settings {
+            let response = policy.validate(request, settings)?;
+            out.push(json!({
+                "policy": name,
+                "request": format!("requests/{request_file}"),
+                "settings": format!("settings/{settings_file}"),
+                "input": request,
+                "settingsValue": settings,
+                "admissionResponse": admission_response(request, &response),
+                "response": response,
+            }));
+        }
+    }
+    Ok(out)
+}
+
+fn run(out: &str) -> Result<usize, String> {
+    let mut all = Vec::new();
+    let policies = repo_root().join("policies");
+    let mut names: Vec<String> = std::fs::read_dir(&policies)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("metadata.yml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        all.extend(policy_verdicts(&name)?);
+    }
+    if let Some(parent) = Path::new(out).parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let text = serde_json::to_string(&all).expect("JSON values serialise");
+    std::fs::write(out, text).map_err(|e| format!("{out}: {e}"))?;
+    Ok(all.len())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [out] = &args[..] else {
+        eprintln!("usage: wapc-example-verdicts OUT.json");
+        return ExitCode::from(2);
+    };
+    match run(out) {
+        Ok(n) => {
+            println!("wrote {n} waPC verdicts to {out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("wapc-example-verdicts: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
