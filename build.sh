@@ -44,8 +44,9 @@ ensure_rust_components() {
   done
 }
 
-# Wasm builds treat warnings as errors: a warning in a policy is a defect.
-WASM_CARGO=(cargo --config 'target.wasm32-wasip1.rustflags=["-Dwarnings"]')
+# Wasm builds treat warnings as errors: a warning in a policy is a defect. Symbols are stripped:
+# the name section is 10-15% of a module and only serves debuggers (benchmarks/results.md).
+WASM_CARGO=(cargo --config 'target.wasm32-wasip1.rustflags=["-Dwarnings", "-Cstrip=symbols"]')
 
 build_policies() {
   ensure_rust_targets wasm32-wasip1
