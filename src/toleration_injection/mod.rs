@@ -71,18 +71,17 @@ struct Subject<'s> {
     workload: &'s Workload<'s>,
     namespace: &'s str,
     who: Principal<'s>,
-    /// The whole object as a `Value`, parsed only if a JSONPath condition needs it. It can fail
-    /// where the borrowed views did not: serde_json refuses nesting deeper than 128 levels (its
-    /// guard against stack overflow), which raw-value capture does not count.
-    value: OnceCell<Result<Value, String>>,
+    /// Whether the whole object parses into a `Value`, checked only if a JSONPath condition
+    /// needs it. It can fail where the borrowed views did not: serde_json refuses nesting deeper
+    /// than 128 levels (its guard against stack overflow), which raw-value capture does not count.
+    readable: OnceCell<Result<(), String>>,
 }
 
 impl Subject<'_> {
-    fn value(&self) -> Result<&Value, &str> {
-        self.value
-            .get_or_init(|| serde_json::from_str(self.workload.text).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(String::as_str)
+    fn readable(&self) -> bool {
+        self.readable
+            .get_or_init(|| conditions::readable(self.workload.text))
+            .is_ok()
     }
 
     fn name_matches(&self, m: &Match) -> bool {
@@ -95,7 +94,7 @@ impl Subject<'_> {
         name.is_some_and(|n| m.names.iter().any(|g| g.matches(n.as_str())))
     }
 
-    /// Cheap tests first; JSONPath conditions (which parse the whole object) last.
+    /// Cheap tests first; JSONPath conditions (which read the whole object) last.
     fn matches(&self, m: &Match) -> bool {
         (m.kinds.is_empty() || m.kinds.contains(&self.workload.kind))
             && (m.namespaces.is_empty() || m.namespaces.iter().any(|g| g.matches(self.namespace)))
@@ -107,9 +106,8 @@ impl Subject<'_> {
             // An object the conditions cannot read matches no rule; `judge` then rejects it, so
             // that no `exists: false` condition holds on an unreadable object.
             && (m.conditions.is_empty()
-                || self
-                    .value()
-                    .is_ok_and(|v| m.conditions.iter().all(|c| c.holds(v))))
+                || self.readable()
+                    && m.conditions.iter().all(|c| c.holds(self.workload.text)))
     }
 
     fn describe(&self) -> String {
@@ -137,14 +135,14 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
         workload,
         namespace,
         who: request.principal(),
-        value: OnceCell::new(),
+        readable: OnceCell::new(),
     };
     let rules: Vec<&Rule> = settings
         .rules
         .iter()
         .filter(|r| subject.matches(&r.matcher))
         .collect();
-    if let Some(Err(problem)) = subject.value.get() {
+    if let Some(Err(problem)) = subject.readable.get() {
         return malformed(&format!(
             "object cannot be read for JSONPath conditions: {problem}"
         ));
