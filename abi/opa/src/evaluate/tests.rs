@@ -149,7 +149,16 @@ fn gatekeeper_reports_what_restore_mode_would_restore() {
 fn opa_mode_answers_an_admission_review_with_settings_from_data() {
     let incident = json!({"request": request("incident-1-stale-taint-patch")}).to_string();
     let allowed = json!({"request": request("admin-uncordons")}).to_string();
-    let cases: Vec<(&str, Option<&[u8]>, Option<&[u8]>, bool, u16, &str)> = vec![
+    /// (name, input, data, allowed, status code, a word of the message)
+    type Case<'a> = (
+        &'a str,
+        Option<&'a [u8]>,
+        Option<&'a [u8]>,
+        bool,
+        u16,
+        &'a str,
+    );
+    let cases: Vec<Case> = vec![
         (
             "default settings",
             Some(allowed.as_bytes()),
