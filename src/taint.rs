@@ -35,7 +35,12 @@ struct TaintFields<'a> {
 impl<'a> Taint<'a> {
     /// Taints are identified by key and effect; the value may change.
     pub fn same_identity(&self, other: &Taint<'_>) -> bool {
-        self.key == other.key && self.effect == other.effect
+        self.identity() == other.identity()
+    }
+
+    /// (key, effect): what Kubernetes keeps unique in `spec.taints`, for indexing.
+    pub fn identity(&self) -> (&str, &str) {
+        (self.key.as_str(), self.effect.as_str())
     }
 
     /// `key=value:Effect`, as kubectl writes taints.

@@ -9,6 +9,8 @@
 mod node;
 pub mod settings;
 
+use std::collections::{HashMap, HashSet};
+
 use crate::admission::{AdmissionRequest, Operation};
 use crate::policy::Policy;
 use crate::principal::Principal;
@@ -245,9 +247,16 @@ fn taint_findings<'a>(
         return;
     }
     let one_shot = |t: &Taint<'_>| settings.one_shot.iter().any(|s| s.matches(t));
-    for (i, old_taint) in old.taints.iter().enumerate() {
+    // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and pairwise
+    // comparison took seconds, past the policy timeout.
+    let mut new_by_identity: HashMap<(&str, &str), &'a Taint<'a>> = HashMap::new();
+    for t in &new.taints {
+        new_by_identity.entry(t.identity()).or_insert(t);
+    }
+    let mut seen = HashSet::new();
+    for old_taint in &old.taints {
         // Kubernetes refuses duplicate (key, effect) pairs; judge the first if one slips through.
-        if old.taints[..i].iter().any(|t| t.same_identity(old_taint)) || one_shot(old_taint) {
+        if !seen.insert(old_taint.identity()) || one_shot(old_taint) {
             continue;
         }
         if settings.unprotected.iter().any(|s| s.matches(old_taint)) {
@@ -263,7 +272,7 @@ fn taint_findings<'a>(
         if rule.permitted.allows(who) {
             continue;
         }
-        match new.taints.iter().find(|t| t.same_identity(old_taint)) {
+        match new_by_identity.get(&old_taint.identity()).copied() {
             None => findings.push(Finding::RemovedTaint(old_taint)),
             Some(new_taint) if new_taint.value != old_taint.value => {
                 findings.push(Finding::ChangedTaint {
@@ -275,7 +284,7 @@ fn taint_findings<'a>(
         }
     }
     for new_taint in &new.taints {
-        if one_shot(new_taint) && !old.taints.iter().any(|t| t.same_identity(new_taint)) {
+        if one_shot(new_taint) && !seen.contains(&new_taint.identity()) {
             findings.push(Finding::ReaddedOneShot(new_taint));
         }
     }
@@ -293,19 +302,25 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
     if !touches {
         return None;
     }
+    // What replaces each entry of `new` that a finding is about, keyed by the entry's address.
+    let mut replaced: HashMap<*const Taint<'_>, Option<&str>> = HashMap::new();
+    for finding in findings {
+        match finding {
+            Finding::ChangedTaint { old, new } => {
+                replaced.insert(*new as *const Taint<'_>, Some(old.raw));
+            }
+            Finding::ReaddedOneShot(t) => {
+                replaced.insert(*t as *const Taint<'_>, None);
+            }
+            _ => {}
+        }
+    }
     let mut entries: Vec<&str> = Vec::with_capacity(new.taints.len() + findings.len());
     for taint in &new.taints {
-        let mut entry = Some(taint.raw);
-        for finding in findings {
-            match finding {
-                Finding::ChangedTaint { old, new } if std::ptr::eq(*new, taint) => {
-                    entry = Some(old.raw)
-                }
-                Finding::ReaddedOneShot(t) if std::ptr::eq(*t, taint) => entry = None,
-                _ => {}
-            }
+        match replaced.get(&(taint as *const Taint<'_>)) {
+            Some(entry) => entries.extend(*entry),
+            None => entries.push(taint.raw),
         }
-        entries.extend(entry);
     }
     for finding in findings {
         if let Finding::RemovedTaint(old) = finding {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::admission::{AdmissionRequest, Operation};
 use crate::policy::Policy;
 use crate::principal::Principal;
-use crate::toleration::{Operator, Toleration};
+use crate::toleration::{Coverage, Operator, Toleration};
 use crate::verdict::Verdict;
 
 pub use settings::Settings;
@@ -211,9 +211,14 @@ fn additions(
     allowed_twin: impl Fn(&Toleration<'_>) -> bool,
 ) -> Vec<(Toleration<'static>, String)> {
     let mut all: Vec<Toleration<'_>> = existing.to_vec();
+    let mut coverage = Coverage::default();
+    for t in existing {
+        coverage.insert(t);
+    }
     let mut added = Vec::new();
     let mut add = |all: &mut Vec<Toleration<'_>>, t: Toleration<'static>, why: String| {
-        if !all.iter().any(|e| e.covers(&t)) {
+        if !coverage.covers(&t) {
+            coverage.insert(&t);
             all.push(t.clone());
             added.push((t, why));
         }
