@@ -9,6 +9,9 @@
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
 #   ./build.sh bench    build, then measure every policy against a parse-only baseline in the real
 #                       host; writes benchmarks/results.md and benchmarks/latency.svg
+#   ./build.sh fuzz [SECONDS] [TARGET...]
+#                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
+#                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
 #
 # Every command installs what it needs first, so each works on a fresh machine.
 set -euo pipefail
@@ -260,5 +263,6 @@ case "${1:-build}" in
   test) run_tests ;;
   push) shift; push_policies "$@" ;;
   bench) run_benchmarks ;;
-  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]|bench]" >&2; exit 2 ;;
+  fuzz) shift; fuzz/run.sh "$@" ;;
+  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]|bench|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
 esac
