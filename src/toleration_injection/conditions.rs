@@ -291,16 +291,26 @@ mod tests {
             let c = Condition::from_settings("c".into(), &json!({"path": path, "exists": true}));
             let Ok(c) = c else { continue };
             let want = !whole.query(path).unwrap_or_default().is_empty();
-            assert_eq!(c.holds(text), want, "{path} (prefix {:?}, rest {:?})", c.prefix, c.rest);
+            assert_eq!(
+                c.holds(text),
+                want,
+                "{path} (prefix {:?}, rest {:?})",
+                c.prefix,
+                c.rest
+            );
             for value in whole.query(path).unwrap_or_default() {
-                let c = Condition::from_settings("c".into(), &json!({"path": path, "equals": value}))
-                    .unwrap();
+                let c =
+                    Condition::from_settings("c".into(), &json!({"path": path, "equals": value}))
+                        .unwrap();
                 assert!(c.holds(text), "{path} equals {value}");
             }
         }
         assert_eq!(
             split_prefix("$['spec'].template.list[0]"),
-            (vec!["spec".into(), "template".into(), "list".into()], "$[0]".into())
+            (
+                vec!["spec".into(), "template".into(), "list".into()],
+                "$[0]".into()
+            )
         );
     }
 
@@ -313,7 +323,9 @@ mod tests {
             deep.as_str(),
             r#"{"s": "\ud800"}"#,
         ] {
-            let value = serde_json::from_str::<Value>(text).map(drop).map_err(|e| e.to_string());
+            let value = serde_json::from_str::<Value>(text)
+                .map(drop)
+                .map_err(|e| e.to_string());
             assert_eq!(readable(text), value, "{text}");
         }
     }
