@@ -73,8 +73,7 @@ pub fn cases() -> Vec<LimitCase> {
     let ti = "toleration-injection";
     let incident = example(tp, "incident-1-stale-taint-patch");
     let flannel = example(ti, "flannel-v0.24.4-daemonset");
-    let critical = r#"{"rules":[{"name":"critical","match":{"jsonPath":[{"path":"$..priorityClassName","in":["system-node-critical"]}]},
-        "tolerations":[{"key":"node.cloudprovider.kubernetes.io/uninitialized","operator":"Exists","effect":"NoSchedule"}]}]}"#;
+    let critical = r#"{"rules":[{"name":"critical","match":{"jsonPath":[{"path":"$..priorityClassName","in":["system-node-critical"]}]}, "tolerations":[{"key":"node.cloudprovider.kubernetes.io/uninitialized","operator":"Exists","effect":"NoSchedule"}]}]}"#;
     let mut cases = Vec::new();
     let mut add = |name, policy, request: String, settings: &str, expect, expect_validating| {
         cases.push(LimitCase {

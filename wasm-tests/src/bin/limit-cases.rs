@@ -1,0 +1,33 @@
+//! Prints the limit cases of `wasm_tests::limits` for the JavaScript hosts' tests, three lines
+//! each: `{"name", "policy", "expect", "expectValidating"}`, the request, the settings. Request
+//! and settings stay text: JavaScript's JSON.stringify overflows its stack on the deep ones.
+
+use std::io::Write;
+
+use wasm_tests::examples::Expect;
+use wasm_tests::limits::cases;
+
+fn word(e: Expect) -> &'static str {
+    match e {
+        Expect::Accepted => "accepted",
+        Expect::Mutated => "mutated",
+        Expect::Rejected => "rejected",
+    }
+}
+
+fn main() {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for case in cases() {
+        writeln!(
+            out,
+            "{{\"name\":{},\"policy\":\"{}\",\"expect\":\"{}\",\"expectValidating\":\"{}\"}}\n{}\n{}",
+            serde_json::to_string(case.name).expect("a string"),
+            case.policy,
+            word(case.expect),
+            word(case.expect_validating),
+            case.request,
+            case.settings
+        )
+        .expect("stdout");
+    }
+}
