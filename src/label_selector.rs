@@ -74,12 +74,11 @@ impl LabelSelector {
                 }
                 ("Exists", _) => Requirement::Exists(key),
                 ("DoesNotExist", _) => Requirement::DoesNotExist(key),
-                _ => return Err(SettingsError::new(
-                    operator_path,
-                    format!(
-                        "unknown operator {operator:?}; expected In, NotIn, Exists or DoesNotExist"
-                    ),
-                )),
+                _ => {
+                    let expected = "expected In, NotIn, Exists or DoesNotExist";
+                    let message = format!("unknown operator {operator:?}; {expected}");
+                    return Err(SettingsError::new(operator_path, message));
+                }
             };
             requirements.push(requirement);
         }
