@@ -1,6 +1,7 @@
 //! Tolerations, and when one already tolerates everything another does.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -258,30 +259,48 @@ impl Toleration<'_> {
 /// matters (none at all is the longest).
 #[derive(Debug, Default)]
 pub struct Coverage {
-    /// (operator is `Exists`, key, value, effect) -> the longest seconds (`None`: unlimited).
-    buckets: std::collections::HashMap<(bool, String, String, String), Option<i64>>,
+    /// By key (empty: the `Exists` toleration of every key). Lookups borrow, so checking a
+    /// toleration allocates nothing.
+    by_key: HashMap<String, KeyCoverage>,
+}
+
+#[derive(Debug, Default)]
+struct KeyCoverage {
+    /// `Exists`, by effect (empty: every effect): the longest seconds (`None`: unlimited).
+    exists: HashMap<String, Option<i64>>,
+    /// `Equal`, by value, then by effect.
+    equal: HashMap<String, HashMap<String, Option<i64>>>,
+}
+
+/// Keeps the longest of two `tolerationSeconds`; none at all is the longest.
+fn longest(best: &mut Option<i64>, seconds: Option<i64>) {
+    *best = match (*best, seconds) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    };
 }
 
 impl Coverage {
     pub fn insert(&mut self, t: &Toleration<'_>) {
-        let exists = match t.operator {
-            Operator::Exists => true,
+        let entry = |map: &mut HashMap<String, Option<i64>>| {
+            let best = map.entry(t.effect.to_string()).or_insert(t.seconds);
+            longest(best, t.seconds);
+        };
+        match t.operator {
+            Operator::Exists => {
+                entry(&mut self.by_key.entry(t.key.to_string()).or_default().exists)
+            }
             // An empty key with `Equal` tolerates nothing, like an unknown operator.
-            Operator::Equal if !t.key.is_empty() => false,
-            _ => return,
-        };
-        let value = if exists { "" } else { &t.value };
-        let bucket = (
-            exists,
-            t.key.to_string(),
-            value.to_owned(),
-            t.effect.to_string(),
-        );
-        let best = self.buckets.entry(bucket).or_insert(t.seconds);
-        *best = match (*best, t.seconds) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            _ => None,
-        };
+            Operator::Equal if !t.key.is_empty() => entry(
+                self.by_key
+                    .entry(t.key.to_string())
+                    .or_default()
+                    .equal
+                    .entry(t.value.to_string())
+                    .or_default(),
+            ),
+            _ => {}
+        }
     }
 
     /// Whether some toleration inserted covers `t`, as [`Toleration::covers`] judges.
@@ -289,23 +308,28 @@ impl Coverage {
         if t.operator == Operator::Unknown {
             return false;
         }
-        let mut candidates = vec![(true, ""), (true, &*t.key)];
-        if t.operator == Operator::Equal {
-            candidates.push((false, &*t.key));
-        }
-        candidates.into_iter().any(|(exists, key)| {
-            let value = if exists { "" } else { &*t.value };
+        let lasts = |by_effect: &HashMap<String, Option<i64>>| {
             ["", &*t.effect].into_iter().any(|effect| {
-                let bucket = (exists, key.to_owned(), value.to_owned(), effect.to_owned());
-                self.buckets
-                    .get(&bucket)
+                by_effect
+                    .get(effect)
                     .is_some_and(|best| match (best, t.seconds) {
                         (None, _) => true,
                         (Some(_), None) => false,
                         (Some(mine), Some(theirs)) => theirs <= *mine,
                     })
             })
-        })
+        };
+        let exists = ["", &*t.key]
+            .into_iter()
+            .filter_map(|key| self.by_key.get(key))
+            .any(|k| lasts(&k.exists));
+        let equal = t.operator == Operator::Equal
+            && self
+                .by_key
+                .get(&*t.key)
+                .and_then(|k| k.equal.get(&*t.value))
+                .is_some_and(lasts);
+        exists || equal
     }
 }
 
