@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use taintguard::json::write_str;
+use taintguard::json::{write_str, write_str_array, write_str_map};
 use taintguard::Verdict;
 
 use crate::registry::Entry;
@@ -80,23 +80,11 @@ fn result_json(verdict: &Verdict, patch: Option<&json_patch::Patch>) -> String {
     push_null_or(&mut out, verdict.message.as_deref(), write_str);
     out.push_str(r#","code":"#);
     out.push_str(&verdict.code.map_or("null".to_owned(), |c| c.to_string()));
-    out.push_str(r#","warnings":["#);
-    for (i, warning) in verdict.warnings.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_str(&mut out, warning);
-    }
-    out.push_str(r#"],"auditAnnotations":{"#);
-    for (i, (key, value)) in verdict.audit_annotations.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_str(&mut out, key);
-        out.push(':');
-        write_str(&mut out, value);
-    }
-    out.push_str(r#"},"mutatedObject":"#);
+    out.push_str(r#","warnings":"#);
+    write_str_array(&mut out, &verdict.warnings);
+    out.push_str(r#","auditAnnotations":"#);
+    write_str_map(&mut out, &verdict.audit_annotations);
+    out.push_str(r#","mutatedObject":"#);
     push_null_or(
         &mut out,
         verdict.mutated_object.as_deref(),

@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use taintguard::json::write_str;
+use taintguard::json::{write_str, write_str_array, write_str_map};
 use taintguard::{Policy, Verdict};
 
 pub use wapc_guest;
@@ -101,26 +101,12 @@ pub fn validation_response(verdict: &Verdict) -> String {
         out.push_str(object);
     }
     if !verdict.audit_annotations.is_empty() {
-        out.push_str(r#","audit_annotations":{"#);
-        for (i, (key, value)) in verdict.audit_annotations.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_str(&mut out, key);
-            out.push(':');
-            write_str(&mut out, value);
-        }
-        out.push('}');
+        out.push_str(r#","audit_annotations":"#);
+        write_str_map(&mut out, &verdict.audit_annotations);
     }
     if !verdict.warnings.is_empty() {
-        out.push_str(r#","warnings":["#);
-        for (i, warning) in verdict.warnings.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_str(&mut out, warning);
-        }
-        out.push(']');
+        out.push_str(r#","warnings":"#);
+        write_str_array(&mut out, &verdict.warnings);
     }
     out.push('}');
     out

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use taintguard::admission::describe_error;
-use taintguard::json::{members, write_str, JsonStr, Raw};
+use taintguard::json::{members, write_str, write_str_array, write_str_map, JsonStr, Raw};
 use taintguard::policy::Half;
 use taintguard::{Policy, Verdict};
 
@@ -232,26 +232,12 @@ fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> Str
         out.push('}');
     }
     if !verdict.warnings.is_empty() {
-        out.push_str(r#","warnings":["#);
-        for (i, warning) in verdict.warnings.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_str(&mut out, warning);
-        }
-        out.push(']');
+        out.push_str(r#","warnings":"#);
+        write_str_array(&mut out, &verdict.warnings);
     }
     if !verdict.audit_annotations.is_empty() {
-        out.push_str(r#","auditAnnotations":{"#);
-        for (i, (key, value)) in verdict.audit_annotations.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_str(&mut out, key);
-            out.push(':');
-            write_str(&mut out, value);
-        }
-        out.push('}');
+        out.push_str(r#","auditAnnotations":"#);
+        write_str_map(&mut out, &verdict.audit_annotations);
     }
     out.push_str("}}}]");
     out
