@@ -33,6 +33,24 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// `(file name, parsed JSON)` of every `*.json` file in `dir`, sorted by name.
+pub fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            files.push((name, read_json(&path)?));
+        }
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files)
+}
+
 /// Loads `examples/cases.yml` of the policy folder `dir`.
 pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
     let examples = dir.join("examples");

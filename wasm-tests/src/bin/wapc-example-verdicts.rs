@@ -11,25 +11,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{json, Value};
+use wasm_tests::examples::json_files;
 use wasm_tests::kubewarden::{admission_response, WapcPolicy};
 use wasm_tests::{dist, repo_root};
-
-/// `(file name, parsed JSON)` of every `*.json` in `dir`, sorted by name.
-fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-            let value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            files.push((name, value));
-        }
-    }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(files)
-}
 
 fn policy_verdicts(name: &str) -> Result<Vec<Value>, String> {
     let examples = repo_root().join("policies").join(name).join("examples");

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value};
 use wasm_tests::kubewarden::{admission_request, WapcPolicy};
-use wasm_tests::{dist, repo_root};
+use wasm_tests::{dist, examples, repo_root};
 
 /// Settings that put a policy in deny mode, for policies whose default is to repair. Policies not
 /// listed only mutate to add things; their validating half simply leaves mutations out.
@@ -25,20 +25,12 @@ fn deny_mode(policy: &str, settings: &Value) -> Value {
     settings
 }
 
+/// The example files by stem (`incident-1-stale-taint-patch`).
 fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-            let value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            files.push((name, value));
-        }
-    }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(files)
+    Ok(examples::json_files(dir)?
+        .into_iter()
+        .map(|(name, value)| (name.trim_end_matches(".json").to_owned(), value))
+        .collect())
 }
 
 fn run() -> Result<Vec<Value>, String> {
