@@ -116,12 +116,7 @@ ensure_wasm_bindgen() {
 
 # Debian's Chromium and its WebDriver, for the browser suites; never a downloaded browser.
 ensure_chromium() {
-  command -v chromium >/dev/null && command -v chromedriver >/dev/null && return
-  say "installing chromium and chromium-driver"
-  local sudo=()
-  [ "$(id -u)" = 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium chromium-driver >/dev/null
+  ensure_apt_packages chromium chromium-driver
 }
 
 # npm packages from the committed lock file, reinstalled only when the lock changed.
