@@ -83,7 +83,8 @@ pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> 
     Ok(meta)
 }
 
-fn leb128(mut n: usize, out: &mut Vec<u8>) {
+/// Appends `n` as unsigned LEB128, the integer encoding of wasm sections.
+pub fn leb128(mut n: u64, out: &mut Vec<u8>) {
     loop {
         let byte = (n & 0x7f) as u8;
         n >>= 7;
@@ -103,12 +104,12 @@ pub fn embed(wasm: &[u8], metadata: &Value) -> Result<Vec<u8>, String> {
     }
     let data = serde_json::to_vec(metadata).map_err(|e| e.to_string())?;
     let mut body = Vec::with_capacity(data.len() + SECTION.len() + 8);
-    leb128(SECTION.len(), &mut body);
+    leb128(SECTION.len() as u64, &mut body);
     body.extend_from_slice(SECTION.as_bytes());
     body.extend_from_slice(&data);
     let mut out = wasm.to_vec();
     out.push(0); // custom section id
-    leb128(body.len(), &mut out);
+    leb128(body.len() as u64, &mut out);
     out.extend_from_slice(&body);
     Ok(out)
 }

@@ -14,21 +14,10 @@
 use wasmparser::{BinaryReader, DataKind, FunctionBody, Parser, Payload, TypeRef};
 
 use super::HOST_PAGES;
+use crate::metadata::leb128;
 
 fn err(e: wasmparser::BinaryReaderError) -> String {
     e.to_string()
-}
-
-fn uleb(mut n: u64, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 fn sleb(mut n: i64, out: &mut Vec<u8>) {
@@ -45,7 +34,7 @@ fn sleb(mut n: i64, out: &mut Vec<u8>) {
 
 fn section(id: u8, content: &[u8], out: &mut Vec<u8>) {
     out.push(id);
-    uleb(content.len() as u64, out);
+    leb128(content.len() as u64, out);
     out.extend_from_slice(content);
 }
 
@@ -82,9 +71,9 @@ fn prologue(pages: u64, segments: &[Segment]) -> Vec<u8> {
         code.extend_from_slice(&[0x41, 0x00, 0x41]);
         sleb(segment.len as i64, &mut code);
         code.extend_from_slice(&[0xfc, 0x08]);
-        uleb(u64::from(segment.index), &mut code);
+        leb128(u64::from(segment.index), &mut code);
         code.extend_from_slice(&[0x00, 0xfc, 0x09]);
-        uleb(u64::from(segment.index), &mut code);
+        leb128(u64::from(segment.index), &mut code);
     }
     code
 }
@@ -170,7 +159,7 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
                 // The data count section, which `memory.init` requires, goes before the code.
                 if !sections.iter().any(|s| s.id == 12) {
                     let mut count = Vec::new();
-                    uleb(u64::from(data_count), &mut count);
+                    leb128(u64::from(data_count), &mut count);
                     section(12, &count, &mut out);
                 }
                 // Segments are read first so the prologue knows them.
@@ -183,7 +172,7 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
                     data_section.content.start,
                 ))
                 .map_err(err)?;
-                uleb(u64::from(reader.count()), &mut data);
+                leb128(u64::from(reader.count()), &mut data);
                 for (index, segment) in reader.into_iter().enumerate() {
                     let segment = segment.map_err(err)?;
                     match segment.kind {
@@ -204,7 +193,7 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
                         _ => return Err("a data segment targets another memory".into()),
                     }
                     data.push(0x01);
-                    uleb(segment.data.len() as u64, &mut data);
+                    leb128(segment.data.len() as u64, &mut data);
                     data.extend_from_slice(segment.data);
                 }
                 section(
@@ -246,7 +235,7 @@ fn code_with_prologue(
             locals.read().map_err(err)?;
         }
         let expr = locals.original_position();
-        uleb((size + prologue.len()) as u64, &mut out);
+        leb128((size + prologue.len()) as u64, &mut out);
         out.extend_from_slice(&wasm[body.start..expr]);
         out.extend_from_slice(prologue);
         out.extend_from_slice(&wasm[expr..body.end]);
