@@ -87,3 +87,23 @@ pub fn outcome(response: &Value) -> Expect {
         Expect::Accepted
     }
 }
+
+/// Runs every bundled example of the policy in `dir` through `validate` (a fresh waPC instance per
+/// call) and panics naming each example whose verdict is not the one `cases.yml` expects.
+pub fn assert_expected_verdicts(
+    dir: &Path,
+    validate: impl Fn(&Value, &Value) -> Result<Value, String>,
+) {
+    let examples = load(dir).unwrap_or_else(|e| panic!("{e}"));
+    assert!(examples.len() >= 10, "{}: too few examples", dir.display());
+    for example in examples {
+        let response = validate(&example.request, &example.settings)
+            .unwrap_or_else(|e| panic!("{}: {e}", example.name));
+        assert_eq!(
+            outcome(&response),
+            example.expect,
+            "{}: {response}",
+            example.name
+        );
+    }
+}
