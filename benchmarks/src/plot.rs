@@ -113,8 +113,14 @@ fn panel(out: &mut String, rows: &[&Row], policy: &str, x0: f64) {
         y = TOP + h / 2.0
     );
 
-    let mut families: Vec<&str> = rows.iter().filter_map(|r| r.family).collect();
-    families.dedup();
+    // Each family once, in order of appearance: the inputs of different families interleave,
+    // so `dedup` (adjacent repeats only) would draw every family several times.
+    let mut families: Vec<&str> = Vec::new();
+    for family in rows.iter().filter_map(|r| r.family) {
+        if !families.contains(&family) {
+            families.push(family);
+        }
+    }
     for (i, family) in families.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let mut points: Vec<&Row> = rows
@@ -178,6 +184,10 @@ fn panel(out: &mut String, rows: &[&Row], policy: &str, x0: f64) {
     }
 }
 
+/// Panels side by side per row: the waPC artifacts on the first row, the gatekeeper ones under
+/// them, so each artifact sits above its other build.
+const COLUMNS: usize = 2;
+
 pub fn svg(rows: &[Row]) -> String {
     let mut policies: Vec<&str> = rows
         .iter()
@@ -185,19 +195,29 @@ pub fn svg(rows: &[Row]) -> String {
         .map(|r| r.policy.as_str())
         .collect();
     policies.dedup();
+    let columns = policies.len().clamp(1, COLUMNS);
+    let lines = policies.len().div_ceil(COLUMNS).max(1);
     let mut out = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif">
 <rect width="100%" height="100%" fill="white"/>
 "#,
-        PANEL_W * policies.len() as f64,
-        PANEL_H + 40.0
+        PANEL_W * columns as f64,
+        (PANEL_H + 40.0) * lines as f64
     );
     for (i, policy) in policies.iter().enumerate() {
         let panel_rows: Vec<&Row> = rows
             .iter()
             .filter(|r| r.policy == *policy && r.family.is_some())
             .collect();
-        panel(&mut out, &panel_rows, policy, i as f64 * PANEL_W);
+        let y0 = (i / COLUMNS) as f64 * (PANEL_H + 40.0);
+        let _ = writeln!(out, r#"<g transform="translate(0 {y0})">"#);
+        panel(
+            &mut out,
+            &panel_rows,
+            policy,
+            (i % COLUMNS) as f64 * PANEL_W,
+        );
+        out.push_str("</g>\n");
     }
     out.push_str("</svg>\n");
     out
