@@ -242,15 +242,21 @@ run_tests() {
   registry_roundtrip
 }
 
-# The baseline module is built exactly like the policies (same profile, same waPC guest library);
-# the harness is built optimised, as wasmtime's runtime in debug would skew absolute figures.
+# The baseline modules are built exactly like the artifacts they are compared with: the waPC one
+# like the policies (same profile, same waPC guest library), the gatekeeper one like the
+# gatekeeper artifacts (OPA_CARGO, its target dir, the same OPA adapter; the harness applies the
+# same post-link finishing as embed-metadata). The harness is built optimised, as wasmtime's
+# runtime in debug would skew absolute figures.
 run_benchmarks() {
   build_policies
-  say "building the benchmark baseline and harness"
+  say "building the benchmark baselines and harness"
   "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p baseline-policy
+  "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
+    -p baseline-gatekeeper
   cargo build -q --release -p taintguard-benchmarks
   say "measuring (several minutes; read the ratios, the machine is shared)"
-  target/release/bench target/wasm32-wasip1/release/baseline_policy.wasm
+  target/release/bench target/wasm32-wasip1/release/baseline_policy.wasm \
+    "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm"
 }
 
 case "${1:-build}" in

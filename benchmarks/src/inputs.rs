@@ -14,11 +14,51 @@ pub struct Input {
     pub name: String,
     /// The `validate` payload, built as policy-server builds it.
     pub payload: Vec<u8>,
+    /// The AdmissionRequest and the settings the payload holds.
+    pub request: Value,
+    pub settings: Value,
 }
 
 fn payload(request: &Value, settings: &Value) -> Vec<u8> {
     let envelope = json!({"request": admission_request(request), "settings": settings});
     serde_json::to_vec(&envelope).expect("JSON values serialise")
+}
+
+impl Input {
+    fn new(
+        policy: &'static str,
+        family: Option<&'static str>,
+        name: String,
+        request: &Value,
+        settings: &Value,
+    ) -> Input {
+        Input {
+            policy,
+            family,
+            name,
+            payload: payload(request, settings),
+            request: admission_request(request).clone(),
+            settings: settings.clone(),
+        }
+    }
+
+    /// The input Kubewarden's gatekeeper mode gives entrypoint 0, serialised as burrego does
+    /// (`json!` into a `serde_json::Value`, then `serde_json::to_vec`).
+    pub fn gatekeeper_input(&self) -> Vec<u8> {
+        let input = json!({"parameters": self.settings, "review": self.request});
+        serde_json::to_vec(&input).expect("JSON values serialise")
+    }
+
+    /// The waPC payload with the settings that make the waPC build judge as the gatekeeper
+    /// build does (it always denies what it cannot repair): `wasm-tests`' `wapc-verdicts`
+    /// rule, which the OPA SDK tests compare against.
+    pub fn deny_mode_payload(&self) -> Vec<u8> {
+        let mut settings = self.settings.clone();
+        if self.policy == "taint-preservation" {
+            settings["mode"] = json!("deny");
+        }
+        payload(&self.request, &settings)
+    }
 }
 
 const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -172,12 +212,13 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
     for taints in [1, 10, 100] {
         for images in [0, 50, 500] {
             for (stale, family) in [(false, "Node status update"), (true, "Node stale write")] {
-                inputs.push(Input {
-                    policy: "taint-preservation",
-                    family: Some(family),
-                    name: format!("{family}, {taints} taints, {images} images"),
-                    payload: payload(&node_update(taints, images, stale), &empty),
-                });
+                inputs.push(Input::new(
+                    "taint-preservation",
+                    Some(family),
+                    format!("{family}, {taints} taints, {images} images"),
+                    &node_update(taints, images, stale),
+                    &empty,
+                ));
             }
         }
     }
@@ -191,22 +232,24 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
             ("Deployment, JSONPath rule", deployment(count), &critical),
         ];
         for (family, request, settings) in cases {
-            inputs.push(Input {
-                policy: "toleration-injection",
-                family: Some(family),
-                name: format!("{family}, {count} tolerations"),
-                payload: payload(&request, settings),
-            });
+            inputs.push(Input::new(
+                "toleration-injection",
+                Some(family),
+                format!("{family}, {count} tolerations"),
+                &request,
+                settings,
+            ));
         }
     }
     for policy in ["taint-preservation", "toleration-injection"] {
         for example in wasm_tests::examples::load(&repo.join("policies").join(policy))? {
-            inputs.push(Input {
+            inputs.push(Input::new(
                 policy,
-                family: None,
-                name: example.name,
-                payload: payload(&example.request, &example.settings),
-            });
+                None,
+                example.name,
+                &example.request,
+                &example.settings,
+            ));
         }
     }
     Ok(inputs)

@@ -1,25 +1,91 @@
-//! `bench [--quick] BASELINE_WASM`: measures every `dist/<policy>.wasm` against the baseline
-//! module on generated and example requests, and writes `benchmarks/results.md` and
+//! `bench [--quick] BASELINE_WASM BASELINE_GATEKEEPER_WASM`: measures every `dist/<policy>.wasm`
+//! against the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the
+//! OPA-ABI baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
+//! artifacts), on generated and example requests, and writes `benchmarks/results.md` and
 //! `benchmarks/latency.svg`. `./build.sh bench` builds everything and runs this.
 //! `bench --dump DIR` writes the payloads instead.
 
 mod direct;
 mod inputs;
 mod measure;
+mod opa;
 mod plot;
 mod report;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 
-use measure::{Module, Stat};
+use serde_json::{json, Value};
+
+use inputs::Input;
+use measure::{Host, Module, OpaModule, Samples, Stat};
 use report::{Row, Run};
 
 /// Rounds per input; `--quick` divides them by ten (for trying the harness, not for results).
 const FRESH_ROUNDS: usize = 300;
 const WARM_ROUNDS: usize = 1000;
 
-fn run(baseline: &Path, quick: bool) -> Result<(), String> {
+fn row(
+    artifact: &str,
+    input: &Input,
+    payload_bytes: usize,
+    (p, b): (Samples, Samples),
+    memory: [direct::MemoryUse; 2],
+) -> Row {
+    let row = Row {
+        policy: artifact.to_owned(),
+        family: input.family,
+        name: input.name.clone(),
+        payload_bytes,
+        fresh: [Stat::of(&p.per_request), Stat::of(&b.per_request)],
+        instantiate: [Stat::of(&p.instantiate), Stat::of(&b.instantiate)],
+        warm: [Stat::of(&p.warm), Stat::of(&b.warm)],
+        memory,
+    };
+    eprintln!(
+        "{artifact:<34} {:<58} per request {:>6.0} µs {:.2}x   warm {:>7.1} µs {:.2}x",
+        row.name,
+        row.fresh[0].median,
+        row.fresh_ratio(),
+        row.warm[0].median,
+        row.warm_ratio()
+    );
+    row
+}
+
+/// The gatekeeper answer must be a result set Kubewarden reads without failing open, and judge
+/// as the waPC build in deny mode judged (`wasm-tests/js/opa/verdicts.test.js` holds the two
+/// builds to the same rule): no violation iff accepted, else one violation whose `msg` and
+/// `details.code` are the rejection's message and code. Otherwise the timings could be of an
+/// error path.
+fn same_verdict(answer: &Value, wapc: &[u8]) -> Result<(), String> {
+    let response: Value = serde_json::from_slice(wapc)
+        .map_err(|e| format!("the waPC build answered invalid JSON: {e}"))?;
+    let accepted = response["accepted"]
+        .as_bool()
+        .ok_or_else(|| format!("the waPC build answered no verdict: {response}"))?;
+    let violations = match answer.as_array().map(Vec::as_slice) {
+        Some([set]) => set["result"].as_array(),
+        _ => None,
+    }
+    .filter(|list| list.iter().all(|v| v["msg"].is_string()))
+    .ok_or_else(|| format!("not a result set of violations with string `msg`s: {answer}"))?;
+    match (accepted, violations.as_slice()) {
+        (true, []) => Ok(()),
+        (false, [violation])
+            if violation["msg"] == response["message"]
+                && violation["details"]["code"] == response["code"] =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "answered {answer} where the waPC build in deny mode answered {response}"
+        )),
+    }
+}
+
+fn run(baseline: &Path, baseline_gatekeeper: &Path, quick: bool) -> Result<(), String> {
     let repo = wasm_tests::repo_root();
     let scale = if quick { 10 } else { 1 };
     let (fresh_rounds, warm_rounds) = (FRESH_ROUNDS / scale, WARM_ROUNDS / scale);
@@ -30,7 +96,8 @@ fn run(baseline: &Path, quick: bool) -> Result<(), String> {
     let mut policies: Vec<&str> = inputs.iter().map(|i| i.policy).collect();
     policies.sort();
     policies.dedup();
-    for policy in policies {
+    let mut wapc_modules = HashMap::new();
+    for &policy in &policies {
         let module = Module::load(policy, &wasm_tests::dist(&format!("{policy}.wasm")))?;
         sizes.push((policy.to_owned(), module.size));
         for input in inputs.iter().filter(|i| i.policy == policy) {
@@ -39,34 +106,57 @@ fn run(baseline: &Path, quick: bool) -> Result<(), String> {
             let memory = module.memory(&input.payload, &answer)?;
             let base_answer = baseline.validate_once(&input.payload)?;
             let base_memory = baseline.memory(&input.payload, &base_answer)?;
-            let (p, b) = measure::pair(
+            let samples = measure::pair(
                 &module,
                 &baseline,
                 &input.payload,
+                [&answer, &base_answer],
                 fresh_rounds,
                 warm_rounds,
             )?;
-            let row = Row {
-                policy: policy.to_owned(),
-                family: input.family,
-                name: input.name.clone(),
-                payload_bytes: input.payload.len(),
-                fresh: [Stat::of(&p.per_request), Stat::of(&b.per_request)],
-                instantiate: [Stat::of(&p.instantiate), Stat::of(&b.instantiate)],
-                warm: [Stat::of(&p.warm), Stat::of(&b.warm)],
-                memory: [memory, base_memory],
-            };
-            eprintln!(
-                "{policy:<22} {:<58} per request {:>6.0} µs {:.2}x   warm {:>7.1} µs {:.2}x",
-                row.name,
-                row.fresh[0].median,
-                row.fresh_ratio(),
-                row.warm[0].median,
-                row.warm_ratio()
-            );
-            rows.push(row);
+            let bytes = input.payload.len();
+            rows.push(row(policy, input, bytes, samples, [memory, base_memory]));
+        }
+        wapc_modules.insert(policy, module);
+    }
+
+    // The gatekeeper artifacts, in Kubewarden's gatekeeper mode (burrego).
+    let read = |path: &Path| std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()));
+    let finished = wasm_tests::opa::finish(&read(baseline_gatekeeper)?)
+        .map_err(|e| format!("{}: {e}", baseline_gatekeeper.display()))?;
+    let baseline = OpaModule::from_bytes("baseline.gatekeeper", &finished)?;
+    let empty_result_set = json!([{"result": []}]);
+    sizes.push((baseline.name.clone(), baseline.size));
+    for &policy in &policies {
+        let name = format!("{policy}.gatekeeper");
+        let module =
+            OpaModule::from_bytes(&name, &read(&wasm_tests::dist(&format!("{name}.wasm")))?)?;
+        sizes.push((name.clone(), module.size));
+        for input in inputs.iter().filter(|i| i.policy == policy) {
+            let payload = input.gatekeeper_input();
+            let answer = module.evaluate_once(&payload)?;
+            let wapc = wapc_modules[policy].validate_once(&input.deny_mode_payload())?;
+            same_verdict(&answer, &wapc).map_err(|e| format!("{name}, {}: {e}", input.name))?;
+            let base_answer = baseline.evaluate_once(&payload)?;
+            if base_answer != empty_result_set {
+                return Err(format!(
+                    "{}, {}: answered {base_answer} instead of {empty_result_set}",
+                    baseline.name, input.name
+                ));
+            }
+            let memory = [module.memory(&payload)?, baseline.memory(&payload)?];
+            let samples = measure::pair(
+                &module,
+                &baseline,
+                &payload,
+                [&answer, &base_answer],
+                fresh_rounds,
+                warm_rounds,
+            )?;
+            rows.push(row(&name, input, payload.len(), samples, memory));
         }
     }
+
     let run = Run {
         command: "./build.sh bench".to_owned(),
         fresh_rounds,
@@ -113,11 +203,13 @@ fn main() -> ExitCode {
     }
     let quick = args.iter().any(|a| a == "--quick");
     let paths: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
-    let [baseline] = paths[..] else {
-        eprintln!("usage: bench [--quick] BASELINE_WASM | bench --dump DIR");
+    let [baseline, baseline_gatekeeper] = paths[..] else {
+        eprintln!(
+            "usage: bench [--quick] BASELINE_WASM BASELINE_GATEKEEPER_WASM | bench --dump DIR"
+        );
         return ExitCode::from(2);
     };
-    match run(Path::new(baseline), quick) {
+    match run(Path::new(baseline), Path::new(baseline_gatekeeper), quick) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e}");

@@ -1,14 +1,38 @@
-//! Timing in the real host (`wapc::WapcHost` on wasmtime-provider), the way policy-server and
-//! `kwctl bench` run a policy, with each policy interleaved against the baseline on the same
-//! payload so that machine noise hits both alike.
+//! Timing in the real hosts, the way policy-server and `kwctl bench` run a policy, with each
+//! policy interleaved against its baseline on the same payload so that machine noise hits both
+//! alike: waPC modules in `wapc::WapcHost` on wasmtime-provider, gatekeeper artifacts in the
+//! burrego emulation (`opa.rs`).
 
 use std::time::Instant;
 
+use serde_json::Value;
 use wasm_tests::kubewarden::WapcPolicy;
 
 use crate::direct::{DirectHost, MemoryUse};
+use crate::opa::{BurregoHost, Evaluator};
 
-/// A built module, compiled once for both hosts.
+/// A host running one module: fresh instances, and evaluations on them.
+pub trait Host {
+    type Instance;
+    /// What one evaluation answers, compared after each timed evaluation with the answer the
+    /// run was checked against, so that no timing is of an error path.
+    type Answer: PartialEq + std::fmt::Debug;
+    fn name(&self) -> &str;
+    /// A new instance, ready to evaluate: what the host does for every request.
+    fn instance(&self) -> Result<Self::Instance, String>;
+    fn evaluate(
+        &self,
+        instance: &mut Self::Instance,
+        payload: &[u8],
+    ) -> Result<Self::Answer, String>;
+
+    /// One evaluation on a fresh instance.
+    fn evaluate_once(&self, payload: &[u8]) -> Result<Self::Answer, String> {
+        self.evaluate(&mut self.instance()?, payload)
+    }
+}
+
+/// A built waPC module, compiled once for both hosts.
 pub struct Module {
     pub name: String,
     pub size: usize,
@@ -49,14 +73,83 @@ impl Module {
     }
 }
 
+impl Host for Module {
+    type Instance = wapc::WapcHost;
+    type Answer = Vec<u8>;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn instance(&self) -> Result<wapc::WapcHost, String> {
+        self.wapc.instance()
+    }
+    fn evaluate(&self, host: &mut wapc::WapcHost, payload: &[u8]) -> Result<Vec<u8>, String> {
+        host.call("validate", payload).map_err(|e| e.to_string())
+    }
+}
+
+/// A gatekeeper artifact (OPA ABI) in the burrego emulation, evaluated as Kubewarden's
+/// gatekeeper mode does: entrypoint 0, the payload as input, `{}` as data.
+pub struct OpaModule {
+    pub name: String,
+    pub size: usize,
+    host: BurregoHost,
+}
+
+/// The entrypoint Kubewarden always evaluates (`policy/violation` in these modules).
+const ENTRYPOINT: i32 = 0;
+/// The data document of a policy that is not context-aware (burrego's `KubernetesContext::Empty`).
+const DATA: &[u8] = b"{}";
+
+impl OpaModule {
+    pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<OpaModule, String> {
+        Ok(OpaModule {
+            name: name.to_owned(),
+            size: bytes.len(),
+            host: BurregoHost::from_bytes(bytes).map_err(|e| format!("{name}: {e}"))?,
+        })
+    }
+
+    /// Memory of a fresh evaluator before and after evaluating `payload`.
+    pub fn memory(&self, payload: &[u8]) -> Result<MemoryUse, String> {
+        let mut evaluator = self.instance()?;
+        let after_init = evaluator.memory_bytes();
+        self.evaluate(&mut evaluator, payload)?;
+        Ok(MemoryUse {
+            after_init,
+            after_validate: evaluator.memory_bytes(),
+        })
+    }
+}
+
+impl Host for OpaModule {
+    type Instance = Evaluator;
+    /// The result set, parsed as burrego parses it.
+    type Answer = Value;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn instance(&self) -> Result<Evaluator, String> {
+        self.host
+            .evaluator()
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+    fn evaluate(&self, evaluator: &mut Evaluator, payload: &[u8]) -> Result<Value, String> {
+        evaluator
+            .evaluate(ENTRYPOINT, payload, DATA)
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+}
+
 /// Samples in microseconds.
 #[derive(Default)]
 pub struct Samples {
-    /// New store and instance, `_start` and `wapc_init`.
+    /// A new instance ready to evaluate: for waPC a new store and instance, `_start` and
+    /// `wapc_init`; for burrego also the memory, the linker and the load-time calls.
     pub instantiate: Vec<f64>,
-    /// Instantiation, one `validate`, and dropping the instance: what policy-server pays per request.
+    /// Instantiation, one evaluation, and dropping the instance: what policy-server pays per
+    /// request.
     pub per_request: Vec<f64>,
-    /// One `validate` on an instance that has already served requests.
+    /// One evaluation on an instance that has already served requests.
     pub warm: Vec<f64>,
 }
 
@@ -64,58 +157,85 @@ fn micros(from: Instant) -> f64 {
     from.elapsed().as_secs_f64() * 1e6
 }
 
-fn fresh(module: &Module, payload: &[u8], into: &mut Samples) -> Result<(), String> {
-    let start = Instant::now();
-    let host = module.wapc.instance()?;
-    into.instantiate.push(micros(start));
-    host.call("validate", payload).map_err(|e| e.to_string())?;
-    drop(host);
-    into.per_request.push(micros(start));
-    Ok(())
+/// The answer every evaluation must give, or the run stops.
+fn check<H: Host>(host: &H, answer: H::Answer, expected: &H::Answer) -> Result<(), String> {
+    if answer == *expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: an evaluation answered {answer:?} instead of {expected:?}",
+            host.name()
+        ))
+    }
 }
 
-/// Measures `policy` and `baseline` on `payload`, alternating which goes first each round.
-pub fn pair(
-    policy: &Module,
-    baseline: &Module,
+fn fresh<H: Host>(
+    host: &H,
     payload: &[u8],
+    expected: &H::Answer,
+    into: &mut Samples,
+) -> Result<(), String> {
+    let start = Instant::now();
+    let mut instance = host.instance()?;
+    into.instantiate.push(micros(start));
+    let answer = host.evaluate(&mut instance, payload)?;
+    drop(instance);
+    into.per_request.push(micros(start));
+    check(host, answer, expected)
+}
+
+fn warm<H: Host>(
+    host: &H,
+    instance: &mut H::Instance,
+    payload: &[u8],
+    expected: &H::Answer,
+    into: &mut Samples,
+) -> Result<(), String> {
+    let start = Instant::now();
+    let answer = host.evaluate(instance, payload)?;
+    into.warm.push(micros(start));
+    check(host, answer, expected)
+}
+
+/// Measures `policy` and `baseline` on `payload`, alternating which goes first each round;
+/// `expected` holds the answer each must give every time.
+pub fn pair<H: Host>(
+    policy: &H,
+    baseline: &H,
+    payload: &[u8],
+    expected: [&H::Answer; 2],
     fresh_rounds: usize,
     warm_rounds: usize,
 ) -> Result<(Samples, Samples), String> {
     let (mut p, mut b) = (Samples::default(), Samples::default());
+    let [want_p, want_b] = expected;
     for round in 0..fresh_rounds {
         if round % 2 == 0 {
-            fresh(policy, payload, &mut p)?;
-            fresh(baseline, payload, &mut b)?;
+            fresh(policy, payload, want_p, &mut p)?;
+            fresh(baseline, payload, want_b, &mut b)?;
         } else {
-            fresh(baseline, payload, &mut b)?;
-            fresh(policy, payload, &mut p)?;
+            fresh(baseline, payload, want_b, &mut b)?;
+            fresh(policy, payload, want_p, &mut p)?;
         }
     }
-    let warm_policy = policy.wapc.instance()?;
-    let warm_baseline = baseline.wapc.instance()?;
-    let warm = |host: &wapc::WapcHost, into: &mut Samples| -> Result<(), String> {
-        let start = Instant::now();
-        host.call("validate", payload).map_err(|e| e.to_string())?;
-        into.warm.push(micros(start));
-        Ok(())
-    };
+    let mut warm_policy = policy.instance()?;
+    let mut warm_baseline = baseline.instance()?;
     // Untimed calls first: the first call grows memory, as `kwctl bench`'s warm-up does.
     for _ in 0..3 {
-        warm_policy
-            .call("validate", payload)
-            .map_err(|e| e.to_string())?;
-        warm_baseline
-            .call("validate", payload)
-            .map_err(|e| e.to_string())?;
+        check(policy, policy.evaluate(&mut warm_policy, payload)?, want_p)?;
+        check(
+            baseline,
+            baseline.evaluate(&mut warm_baseline, payload)?,
+            want_b,
+        )?;
     }
     for round in 0..warm_rounds {
         if round % 2 == 0 {
-            warm(&warm_policy, &mut p)?;
-            warm(&warm_baseline, &mut b)?;
+            warm(policy, &mut warm_policy, payload, want_p, &mut p)?;
+            warm(baseline, &mut warm_baseline, payload, want_b, &mut b)?;
         } else {
-            warm(&warm_baseline, &mut b)?;
-            warm(&warm_policy, &mut p)?;
+            warm(baseline, &mut warm_baseline, payload, want_b, &mut b)?;
+            warm(policy, &mut warm_policy, payload, want_p, &mut p)?;
         }
     }
     Ok((p, b))

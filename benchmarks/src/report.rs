@@ -14,6 +14,7 @@ pub const WARM_TARGET: f64 = 1.0;
 pub const SIZE_TARGET: usize = 400 * 1000;
 
 pub struct Row {
+    /// The artifact measured: `<policy>` (waPC) or `<policy>.gatekeeper`.
     pub policy: String,
     pub family: Option<&'static str>,
     pub name: String,
@@ -54,10 +55,10 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
-/// One line per policy: worst ratios and whether each target holds.
+/// One line per artifact: worst ratios and whether each target holds.
 pub fn summary(run: &Run) -> String {
     let mut out = String::new();
-    out.push_str("| policy | module size | worst per-request ratio | worst warm ratio |\n|---|---|---|---|\n");
+    out.push_str("| artifact | module size | worst per-request ratio | worst warm ratio |\n|---|---|---|---|\n");
     let mut policies: Vec<&str> = run.rows.iter().map(|r| r.policy.as_str()).collect();
     policies.dedup();
     for policy in policies {
@@ -92,21 +93,39 @@ pub fn markdown(run: &Run) -> String {
     let _ = writeln!(
         out,
         "# Evaluation cost against a parse-only baseline\n\n\
-         Regenerate with `{}`. Each policy runs in the host policy-server 1.31 links (`wapc` 2.1.0 on \
-         `wasmtime-provider` 2.13.0): the module is compiled once, and\n\n\
-         - **per request** is a fresh instance (`_start`, `wapc_init`), one `validate`, and dropping \
-         the instance, as policy-server serves a request ({} rounds);\n\
-         - **warm** is one `validate` on an instance that already served requests, as `kwctl bench` \
-         measures ({} rounds);\n\
+         Regenerate with `{}`. Each artifact runs the way its real host runs it, with the module \
+         compiled once:\n\n\
+         - `<policy>` (`dist/<policy>.wasm`, waPC) in the host policy-server 1.31 links (`wapc` \
+         2.1.0 on `wasmtime-provider` 2.13.0); **per request** is a fresh instance (`_start`, \
+         `wapc_init`), one `validate`, and dropping the instance, as policy-server serves a \
+         request;\n\
+         - `<policy>.gatekeeper` (`dist/<policy>.gatekeeper.wasm`, OPA ABI) in Kubewarden's \
+         gatekeeper mode: an emulation of burrego (policy-evaluator 0.30.4) on wasmtime 38.0.4 \
+         (`benchmarks/src/opa.rs`, following the call sequence in \
+         `shared/reference/opa-abi.md` §3.1-3.2; burrego itself is not run). **Per request** is \
+         a new burrego evaluator (store, 5-page host memory, linker, instantiation, \
+         `builtins`/`entrypoints`, the empty data document pushed), one evaluation of entrypoint \
+         0 with input `{{\"parameters\": settings, \"review\": request}}` and data `{{}}` \
+         (`opa_heap_ptr_set`, `opa_malloc` + write + `opa_json_parse` for data and input, the \
+         `opa_eval_ctx_*` calls, `eval`, `opa_json_dump`, the result read and parsed), and \
+         dropping it, as policy-server does for every request;\n\
+         - **warm** is one evaluation on an instance that already served requests, as `kwctl \
+         bench` measures ({} rounds; per request {} rounds);\n\
          - **instantiate** is the fresh-instance part of per request;\n\
-         - **memory** is the instance's linear memory after `validate` (it never shrinks: the \
-         high-water mark).\n\n\
-         The baseline (`benchmarks/baseline-policy`) is a waPC module built the same way that parses \
-         the whole payload into a `serde_json::Value` and accepts. Each policy is interleaved with \
-         the baseline on the same payload; ratios are policy median / baseline median in this run. \
-         Times are microseconds on a shared, noisy machine: read the ratios, not the absolutes.\n\n\
+         - **memory** is the instance's linear memory after init and after the evaluation (it \
+         never shrinks: the high-water mark).\n\n\
+         Each artifact has a baseline built the same way that parses its whole input into a \
+         `serde_json::Value` and accepts: `baseline` (`benchmarks/baseline-policy`, waPC) for \
+         `<policy>`, `baseline.gatekeeper` (`benchmarks/baseline-gatekeeper`, on the same OPA \
+         adapter as the gatekeeper artifacts, answering `[{{\"result\": []}}]`) for \
+         `<policy>.gatekeeper`. Each artifact is interleaved with its baseline on the same input; \
+         ratios are artifact median / baseline median in this run. Every evaluation's answer is \
+         checked against the first one, and each gatekeeper answer against the waPC build's \
+         deny-mode verdict on the same input (violations iff rejected, same message and code), so \
+         no figure is of an error path. Times are microseconds on a shared, noisy machine: read \
+         the ratios, not the absolutes.\n\n\
          Targets: per request ≤ {FRESH_TARGET}x, warm ≤ {WARM_TARGET}x, every artifact < 400 KB.\n",
-        run.command, run.fresh_rounds, run.warm_rounds
+        run.command, run.warm_rounds, run.fresh_rounds
     );
     out.push_str("## Summary\n\n");
     out.push_str(&summary(run));
