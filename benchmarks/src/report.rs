@@ -102,7 +102,7 @@ pub fn markdown(run: &Run) -> String {
          - `<policy>.gatekeeper` (`dist/<policy>.gatekeeper.wasm`, OPA ABI) in Kubewarden's \
          gatekeeper mode: an emulation of burrego (policy-evaluator 0.30.4) on wasmtime 38.0.4 \
          (`benchmarks/src/opa.rs`, following the call sequence in \
-         `shared/reference/opa-abi.md` §3.1-3.2; burrego itself is not run). **Per request** is \
+         `../shared/reference/opa-abi.md` §3.1-3.2; burrego itself is not run). **Per request** is \
          a new burrego evaluator (store, 5-page host memory, linker, instantiation, \
          `builtins`/`entrypoints`, the empty data document pushed), one evaluation of entrypoint \
          0 with input `{{\"parameters\": settings, \"review\": request}}` and data `{{}}` \
