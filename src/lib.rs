@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod glob;
 pub mod json;
+pub mod jsonpath;
 pub mod label_selector;
 pub mod policy;
 pub mod principal;
