@@ -71,17 +71,18 @@ struct Subject<'s> {
     workload: &'s Workload<'s>,
     namespace: &'s str,
     who: Principal<'s>,
-    /// Whether the whole object parses into a `Value`, checked only if a JSONPath condition
-    /// needs it. It can fail where the borrowed views did not: serde_json refuses nesting deeper
-    /// than 128 levels (its guard against stack overflow), which raw-value capture does not count.
-    readable: OnceCell<Result<(), String>>,
+    /// The first part of the object a JSONPath condition could not read: nesting deeper than
+    /// serde_json's recursion limit (raw-value capture does not count it), or a string or number
+    /// a `Value` cannot hold.
+    unreadable: OnceCell<String>,
 }
 
 impl Subject<'_> {
-    fn readable(&self) -> bool {
-        self.readable
-            .get_or_init(|| conditions::readable(self.workload.text))
-            .is_ok()
+    fn condition_holds(&self, c: &conditions::Condition) -> bool {
+        c.holds(self.workload.text).unwrap_or_else(|problem| {
+            let _ = self.unreadable.set(problem);
+            false
+        })
     }
 
     fn name_matches(&self, m: &Match) -> bool {
@@ -94,7 +95,7 @@ impl Subject<'_> {
         name.is_some_and(|n| m.names.iter().any(|g| g.matches(n.as_str())))
     }
 
-    /// Cheap tests first; JSONPath conditions (which read the whole object) last.
+    /// Cheap tests first; JSONPath conditions (which read the object's text) last.
     fn matches(&self, m: &Match) -> bool {
         (m.kinds.is_empty() || m.kinds.contains(&self.workload.kind))
             && (m.namespaces.is_empty() || m.namespaces.iter().any(|g| g.matches(self.namespace)))
@@ -103,11 +104,9 @@ impl Subject<'_> {
                 .as_ref()
                 .is_none_or(|s| s.matches(&self.workload.labels))
             && (m.names.is_empty() || self.name_matches(m))
-            // An object the conditions cannot read matches no rule; `judge` then rejects it, so
-            // that no `exists: false` condition holds on an unreadable object.
-            && (m.conditions.is_empty()
-                || self.readable()
-                    && m.conditions.iter().all(|c| c.holds(self.workload.text)))
+            // A condition that cannot read the object fails; `judge` then rejects the object,
+            // so that no `exists: false` condition holds on what it could not read.
+            && m.conditions.iter().all(|c| self.condition_holds(c))
     }
 
     fn describe(&self) -> String {
@@ -135,14 +134,14 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
         workload,
         namespace,
         who: request.principal(),
-        readable: OnceCell::new(),
+        unreadable: OnceCell::new(),
     };
     let rules: Vec<&Rule> = settings
         .rules
         .iter()
         .filter(|r| subject.matches(&r.matcher))
         .collect();
-    if let Some(Err(problem)) = subject.readable.get() {
+    if let Some(problem) = subject.unreadable.get() {
         return malformed(&format!(
             "object cannot be read for JSONPath conditions: {problem}"
         ));

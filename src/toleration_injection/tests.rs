@@ -601,9 +601,10 @@ fn aliasing_does_not_bypass_restrictions() {
 }
 
 /// An object nested deeper than serde_json's 128 levels passes the borrowed views (raw-value
-/// capture is iterative and uncounted) but cannot become the `Value` JSONPath conditions read.
-/// It used to be read as `null`, on which `exists: false` holds and injected tolerations; now a
-/// rule with conditions rejects it as malformed, and rules without conditions are unaffected.
+/// capture is iterative and uncounted). It used to be read as `null`, on which `exists: false`
+/// holds and injected tolerations; now a rule whose conditions read that deep rejects it as
+/// malformed. Conditions that do not read that part, and rules without conditions, are
+/// unaffected.
 #[test]
 fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
     let rule = |conditions: Value| {
@@ -619,8 +620,16 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
         );
         let cases = [
             (
-                rule(json!([{"path": "$.spec.nodeSelector", "exists": false}])),
+                rule(json!([{"path": "$..nodeSelector", "exists": false}])),
                 Some(400),
+            ),
+            (
+                rule(json!([{"path": "$.spec.futureField..*", "exists": false}])),
+                Some(400),
+            ),
+            (
+                rule(json!([{"path": "$.spec.nodeSelector", "exists": false}])),
+                None,
             ),
             (rule(json!([])), None),
         ];
