@@ -398,3 +398,49 @@ proptest! {
         }
     }
 }
+
+/// Strings made of JSONPath's tokens, most of them not valid paths.
+fn token_soup() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "$", "@", ".", "..", "*", "[", "]", "?", "(", ")", "!", "&&", "||", "==", "<", ">=",
+            ",", ":", "-", "0", "1", "-1", "'a'", "\"b\"", "'\\u", "d800'", "a", "length(",
+            "count(", "value(", "match(", "true", "null", " ", "\\", "1e999", "é",
+        ]),
+        0..24,
+    )
+    .prop_map(|t| t.concat())
+}
+
+/// JSON-ish text, most of it not JSON.
+fn text_soup() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "{", "}", "[", "]", "\"a\"", "\"b\"", ":", ",", "1", "-2.5e1", "\"\\u", "\"", "\\",
+            "null", "true", " ", "é", "[[[[", "]]]]",
+        ]),
+        0..40,
+    )
+    .prop_map(|t| t.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any path text parses or is refused, and a parsed one evaluates without panicking; any
+    /// text is read or refused without panicking, and text that parses into a `Value` is never
+    /// refused.
+    #[test]
+    fn hostile_paths_and_text_never_panic(path in token_soup(), text in text_soup(), doc in document()) {
+        if let Ok(p) = JsonPath::parse(&path) {
+            let _ = p.select(&text);
+            let _ = p.select(&doc.to_string());
+        }
+        for p in ["$..*", "$.a[*]", "$..[?@.a == 1 || length(@) > 0]", "$[-1:0:-1]"] {
+            let found = JsonPath::parse(p).unwrap().select(&text);
+            if serde_json::from_str::<Value>(&text).is_ok() {
+                prop_assert!(found.is_ok(), "{} on {}: {:?}", p, text, found);
+            }
+        }
+    }
+}

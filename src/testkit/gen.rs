@@ -381,10 +381,16 @@ fn toleration_injection_settings(u: &mut Unstructured<'_>) -> Result<Value> {
         if u.ratio(1, 3)? {
             // Paths away from the tolerations: a condition on what the policy adds would make
             // a rule stop matching its own output, which settings cannot be checked for.
-            let condition = match u.int_in_range(0..=3)? {
+            let condition = match u.int_in_range(0..=5)? {
                 0 => json!({"path": "$..priorityClassName", "in": ["system-node-critical"]}),
                 1 => json!({"path": "$.metadata.labels.app", "exists": false}),
                 2 => json!({"path": "$..x-unknown..deep", "equals": true}),
+                3 => {
+                    json!({"path": "$..[?@['x-unknown'] || length(@.name) > 2 && count(@.*) != 1].name", "matches": "*"})
+                }
+                4 => {
+                    json!({"path": "$.metadata['labels', 'annotations'][*]", "in": ["x", 1, null]})
+                }
                 _ => json!({"path": "$.metadata.name", "matches": "web*"}),
             };
             m.insert("jsonPath".into(), json!([condition]));
