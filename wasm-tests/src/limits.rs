@@ -229,7 +229,7 @@ pub fn cases() -> Vec<LimitCase> {
         Rejected,
     );
 
-    // Just inside serde_json's 128 levels: the whole object becomes a Value and `..` walks it.
+    // Just inside serde_json's 128 levels: `..` reads all of it.
     let mut deep = flannel.clone();
     deep["object"]["x-deep"] = json!("@DEEP@");
     add(
