@@ -5,13 +5,31 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::parse::{Comparable, Expr, Function, Literal, Op, Query, Selector};
-use super::scan::{children, decode, key_is, number, string, subtree, Child, Node, Result};
+use super::parse::{Comparable, Expr, Function, Literal, Op, Query, Segment, Selector};
+use super::scan::{
+    blank, children, decode, key_is, malformed, number, rest, slice, string, string_end, subtree,
+    too_deep, value_end, Child, Node, Result, MAX_DEPTH,
+};
 
 /// The nodes `q` selects, from `root` (`$`) or `current` (`@`).
 pub fn query<'a>(q: &Query, root: Node<'a>, current: Node<'a>) -> Result<'a, Vec<Node<'a>>> {
-    let mut nodes = vec![if q.absolute { root } else { current }];
-    for segment in &q.segments {
+    let start = if q.absolute { root } else { current };
+    // Leading `.name` segments are followed in one pass over the text they lead through.
+    let chain = q
+        .segments
+        .iter()
+        .take(MAX_CHAIN)
+        .take_while(|s| !s.descendant && matches!(s.selectors[..], [Selector::Name(_)]))
+        .count();
+    let mut nodes = if chain == 0 {
+        vec![start]
+    } else {
+        follow(start.text, 0, start.depth, &q.segments[..chain])?
+            .0
+            .into_iter()
+            .collect()
+    };
+    for segment in &q.segments[chain..] {
         let mut out = Vec::new();
         for node in &nodes {
             if segment.descendant {
@@ -42,6 +60,68 @@ pub fn query<'a>(q: &Query, root: Node<'a>, current: Node<'a>) -> Result<'a, Vec
         }
     }
     Ok(nodes)
+}
+
+/// The most leading `.name` segments [`follow`] takes at once: it recurses once per name.
+const MAX_CHAIN: usize = 16;
+
+/// Follows `names` (segments of one name selector each) from the value at `i` in `s`: the node
+/// they lead to, if any, and the end of that value. Each byte is read once: the member a name
+/// selects is scanned by following the next name into it, the others are skipped. The last
+/// member of a name wins, as in [`select`].
+fn follow<'a>(
+    s: &'a str,
+    i: usize,
+    depth: usize,
+    names: &[Segment],
+) -> Result<'a, (Option<Node<'a>>, usize)> {
+    let b = s.as_bytes();
+    let (Some(b'{'), [Segment { selectors, .. }, then @ ..]) = (b.get(i), names) else {
+        return Ok((None, value_end(s, i)?));
+    };
+    let [Selector::Name(name)] = &selectors[..] else {
+        return Ok((None, value_end(s, i)?));
+    };
+    if depth + 1 >= MAX_DEPTH {
+        return Err(too_deep(rest(s, i)));
+    }
+    let mut found = None;
+    let mut j = blank(b, i + 1);
+    if b.get(j) == Some(&b'}') {
+        return Ok((None, j + 1));
+    }
+    loop {
+        if b.get(j) != Some(&b'"') {
+            return Err(malformed(rest(s, j)));
+        }
+        let key_end = string_end(s, j)?;
+        let key = slice(s, j, key_end)?;
+        j = blank(b, key_end);
+        if b.get(j) != Some(&b':') {
+            return Err(malformed(rest(s, j)));
+        }
+        j = blank(b, j + 1);
+        let end = if !key_is(key, name)? {
+            value_end(s, j)?
+        } else if then.is_empty() {
+            let end = value_end(s, j)?;
+            found = Some(Node {
+                text: slice(s, j, end)?,
+                depth: depth + 1,
+            });
+            end
+        } else {
+            let (inner, end) = follow(s, j, depth + 1, then)?;
+            found = inner;
+            end
+        };
+        j = blank(b, end);
+        match b.get(j) {
+            Some(b',') => j = blank(b, j + 1),
+            Some(b'}') => return Ok((found, j + 1)),
+            _ => return Err(malformed(rest(s, j))),
+        }
+    }
 }
 
 fn is_container(node: Node<'_>) -> bool {
@@ -91,7 +171,7 @@ fn select<'a>(
             }
             Selector::Slice { start, end, step } => {
                 if !object {
-                    slice(*start, *end, *step, kids.len(), |k| out.push(kids[k].node));
+                    slice_indices(*start, *end, *step, kids.len(), |k| out.push(kids[k].node));
                 }
             }
             Selector::Filter(expr) => {
@@ -151,7 +231,7 @@ fn index(i: i64, len: usize) -> Option<usize> {
 }
 
 /// The elements a slice selects, in its order (RFC 9535 2.3.4.2.2).
-fn slice(
+fn slice_indices(
     start: Option<i64>,
     end: Option<i64>,
     step: Option<i64>,

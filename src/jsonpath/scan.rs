@@ -56,7 +56,7 @@ impl ReadError<'_> {
 
 pub type Result<'a, T> = std::result::Result<T, ReadError<'a>>;
 
-fn too_deep(at: &str) -> ReadError<'_> {
+pub(super) fn too_deep(at: &str) -> ReadError<'_> {
     ReadError::new(
         at,
         format!(
@@ -66,11 +66,11 @@ fn too_deep(at: &str) -> ReadError<'_> {
     )
 }
 
-fn malformed(at: &str) -> ReadError<'_> {
+pub(super) fn malformed(at: &str) -> ReadError<'_> {
     ReadError::new(at, "malformed JSON")
 }
 
-fn blank(b: &[u8], mut i: usize) -> usize {
+pub(super) fn blank(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
         i += 1;
     }
@@ -78,45 +78,61 @@ fn blank(b: &[u8], mut i: usize) -> usize {
 }
 
 /// The end of the string token that starts at `i`.
-fn string_end(s: &str, i: usize) -> Result<'_, usize> {
+pub(super) fn string_end(s: &str, i: usize) -> Result<'_, usize> {
     let b = s.as_bytes();
     let mut j = i + 1;
-    while j < b.len() {
-        match b[j] {
-            b'"' => return Ok(j + 1),
-            b'\\' => j += 2,
-            _ => j += 1,
+    loop {
+        // Tight loops over the bytes that mean nothing here are most of the scanning.
+        while j < b.len() && !matches!(b[j], b'"' | b'\\') {
+            j += 1;
+        }
+        match b.get(j) {
+            Some(b'"') => return Ok(j + 1),
+            Some(_) => j += 2,
+            None => return Err(malformed(rest(s, i))),
         }
     }
-    Err(malformed(rest(s, i)))
 }
 
+/// Bytes that matter when skipping an array or object: 1 a quote, 2 an opening, 3 a closing.
+const STRUCTURAL: [u8; 256] = {
+    let mut table = [0; 256];
+    table[b'"' as usize] = 1;
+    table[b'{' as usize] = 2;
+    table[b'[' as usize] = 2;
+    table[b'}' as usize] = 3;
+    table[b']' as usize] = 3;
+    table
+};
+
 /// The end of the value that starts at `i`, nested values skipped without being counted.
-fn value_end(s: &str, i: usize) -> Result<'_, usize> {
+pub(super) fn value_end(s: &str, i: usize) -> Result<'_, usize> {
     let b = s.as_bytes();
     match b.get(i) {
         Some(b'"') => string_end(s, i),
         Some(b'{' | b'[') => {
             let mut open = 0usize;
             let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(s, j)?;
-                        continue;
+            loop {
+                while j < b.len() && STRUCTURAL[b[j] as usize] == 0 {
+                    j += 1;
+                }
+                match b.get(j).map(|c| STRUCTURAL[*c as usize]) {
+                    Some(1) => j = string_end(s, j)?,
+                    Some(2) => {
+                        open += 1;
+                        j += 1;
                     }
-                    b'{' | b'[' => open += 1,
-                    b'}' | b']' => {
+                    Some(_) => {
                         open -= 1;
+                        j += 1;
                         if open == 0 {
-                            return Ok(j + 1);
+                            return Ok(j);
                         }
                     }
-                    _ => {}
+                    None => return Err(malformed(rest(s, i))),
                 }
-                j += 1;
             }
-            Err(malformed(rest(s, i)))
         }
         Some(_) => {
             let mut j = i;
@@ -138,11 +154,11 @@ fn value_end(s: &str, i: usize) -> Result<'_, usize> {
     }
 }
 
-fn rest(s: &str, i: usize) -> &str {
+pub(super) fn rest(s: &str, i: usize) -> &str {
     s.get(i..).unwrap_or_default()
 }
 
-fn slice(s: &str, from: usize, to: usize) -> Result<'_, &str> {
+pub(super) fn slice(s: &str, from: usize, to: usize) -> Result<'_, &str> {
     s.get(from..to).ok_or_else(|| malformed(s))
 }
 

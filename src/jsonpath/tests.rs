@@ -157,7 +157,11 @@ fn nodelist_order() {
 #[test]
 fn documents_only_we_read() {
     let nested = |n: usize| format!("{{\"a\":{}1{}}}", "[".repeat(n), "]".repeat(n));
+    let long_path = format!("${}", ".a".repeat(20));
+    let long_doc = format!("{}1{}", r#"{"a":"#.repeat(20), "}".repeat(20));
     let cases: Vec<(&str, String, Result<&str, &str>)> = vec![
+        // Longer than one pass of leading names takes.
+        (&long_path, long_doc, Ok("[1]")),
         // The last member of a name is the one there is, as in a `Value`.
         ("$.a", r#"{"a": 1, "a": 2}"#.into(), Ok("[2]")),
         ("$.*", r#"{"a": 1, "b": 0, "a": 2}"#.into(), Ok("[0, 2]")),
@@ -227,7 +231,15 @@ fn documents_only_we_read() {
         ("$.a", r#"{"a" 1}"#.into(), Err("malformed")),
         ("$..a", r#"{"a": [1, }"#.into(), Err("malformed")),
         ("$.a", r#"{"a": "unterminated"#.into(), Err("malformed")),
-        ("$.a", "".into(), Ok("[]")),
+        ("$.a", "".into(), Err("malformed")),
+        ("$[0]", "".into(), Ok("[]")),
+        ("$.a.b", r#"{"a": [1], "a": {"b": 2}}"#.into(), Ok("[2]")),
+        ("$.a.b", r#"{"a": {"b": 2}, "a": [1]}"#.into(), Ok("[]")),
+        (
+            "$.a.b",
+            r#"{"a": {"b": 2}, "a": [1}"#.into(),
+            Err("malformed"),
+        ),
     ];
     for (path, text, want) in cases {
         let got = ours(path, &text);
