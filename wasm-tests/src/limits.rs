@@ -209,6 +209,24 @@ pub fn cases() -> Vec<LimitCase> {
         Accepted,
     );
 
+    // `..` lists the whole object once: linear in its size.
+    let mut wide = flannel.clone();
+    let per =
+        r#"{"key":"example.com/k","operator":"Equal","value":"v-000000","effect":"NoSchedule"},"#
+            .len();
+    let tolerations: Vec<Value> = (0..MAX_OBJECT / per)
+        .map(|i| json!({"key": "example.com/k", "operator": "Equal", "value": format!("v-{i:06}"), "effect": "NoSchedule"}))
+        .collect();
+    wide["object"]["spec"]["template"]["spec"]["tolerations"] = json!(tolerations);
+    add(
+        "1.5 MiB of tolerations under a `..` JSONPath query",
+        ti,
+        wide.to_string(),
+        critical,
+        Mutated,
+        Accepted,
+    );
+
     let mut deep = flannel.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");
     let deep_flannel = deepen(&deep.to_string(), DEEP);
