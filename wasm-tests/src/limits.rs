@@ -227,6 +227,26 @@ pub fn cases() -> Vec<LimitCase> {
         Accepted,
     );
 
+    // Filters nested as deep as settings may nest them (16), over every node: evaluation
+    // recurses once per level, within the gatekeeper build's 64 KiB stack.
+    let nested_filters = format!(
+        "$..[?{}@.name{} || {}@.x{}]",
+        "@[?".repeat(7),
+        "]".repeat(7),
+        "(".repeat(7),
+        ")".repeat(7)
+    );
+    let nested = json!({"rules": [{"name": "nested", "match": {"jsonPath": [{"path": nested_filters}]},
+        "tolerations": [{"key": "example.com/k", "operator": "Exists"}]}]});
+    add(
+        "JSONPath filters nested to the limit over every node",
+        ti,
+        flannel.to_string(),
+        &nested.to_string(),
+        Mutated,
+        Accepted,
+    );
+
     let mut deep = flannel.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");
     let deep_flannel = deepen(&deep.to_string(), DEEP);
