@@ -1,5 +1,9 @@
 //! The contract between a policy's logic and the ABI adapters that run it.
 
+use std::any::Any;
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::admission::AdmissionRequest;
 use crate::settings::{parse_settings_json, SettingsError};
 use crate::verdict::Verdict;
@@ -18,8 +22,9 @@ pub enum Half {
 pub trait Policy {
     /// The policy's name, as used in messages and artifact names.
     const NAME: &'static str;
-    /// Validated settings, built once per request (engines give no place to keep them).
-    type Settings;
+    /// Validated settings, built from the settings text of a request; [`Policy::validate`] keeps
+    /// the last ones built (see [`cached_settings`]).
+    type Settings: 'static;
 
     /// Reads and validates settings from a JSON value (`{}` means every default).
     fn settings(value: &serde_json::Value) -> Result<Self::Settings, SettingsError>;
@@ -47,7 +52,7 @@ pub trait Policy {
     }
 
     fn validate_half(request: &str, settings: &str, half: Half) -> Verdict {
-        let settings = match parse_settings_json(settings).and_then(|v| Self::settings(&v)) {
+        let settings = match cached_settings::<Self>(settings) {
             Ok(settings) => settings,
             Err(e) => return Verdict::reject(400, format!("{}: invalid {e}", Self::NAME)),
         };
@@ -59,4 +64,38 @@ pub trait Policy {
             Err(e) => Verdict::reject(400, format!("{}: {e}", Self::NAME)),
         }
     }
+}
+
+/// The settings last built in this instance, with the exact text they were built from.
+struct CachedSettings {
+    policy: &'static str,
+    text: String,
+    settings: Rc<dyn Any>,
+}
+
+thread_local! {
+    static LAST_SETTINGS: RefCell<Option<CachedSettings>> = const { RefCell::new(None) };
+}
+
+/// `P`'s settings built from `text`, reusing those of the previous call when `text` is byte for
+/// byte the same. Engines send the settings with every request, and an instance that serves many
+/// (a warm Kubewarden instance, the JavaScript package) would otherwise rebuild them each time;
+/// building is a pure function of the text, so reuse changes no answer. Errors are not kept.
+/// WebAssembly instances are single-threaded; elsewhere each thread keeps its own.
+pub fn cached_settings<P: Policy + ?Sized>(text: &str) -> Result<Rc<P::Settings>, SettingsError> {
+    let hit = LAST_SETTINGS.with_borrow(|last| {
+        last.as_ref()
+            .filter(|c| c.policy == P::NAME && c.text == text)
+            .and_then(|c| Rc::clone(&c.settings).downcast::<P::Settings>().ok())
+    });
+    if let Some(settings) = hit {
+        return Ok(settings);
+    }
+    let settings = Rc::new(P::settings(&parse_settings_json(text)?)?);
+    LAST_SETTINGS.set(Some(CachedSettings {
+        policy: P::NAME,
+        text: text.to_owned(),
+        settings: Rc::clone(&settings) as Rc<dyn Any>,
+    }));
+    Ok(settings)
 }
