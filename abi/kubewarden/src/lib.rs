@@ -48,6 +48,12 @@ struct ValidationRequest<'a> {
 /// Every outcome, malformed payloads included, is a `ValidationResponse`: a rejection here is an
 /// answer the API server can show, where a guest error would only say "internal server error".
 fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
+    Ok(validate_payload::<P>(payload))
+}
+
+/// The answer to one `validate` payload (public for the profiling example).
+#[doc(hidden)]
+pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let verdict = match serde_json::from_slice::<ValidationRequest>(payload) {
         Ok(envelope) => P::validate(
             envelope.request.get(),
@@ -58,7 +64,7 @@ fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
             format!("{}: malformed validation payload: {e}", P::NAME),
         ),
     };
-    Ok(validation_response(&verdict).into_bytes())
+    validation_response(&verdict).into_bytes()
 }
 
 fn validate_settings<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {

@@ -1,0 +1,32 @@
+//! `cargo run --release -p taintguard-kubewarden --example profile -- POLICY PAYLOAD [ROUNDS]`:
+//! runs the adapter's `validate` natively on one `validate` payload (`bench --dump` writes them),
+//! for profiling under `valgrind --tool=callgrind`. POLICY is `taint-preservation`,
+//! `toleration-injection`, or `baseline` (what benchmarks/baseline-policy does).
+
+use taintguard::taint_preservation::TaintPreservation;
+use taintguard::toleration_injection::TolerationInjection;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [policy, path, rest @ ..] = &args[..] else {
+        eprintln!("usage: profile POLICY PAYLOAD [ROUNDS]");
+        std::process::exit(2);
+    };
+    let rounds: usize = rest.first().map_or(1, |r| r.parse().expect("ROUNDS"));
+    let payload = std::fs::read(path).expect("payload");
+    let validate: fn(&[u8]) -> Vec<u8> = match policy.as_str() {
+        "taint-preservation" => taintguard_kubewarden::validate_payload::<TaintPreservation>,
+        "toleration-injection" => taintguard_kubewarden::validate_payload::<TolerationInjection>,
+        "baseline" => |payload| {
+            let value: serde_json::Value = serde_json::from_slice(payload).expect("JSON");
+            let accepted = value.get("request").is_some();
+            format!("{{\"accepted\":{accepted}}}").into_bytes()
+        },
+        other => panic!("unknown policy {other}"),
+    };
+    let mut answer = Vec::new();
+    for _ in 0..rounds {
+        answer = validate(std::hint::black_box(&payload));
+    }
+    println!("{}", String::from_utf8_lossy(&answer));
+}
