@@ -6,6 +6,7 @@
 //! original text. Nothing is re-serialised, so key order, formatting and fields that no Kubernetes
 //! version we know of has all survive a mutation.
 
+pub mod scan;
 mod splice;
 mod text;
 

@@ -9,6 +9,10 @@ use serde_json::value::RawValue;
 pub struct JsonStr<'a>(pub Cow<'a, str>);
 
 impl<'a> JsonStr<'a> {
+    pub fn borrowed(s: &'a str) -> Self {
+        JsonStr(Cow::Borrowed(s))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

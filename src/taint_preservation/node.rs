@@ -4,8 +4,9 @@
 use serde::Deserialize;
 
 use crate::admission::describe_error;
+use crate::json::scan::{once, Scan, Scanner};
 use crate::json::{members, JsonStr, Raw, Splice};
-use crate::taint::{parse_taints, Taint};
+use crate::taint::{parse_taints, scan_taint, Taint};
 
 #[derive(Deserialize)]
 struct NodeDoc<'a> {
@@ -31,15 +32,21 @@ struct SpecDoc<'a> {
     unschedulable: Raw<'a>,
 }
 
+/// Members are kept as their text, `null` included (`None`: absent), like [`Raw`].
 pub struct NodeView<'a> {
     pub text: &'a str,
     pub name: Option<JsonStr<'a>>,
-    metadata: Raw<'a>,
-    annotations: Raw<'a>,
-    spec: Raw<'a>,
-    taints_raw: Raw<'a>,
-    unschedulable: Raw<'a>,
+    metadata: Option<&'a str>,
+    annotations: Option<&'a str>,
+    spec: Option<&'a str>,
+    taints_raw: Option<&'a str>,
+    unschedulable: Option<&'a str>,
     pub taints: Vec<Taint<'a>>,
+}
+
+/// A member's text unless it is absent or `null`.
+fn non_null(text: Option<&str>) -> Option<&str> {
+    text.filter(|t| *t != "null")
 }
 
 /// The changes a policy wants made to a Node.
@@ -59,8 +66,61 @@ impl NodeEdits {
 }
 
 impl<'a> NodeView<'a> {
-    /// Views a Node; `which` (`object`, `oldObject`) prefixes error messages.
+    /// Views a Node; `which` (`object`, `oldObject`) prefixes error messages. `text` is a
+    /// value serde_json accepted (the request's `object` or `oldObject`).
     pub fn parse(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
+        match Self::scan(text) {
+            Ok(view) => Ok(view),
+            Err(_) => Self::parse_serde(text, which),
+        }
+    }
+
+    /// The view in one pass over the text, where that reads exactly what
+    /// [`NodeView::parse_serde`] reads; otherwise it gives up and `parse_serde` decides.
+    fn scan(text: &'a str) -> Scan<NodeView<'a>> {
+        let (mut name, mut metadata, mut annotations) = (None, None, None);
+        let (mut spec, mut taints_raw, mut unschedulable) = (None, None, None);
+        let mut taints = Vec::new();
+        let mut s = Scanner::new(text);
+        s.object(|s, key| match key {
+            "metadata" => {
+                let text = s.object_or_null(|s, key| match key {
+                    "name" => once(&mut name, s.plain_string_or_null()?),
+                    "annotations" => once(&mut annotations, s.skip_value()?),
+                    _ => s.skip_value().map(drop),
+                })?;
+                once(&mut metadata, text)
+            }
+            "spec" => {
+                let text = s.object_or_null(|s, key| match key {
+                    "taints" => {
+                        let text = s.array_or_null(|s| {
+                            taints.push(scan_taint(s)?);
+                            Ok(())
+                        })?;
+                        once(&mut taints_raw, text)
+                    }
+                    "unschedulable" => once(&mut unschedulable, s.skip_value()?),
+                    _ => s.skip_value().map(drop),
+                })?;
+                once(&mut spec, text)
+            }
+            _ => s.skip_value().map(drop),
+        })?;
+        s.end()?;
+        Ok(NodeView {
+            text,
+            name: name.flatten().map(JsonStr::borrowed),
+            metadata,
+            annotations,
+            spec,
+            taints_raw,
+            unschedulable,
+            taints,
+        })
+    }
+
+    fn parse_serde(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
         let err = |field: &str, e: serde_json::Error| {
             format!("{which}{field}: {}", describe_error(text, &e))
         };
@@ -77,23 +137,23 @@ impl<'a> NodeView<'a> {
         Ok(NodeView {
             text,
             name: meta.name,
-            metadata: doc.metadata,
-            annotations: meta.annotations,
-            spec: doc.spec,
-            taints_raw: spec.taints,
-            unschedulable: spec.unschedulable,
+            metadata: doc.metadata.text(),
+            annotations: meta.annotations.text(),
+            spec: doc.spec.text(),
+            taints_raw: spec.taints.text(),
+            unschedulable: spec.unschedulable.text(),
             taints,
         })
     }
 
     /// `spec.unschedulable: true`, the cordon.
     pub fn cordoned(&self) -> bool {
-        self.unschedulable.value() == Some("true")
+        non_null(self.unschedulable) == Some("true")
     }
 
     /// The string value of annotation `key`, with its raw text.
     pub fn annotation(&self, key: &str) -> Result<Option<(String, &'a str)>, String> {
-        let Some(annotations) = self.annotations.value() else {
+        let Some(annotations) = non_null(self.annotations) else {
             return Ok(None);
         };
         let all = members(annotations).map_err(|e| format!("metadata.annotations: {e}"))?;
@@ -112,7 +172,7 @@ impl<'a> NodeView<'a> {
         let mut splice = Splice::new(self.text);
         let mut root_members: Vec<(&str, String)> = Vec::new();
 
-        let mut spec_members: Vec<(&str, String, Raw<'a>)> = Vec::new();
+        let mut spec_members: Vec<(&str, String, Option<&'a str>)> = Vec::new();
         if let Some(taints) = &edits.taints {
             spec_members.push(("taints", taints.clone(), self.taints_raw));
         }
@@ -124,11 +184,11 @@ impl<'a> NodeView<'a> {
             ));
         }
         if !spec_members.is_empty() {
-            match self.spec.value() {
+            match non_null(self.spec) {
                 Some(spec) => {
                     let mut inserts = Vec::new();
                     for (key, value, place) in spec_members {
-                        match place.text() {
+                        match place {
                             Some(existing) => splice.replace(existing, value),
                             None => inserts.push((key, value)),
                         }
@@ -139,7 +199,7 @@ impl<'a> NodeView<'a> {
                 }
                 None => {
                     let object = object_text(spec_members.iter().map(|(k, v, _)| (*k, v.as_str())));
-                    match self.spec.text() {
+                    match self.spec {
                         Some(null) => splice.replace(null, object),
                         None => root_members.push(("spec", object)),
                     }
@@ -152,7 +212,7 @@ impl<'a> NodeView<'a> {
             match (value, existing) {
                 (Some(v), Some((_, place))) => splice.replace(place, json_string(v)),
                 (None, Some((_, place))) => {
-                    let annotations = self.annotations.value().expect("an annotation was found");
+                    let annotations = non_null(self.annotations).expect("an annotation was found");
                     splice
                         .remove_member(annotations, place)
                         .map_err(|e| e.to_string())?;
@@ -161,9 +221,9 @@ impl<'a> NodeView<'a> {
                 (Some(v), None) => {
                     let pair = [(key.as_str(), json_string(v))];
                     match (
-                        self.annotations.value(),
-                        self.annotations.text(),
-                        self.metadata.value(),
+                        non_null(self.annotations),
+                        self.annotations,
+                        non_null(self.metadata),
                     ) {
                         (Some(annotations), _, _) => splice.insert_members(annotations, &pair),
                         (None, Some(null), _) => splice.replace(
@@ -181,7 +241,7 @@ impl<'a> NodeView<'a> {
                             let annotations =
                                 object_text(pair.iter().map(|(k, v)| (*k, v.as_str())));
                             let metadata = object_text([("annotations", annotations.as_str())]);
-                            match self.metadata.text() {
+                            match self.metadata {
                                 Some(null) => splice.replace(null, metadata),
                                 None => root_members.push(("metadata", metadata)),
                             }
@@ -215,4 +275,122 @@ fn object_text<'k>(members: impl IntoIterator<Item = (&'k str, &'k str)>) -> Str
     }
     out.push('}');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::AdmissionRequest;
+    use crate::testkit::gen;
+
+    /// Everything a view holds, to compare the two readers.
+    fn summary(view: &NodeView<'_>) -> String {
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            view.text,
+            view.name,
+            view.metadata,
+            view.annotations,
+            view.spec,
+            view.taints_raw,
+            view.unschedulable,
+            view.taints
+        )
+    }
+
+    /// Where the one-pass reader answers, it answers what the serde reader answers.
+    fn same_as_serde(text: &str) -> bool {
+        match NodeView::scan(text) {
+            Ok(fast) => {
+                let slow = NodeView::parse_serde(text, "object")
+                    .unwrap_or_else(|e| panic!("scan read what serde refuses ({e}): {text}"));
+                assert_eq!(summary(&fast), summary(&slow), "{text}");
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn scan_reads_what_serde_reads() {
+        let base = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"b"},"annotations":{"x":"{\"y\":1}"}},"spec":{"podCIDR":"10.0.0.0/24","taints":[{"key":"k","value":"v","effect":"NoSchedule","timeAdded":null},{"effect":"NoExecute","key":"k2"}],"unschedulable":true},"status":{"images":[{"names":["a\\b"]}]}}"#;
+        assert!(same_as_serde(base), "the common shape takes the fast path");
+        let variants: &[(&str, &str)] = &[
+            (r#""name":"n1""#, r#""name":null"#),
+            (r#""name":"n1""#, r#""name":"n\u0031""#),
+            (r#""name":"n1""#, r#""name":7"#),
+            (r#""name":"n1""#, r#""name":"n1","name":"n2""#),
+            (r#""value":"v""#, r#""value":null"#),
+            (r#""key":"k","#, r#""key":null,"#),
+            (r#""key":"k","#, ""),
+            (r#""key":"k","#, r#""key":"k","key":"j","#),
+            (r#""effect":"NoSchedule""#, r#""effect":"No\u0053chedule""#),
+            (r#""taints":["#, r#""taints":[[1],"#),
+            (r#""taints":["#, r#""t\u0061ints":["#),
+            (r#""unschedulable":true"#, r#""unschedulable":null"#),
+            (r#""unschedulable":true"#, r#""unschedulable":"yes""#),
+            (
+                r#""unschedulable":true"#,
+                r#""unschedulable":true,"unschedulable":false"#,
+            ),
+            (r#""podCIDR""#, r#""\ud800""#),
+            (r#""apiVersion""#, r#""\ud800""#),
+            (r#""images""#, r#""\ud800""#),
+            (r#""metadata":{"#, r#""metadata":null,"m":{"#),
+            (r#""spec":{"#, r#""spec":null,"s":{"#),
+            (r#""spec":{"#, r#""spec":[],"s":{"#),
+            (r#""kind":"Node","#, r#""kind":"Node","metadata":{},"#),
+            (
+                r#""annotations":{"x":"{\"y\":1}"}"#,
+                r#""annotations":null"#,
+            ),
+            (r#""annotations":{"x":"{\"y\":1}"}"#, r#""annotations":[1]"#),
+            (
+                r#""taints":[{"key":"k","value":"v","effect":"NoSchedule","timeAdded":null},{"effect":"NoExecute","key":"k2"}]"#,
+                r#""taints":null"#,
+            ),
+            (
+                r#""taints":[{"key":"k","value":"v","effect":"NoSchedule","timeAdded":null},{"effect":"NoExecute","key":"k2"}]"#,
+                r#""taints" : [ ] "#,
+            ),
+            (",", " ,\n "),
+            (":", " : "),
+        ];
+        for (from, to) in variants {
+            assert!(base.contains(from), "{from}");
+            for text in [base.replacen(from, to, 1), base.replace(from, to)] {
+                same_as_serde(&text);
+                same_as_serde(&format!(" \n{text}\t"));
+            }
+        }
+    }
+
+    #[test]
+    fn scan_reads_generated_nodes_as_serde_does() {
+        let mut fast = 0;
+        for seed in 0..400u32 {
+            let bytes: Vec<u8> = (0..1024u32)
+                .map(|i| {
+                    (i.wrapping_mul(2_654_435_761)
+                        .wrapping_add(seed.wrapping_mul(40_503))
+                        >> 13) as u8
+                })
+                .collect();
+            let Ok((request, _)) =
+                gen::taint_preservation(&mut arbitrary::Unstructured::new(&bytes))
+            else {
+                continue;
+            };
+            let Ok(request) = AdmissionRequest::parse(&request) else {
+                continue;
+            };
+            for text in [request.object.value(), request.old_object.value()]
+                .into_iter()
+                .flatten()
+            {
+                fast += usize::from(same_as_serde(text));
+            }
+        }
+        assert!(fast > 0, "no generated node took the fast path");
+    }
 }

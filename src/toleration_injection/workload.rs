@@ -1,9 +1,10 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
 use crate::admission::{describe_error, AdmissionRequest};
+use crate::json::scan::{once, Scan, Scanner};
 use crate::json::{field, JsonStr, Raw, Splice};
 use crate::label_selector::{parse_labels, Labels};
-use crate::toleration::{parse_tolerations, Toleration};
+use crate::toleration::{parse_tolerations, scan_toleration, Toleration};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -83,7 +84,8 @@ pub struct Workload<'a> {
     pub labels: Labels<'a>,
     /// The pod spec object's text, when the object has one.
     pod_spec: Option<&'a str>,
-    tolerations_raw: Raw<'a>,
+    /// The text of the pod spec's `tolerations` member, `null` included (`None`: absent).
+    tolerations_raw: Option<&'a str>,
     pub tolerations: Vec<Toleration<'a>>,
 }
 
@@ -100,8 +102,119 @@ struct Meta<'a> {
     labels: Raw<'a>,
 }
 
+/// What [`Workload::scan`] collects on its way down to the pod spec.
+#[derive(Default)]
+struct PodSpecScan<'a> {
+    /// `Some(None)`: the path ends in `null` before the pod spec.
+    pod_spec: Option<Option<&'a str>>,
+    tolerations_raw: Option<&'a str>,
+    tolerations: Vec<Toleration<'a>>,
+}
+
+/// Reads the member `path[0]` of the object at `s`, then the rest of the path inside it; at the
+/// end of the path, the pod spec's tolerations. Every other member is skipped.
+fn scan_path<'a>(
+    s: &mut Scanner<'a>,
+    path: &[&str],
+    out: &mut PodSpecScan<'a>,
+    other: &mut dyn FnMut(&mut Scanner<'a>, &'a str) -> Scan<()>,
+) -> Scan<&'a str> {
+    let Some((step, rest)) = path.split_first() else {
+        return s.object(|s, key| match key {
+            "tolerations" => {
+                let mut tolerations = Vec::new();
+                let text = s.array_or_null(|s| {
+                    tolerations.push(scan_toleration(s)?);
+                    Ok(())
+                })?;
+                out.tolerations = tolerations;
+                once(&mut out.tolerations_raw, text)
+            }
+            _ => s.skip_value().map(drop),
+        });
+    };
+    let mut seen = false;
+    s.object(|s, key| {
+        if key != *step {
+            return other(s, key);
+        }
+        if std::mem::replace(&mut seen, true) {
+            return Err(crate::json::scan::Bail);
+        }
+        if s.peek() == Some(b'n') {
+            s.null()?;
+            out.pod_spec = Some(None);
+            return Ok(());
+        }
+        let text = scan_path(s, rest, out, &mut |s, _| s.skip_value().map(drop))?;
+        if rest.is_empty() {
+            out.pod_spec = Some(Some(text));
+        }
+        Ok(())
+    })
+}
+
 impl<'a> Workload<'a> {
+    /// Views the object; `text` is a value serde_json accepted (the request's `object`).
     pub fn parse(text: &'a str, kind: Kind) -> Result<Workload<'a>, String> {
+        match Self::scan(text, kind) {
+            Ok(workload) => Ok(workload),
+            Err(_) => Self::parse_serde(text, kind),
+        }
+    }
+
+    /// The view in one pass over the text, where that reads exactly what
+    /// [`Workload::parse_serde`] reads; otherwise it gives up and `parse_serde` decides.
+    fn scan(text: &'a str, kind: Kind) -> Scan<Workload<'a>> {
+        let (mut name, mut generate_name, mut namespace) = (None, None, None);
+        let mut labels: Option<Labels<'a>> = None;
+        let mut metadata_seen = false;
+        let mut out = PodSpecScan::default();
+        let mut s = Scanner::new(text);
+        scan_path(&mut s, kind.pod_spec_path(), &mut out, &mut |s, key| {
+            if key != "metadata" {
+                return s.skip_value().map(drop);
+            }
+            if std::mem::replace(&mut metadata_seen, true) {
+                return Err(crate::json::scan::Bail);
+            }
+            s.object_or_null(|s, key| match key {
+                "name" => once(&mut name, s.plain_string_or_null()?),
+                "generateName" => once(&mut generate_name, s.plain_string_or_null()?),
+                "namespace" => once(&mut namespace, s.plain_string_or_null()?),
+                "labels" => {
+                    let mut read = Vec::new();
+                    s.object_or_null(|s, key| {
+                        read.push((JsonStr::borrowed(key), JsonStr::borrowed(s.plain_string()?)));
+                        Ok(())
+                    })?;
+                    once(&mut labels, read)
+                }
+                _ => s.skip_value().map(drop),
+            })
+            .map(drop)
+        })?;
+        s.end()?;
+        let string = |s: Option<Option<&'a str>>| s.flatten().map(JsonStr::borrowed);
+        let pod_spec = out.pod_spec.flatten();
+        Ok(Workload {
+            text,
+            kind,
+            name: string(name),
+            generate_name: string(generate_name),
+            namespace: string(namespace),
+            labels: labels.unwrap_or_default(),
+            pod_spec,
+            tolerations_raw: if pod_spec.is_some() {
+                out.tolerations_raw
+            } else {
+                None
+            },
+            tolerations: out.tolerations,
+        })
+    }
+
+    fn parse_serde(text: &'a str, kind: Kind) -> Result<Workload<'a>, String> {
         let err =
             |at: &str, e: serde_json::Error| format!("object{at}: {}", describe_error(text, &e));
         let meta: Meta = match field(text, "metadata").map_err(|e| err("", e))?.value() {
@@ -119,10 +232,10 @@ impl<'a> Workload<'a> {
         }
         let pod_spec = current;
         let tolerations_raw = match pod_spec {
-            Some(spec) => field(spec, "tolerations").map_err(|e| err(&at, e))?,
-            None => Raw(None),
+            Some(spec) => field(spec, "tolerations").map_err(|e| err(&at, e))?.text(),
+            None => None,
         };
-        let tolerations = parse_tolerations(tolerations_raw.value())
+        let tolerations = parse_tolerations(tolerations_raw.filter(|t| *t != "null"))
             .map_err(|e| err(&format!("{at}.tolerations"), e))?;
         Ok(Workload {
             text,
@@ -142,7 +255,8 @@ impl<'a> Workload<'a> {
     pub fn with_tolerations(&self, additions: &[String]) -> Option<String> {
         let spec = self.pod_spec?;
         let mut splice = Splice::new(self.text);
-        match (self.tolerations_raw.value(), self.tolerations_raw.text()) {
+        let list = self.tolerations_raw.filter(|t| *t != "null");
+        match (list, self.tolerations_raw) {
             (Some(list), _) => splice.append_items(list, additions),
             (None, Some(null)) => splice.replace(null, format!("[{}]", additions.join(","))),
             (None, None) => splice.insert_members(
@@ -151,5 +265,152 @@ impl<'a> Workload<'a> {
             ),
         }
         Some(splice.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::gen;
+
+    /// Everything a view holds, to compare the two readers.
+    fn summary(w: &Workload<'_>) -> String {
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            w.text,
+            w.kind,
+            w.name,
+            w.generate_name,
+            w.namespace,
+            w.labels,
+            w.pod_spec,
+            w.tolerations_raw,
+            w.tolerations
+        )
+    }
+
+    /// Where the one-pass reader answers, it answers what the serde reader answers.
+    fn same_as_serde(text: &str, kind: Kind) -> bool {
+        match Workload::scan(text, kind) {
+            Ok(fast) => {
+                let slow = Workload::parse_serde(text, kind)
+                    .unwrap_or_else(|e| panic!("scan read what serde refuses ({e}): {text}"));
+                assert_eq!(summary(&fast), summary(&slow), "{text}");
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn scan_reads_what_serde_reads() {
+        let pod_spec = r#"{"containers":[{"name":"a","args":["x\"y"]}],"tolerations":[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":30},{"operator":"Equal","value":"v"}]}"#;
+        let bases = [
+            (
+                Kind::Pod,
+                format!(
+                    r#"{{"metadata":{{"name":"p","namespace":"n","labels":{{"a":"b","c":"d"}},"generateName":"g-"}},"spec":{pod_spec}}}"#
+                ),
+            ),
+            (
+                Kind::Deployment,
+                format!(
+                    r#"{{"metadata":{{"name":"d"}},"spec":{{"replicas":1,"template":{{"metadata":{{}},"spec":{pod_spec}}}}}}}"#
+                ),
+            ),
+            (
+                Kind::CronJob,
+                format!(
+                    r#"{{"spec":{{"jobTemplate":{{"spec":{{"template":{{"spec":{pod_spec}}}}}}}}},"metadata":null}}"#
+                ),
+            ),
+        ];
+        let variants: &[(&str, &str)] = &[
+            (r#""name":"#, r#""name":null,"x":"#),
+            (r#""name":"#, r#""n\u0061me":"#),
+            (r#""metadata":{"#, r#""metadata":{"name":"dup","#),
+            (r#""metadata":"#, r#""metadata":{},"metadata":"#),
+            (r#""metadata":"#, r#""metadata":5,"m":"#),
+            (r#""labels":{"a":"b""#, r#""labels":{"a":null"#),
+            (r#""labels":{"a":"b""#, r#""labels":{"a":"b","a":"b2""#),
+            (r#""labels":{"a":"b""#, r#""labels":{"\u0061":"b""#),
+            (r#""spec":{"#, r#""spec":null,"s":{"#),
+            (r#""spec":{"#, r#""spec":[],"s":{"#),
+            (r#""spec":{"#, r#""spec":{},"spec":{"#),
+            (r#""template":{"#, r#""template":null,"t":{"#),
+            (r#""template":{"#, r#""template":"x","t":{"#),
+            (r#""tolerations":["#, r#""tolerations":null,"t":["#),
+            (r#""tolerations":["#, r#""tolerations":{},"t":["#),
+            (r#""tolerations":["#, r#""tolerations":[],"tolerations":["#),
+            (r#""tolerations":["#, r#""tolerations":[[],"#),
+            (r#""tolerations":["#, r#""tolerations":[null,"#),
+            (r#""tolerationSeconds":30"#, r#""tolerationSeconds":-30"#),
+            (r#""tolerationSeconds":30"#, r#""tolerationSeconds":-0"#),
+            (r#""tolerationSeconds":30"#, r#""tolerationSeconds":3.0"#),
+            (r#""tolerationSeconds":30"#, r#""tolerationSeconds":3e1"#),
+            (r#""tolerationSeconds":30"#, r#""tolerationSeconds":null"#),
+            (r#""tolerationSeconds":30"#, r#""tolerationSeconds":"30""#),
+            (
+                r#""tolerationSeconds":30"#,
+                r#""tolerationSeconds":18446744073709551615"#,
+            ),
+            (
+                r#""tolerationSeconds":30"#,
+                r#""tolerationSeconds":30,"tolerationSeconds":1"#,
+            ),
+            (r#""operator":"Exists""#, r#""operator":"Exi\u0073ts""#),
+            (r#""operator":"Exists""#, r#""operator":null"#),
+            (r#""operator":"Exists""#, r#""operator":"""#),
+            (r#""operator":"Exists""#, r#""operator":"Gt""#),
+            (r#""key":"k""#, r#""key":null"#),
+            (r#""key":"k""#, r#""key":1"#),
+            (r#""containers""#, r#""\ud800""#),
+            (",", " ,\n "),
+            (":", " : "),
+        ];
+        for (kind, base) in &bases {
+            assert!(
+                same_as_serde(base, *kind),
+                "the common shape takes the fast path"
+            );
+            for other in KINDS {
+                same_as_serde(base, other);
+            }
+            for (from, to) in variants {
+                for text in [base.replacen(from, to, 1), base.replace(from, to)] {
+                    same_as_serde(&text, *kind);
+                    same_as_serde(&format!(" \n{text}\t"), *kind);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scan_reads_generated_workloads_as_serde_does() {
+        let mut fast = 0;
+        for seed in 0..400u32 {
+            let bytes: Vec<u8> = (0..1024u32)
+                .map(|i| {
+                    (i.wrapping_mul(2_654_435_761)
+                        .wrapping_add(seed.wrapping_mul(40_503))
+                        >> 13) as u8
+                })
+                .collect();
+            let Ok((request, _)) =
+                gen::toleration_injection(&mut arbitrary::Unstructured::new(&bytes))
+            else {
+                continue;
+            };
+            let Ok(request) = AdmissionRequest::parse(&request) else {
+                continue;
+            };
+            let Some(text) = request.object.value() else {
+                continue;
+            };
+            for kind in KINDS {
+                fast += usize::from(same_as_serde(text, kind));
+            }
+        }
+        assert!(fast > 0, "no generated workload took the fast path");
     }
 }
