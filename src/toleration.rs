@@ -292,19 +292,19 @@ impl Toleration<'_> {
 /// each with an empty effect or `t`'s. Per such bucket only the longest `tolerationSeconds`
 /// matters (none at all is the longest).
 #[derive(Debug, Default)]
-pub struct Coverage {
-    /// By key (empty: the `Exists` toleration of every key). Lookups borrow, so checking a
-    /// toleration allocates nothing.
-    by_key: HashMap<String, KeyCoverage>,
+pub struct Coverage<'t> {
+    /// `Exists`, by key (empty: every key) and effect (empty: every effect): the longest seconds
+    /// (`None`: unlimited). Keys borrow the tolerations inserted, and lookups borrow, so only
+    /// the tables allocate.
+    exists: HashMap<ExistsKey<'t>, Option<i64>>,
+    /// `Equal`, by key, value and effect.
+    equal: HashMap<EqualKey<'t>, Option<i64>>,
 }
 
-#[derive(Debug, Default)]
-struct KeyCoverage {
-    /// `Exists`, by effect (empty: every effect): the longest seconds (`None`: unlimited).
-    exists: HashMap<String, Option<i64>>,
-    /// `Equal`, by value, then by effect.
-    equal: HashMap<String, HashMap<String, Option<i64>>>,
-}
+/// (key, effect).
+type ExistsKey<'t> = (Cow<'t, str>, Cow<'t, str>);
+/// (key, value, effect).
+type EqualKey<'t> = (Cow<'t, str>, Cow<'t, str>, Cow<'t, str>);
 
 /// Keeps the longest of two `tolerationSeconds`; none at all is the longest.
 fn longest(best: &mut Option<i64>, seconds: Option<i64>) {
@@ -314,27 +314,21 @@ fn longest(best: &mut Option<i64>, seconds: Option<i64>) {
     };
 }
 
-impl Coverage {
-    pub fn insert(&mut self, t: &Toleration<'_>) {
-        let entry = |map: &mut HashMap<String, Option<i64>>| {
-            let best = map.entry(t.effect.to_string()).or_insert(t.seconds);
-            longest(best, t.seconds);
-        };
-        match t.operator {
-            Operator::Exists => {
-                entry(&mut self.by_key.entry(t.key.to_string()).or_default().exists)
-            }
+impl<'t> Coverage<'t> {
+    pub fn insert(&mut self, t: &Toleration<'t>) {
+        let best = match t.operator {
+            Operator::Exists => self
+                .exists
+                .entry((t.key.clone(), t.effect.clone()))
+                .or_insert(t.seconds),
             // An empty key with `Equal` tolerates nothing, like an unknown operator.
-            Operator::Equal if !t.key.is_empty() => entry(
-                self.by_key
-                    .entry(t.key.to_string())
-                    .or_default()
-                    .equal
-                    .entry(t.value.to_string())
-                    .or_default(),
-            ),
-            _ => {}
-        }
+            Operator::Equal if !t.key.is_empty() => self
+                .equal
+                .entry((t.key.clone(), t.value.clone(), t.effect.clone()))
+                .or_insert(t.seconds),
+            _ => return,
+        };
+        longest(best, t.seconds);
     }
 
     /// Whether some toleration inserted covers `t`, as [`Toleration::covers`] judges.
@@ -342,29 +336,46 @@ impl Coverage {
         if t.operator == Operator::Unknown {
             return false;
         }
-        let lasts = |by_effect: &HashMap<String, Option<i64>>| {
-            ["", &*t.effect].into_iter().any(|effect| {
-                by_effect
-                    .get(effect)
-                    .is_some_and(|best| match (best, t.seconds) {
-                        (None, _) => true,
-                        (Some(_), None) => false,
-                        (Some(mine), Some(theirs)) => theirs <= *mine,
-                    })
+        let lasts = |best: Option<&Option<i64>>| {
+            best.is_some_and(|best| match (best, t.seconds) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(mine), Some(theirs)) => theirs <= *mine,
             })
         };
-        let exists = ["", &*t.key]
-            .into_iter()
-            .filter_map(|key| self.by_key.get(key))
-            .any(|k| lasts(&k.exists));
+        let effects = ["", &*t.effect];
+        let exists = ["", &*t.key].into_iter().any(|key| {
+            effects
+                .into_iter()
+                .any(|e| lasts(exists_entry(&self.exists, key, e)))
+        });
         let equal = t.operator == Operator::Equal
-            && self
-                .by_key
-                .get(&*t.key)
-                .and_then(|k| k.equal.get(&*t.value))
-                .is_some_and(lasts);
+            && effects
+                .into_iter()
+                .any(|e| lasts(equal_entry(&self.equal, &t.key, &t.value, e)));
         exists || equal
     }
+}
+
+fn exists_entry<'q>(
+    map: &'q HashMap<ExistsKey<'q>, Option<i64>>,
+    key: &'q str,
+    effect: &'q str,
+) -> Option<&'q Option<i64>> {
+    map.get(&(Cow::Borrowed(key), Cow::Borrowed(effect)))
+}
+
+fn equal_entry<'q>(
+    map: &'q HashMap<EqualKey<'q>, Option<i64>>,
+    key: &'q str,
+    value: &'q str,
+    effect: &'q str,
+) -> Option<&'q Option<i64>> {
+    map.get(&(
+        Cow::Borrowed(key),
+        Cow::Borrowed(value),
+        Cow::Borrowed(effect),
+    ))
 }
 
 #[cfg(test)]
