@@ -121,7 +121,10 @@ impl PrincipalList {
         }
         if let Identity::ServiceAccount { namespace, name } = identity {
             if !self.service_accounts.is_empty() {
-                let qualified = format!("{namespace}/{name}");
+                let mut qualified = String::with_capacity(namespace.len() + 1 + name.len());
+                qualified.push_str(namespace);
+                qualified.push('/');
+                qualified.push_str(name);
                 return self.service_accounts.iter().any(|g| g.matches(&qualified));
             }
         }

@@ -175,7 +175,9 @@ impl Toleration<'_> {
 
     /// The toleration as Kubernetes writes it, empty fields left out.
     pub fn to_json(&self) -> String {
-        let mut out = String::from("{");
+        let mut out =
+            String::with_capacity(64 + self.key.len() + self.value.len() + self.effect.len());
+        out.push('{');
         let mut sep = "";
         let mut member = |out: &mut String, name: &str, value: &str| {
             out.push_str(sep);

@@ -215,16 +215,18 @@ fn additions(
         coverage.insert(t);
     }
     let mut added = Vec::new();
-    let mut add = |all: &mut Vec<Toleration<'_>>, t: Toleration<'static>, why: String| {
-        if !coverage.covers(&t) {
+    // `why` is only written for what is added.
+    let mut add = |all: &mut Vec<Toleration<'_>>, t: &Toleration<'_>, why: &dyn Fn() -> String| {
+        if !coverage.covers(t) {
+            let t = t.clone().into_owned();
             coverage.insert(&t);
             all.push(t.clone());
-            added.push((t, why));
+            added.push((t, why()));
         }
     };
     for rule in rules {
         for t in &rule.tolerations {
-            add(&mut all, t.clone(), format!("rule {:?}", rule.name));
+            add(&mut all, t, &|| format!("rule {:?}", rule.name));
         }
     }
     // Twins of twins are covered by construction (a group is one set), so one growing pass ends.
@@ -242,7 +244,7 @@ fn additions(
         for key in group.iter().filter(|k| **k != t.key) {
             let twin = t.with_key(key);
             if own || allowed_twin(&twin) {
-                add(&mut all, twin, format!("alias of {}", t.key));
+                add(&mut all, &twin, &|| format!("alias of {}", t.key));
             }
         }
     }

@@ -88,8 +88,16 @@ pub fn settings_response(result: Result<(), String>) -> String {
 /// Writes a Kubewarden `ValidationResponse`. The mutated object is already JSON text (the request's
 /// object with edits spliced in), so it is copied, not re-serialised.
 pub fn validation_response(verdict: &Verdict) -> String {
+    // Room for everything, escapes aside, so that the mutated object is copied once.
     let mutated = verdict.mutated_object.as_deref().map_or(0, str::len);
-    let mut out = String::with_capacity(64 + mutated);
+    let message = verdict.message.as_deref().map_or(0, str::len);
+    let lists: usize = verdict.warnings.iter().map(|w| w.len() + 3).sum::<usize>()
+        + verdict
+            .audit_annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 6)
+            .sum::<usize>();
+    let mut out = String::with_capacity(128 + mutated + message + lists);
     out.push_str(if verdict.accepted {
         r#"{"accepted":true"#
     } else {
