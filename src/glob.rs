@@ -46,6 +46,26 @@ impl Glob {
         if pattern.is_empty() {
             return Err(GlobError("empty pattern"));
         }
+        // The common shapes without the tokenizer: what it would build for them.
+        let is_meta = |c: char| matches!(c, '*' | '?' | '[' | '\\');
+        if !pattern.contains(is_meta) {
+            return Ok(Glob {
+                source: pattern.to_owned(),
+                kind: Kind::Exact,
+            });
+        }
+        if let Some(head) = pattern.strip_suffix('*') {
+            if !head.contains(is_meta) {
+                return Ok(Glob {
+                    source: pattern.to_owned(),
+                    kind: Kind::Prefix(head.to_owned()),
+                });
+            }
+        }
+        Glob::tokenized(pattern)
+    }
+
+    fn tokenized(pattern: &str) -> Result<Glob, GlobError> {
         let tokens = tokenize(pattern)?;
         // An escaped literal compares against its unescaped text.
         let literal_text = tokens
@@ -205,6 +225,28 @@ fn match_tokens(tokens: &[Token], text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_shapes_build_what_the_tokenizer_builds() {
+        for pattern in [
+            "a",
+            "node.kubernetes.io/*",
+            "*",
+            "**",
+            "a**",
+            "a*b",
+            "a\\*",
+            "\\a*",
+            "a?*",
+            "a[b]*",
+            "ü*",
+            "a]*",
+            "a!*",
+            "system:masters",
+        ] {
+            assert_eq!(Glob::new(pattern), Glob::tokenized(pattern), "{pattern}");
+        }
+    }
 
     #[test]
     fn matching_table() {

@@ -71,6 +71,10 @@ struct CachedSettings {
     policy: &'static str,
     text: String,
     settings: Rc<dyn Any>,
+    /// The JSON value they were built from, freed with them when replaced rather than at once:
+    /// an instance that serves one request (policy-server's way) is discarded whole, and freeing
+    /// a `Value` costs about as much as parsing it.
+    _value: serde_json::Value,
 }
 
 thread_local! {
@@ -91,11 +95,45 @@ pub fn cached_settings<P: Policy + ?Sized>(text: &str) -> Result<Rc<P::Settings>
     if let Some(settings) = hit {
         return Ok(settings);
     }
-    let settings = Rc::new(P::settings(&parse_settings_json(text)?)?);
+    let value = parse_settings_json(text)?;
+    let settings = Rc::new(P::settings(&value)?);
     LAST_SETTINGS.set(Some(CachedSettings {
         policy: P::NAME,
         text: text.to_owned(),
         settings: Rc::clone(&settings) as Rc<dyn Any>,
+        _value: value,
     }));
     Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::taint_preservation::{Mode, TaintPreservation};
+    use crate::toleration_injection::TolerationInjection;
+
+    #[test]
+    fn settings_are_reused_only_for_the_same_text_and_policy() {
+        let deny = r#"{"mode": "deny"}"#;
+        let first = cached_settings::<TaintPreservation>(deny).unwrap();
+        let again = cached_settings::<TaintPreservation>(deny).unwrap();
+        assert!(Rc::ptr_eq(&first, &again));
+        let spaced = cached_settings::<TaintPreservation>(r#"{"mode":"deny"}"#).unwrap();
+        assert!(
+            !Rc::ptr_eq(&first, &spaced),
+            "other text, even equivalent, is rebuilt"
+        );
+        let restore = cached_settings::<TaintPreservation>("{}").unwrap();
+        assert_eq!((spaced.mode, restore.mode), (Mode::Deny, Mode::Restore));
+        // Another policy with the same text gets its own settings, and bad settings stay errors.
+        cached_settings::<TolerationInjection>("{}").unwrap();
+        assert_eq!(
+            cached_settings::<TaintPreservation>("{}").unwrap().mode,
+            Mode::Restore
+        );
+        let bad = r#"{"mode": "loud"}"#;
+        assert!(cached_settings::<TaintPreservation>(bad).is_err());
+        assert!(cached_settings::<TaintPreservation>(bad).is_err());
+        assert!(cached_settings::<TaintPreservation>("{").is_err());
+    }
 }

@@ -78,7 +78,7 @@ impl<'s> Fields<'s> {
         Ok(Fields {
             path,
             map,
-            known: Vec::new(),
+            known: Vec::with_capacity(8),
         })
     }
 
@@ -86,7 +86,11 @@ impl<'s> Fields<'s> {
         if self.path.is_empty() {
             key.to_owned()
         } else {
-            format!("{}.{key}", self.path)
+            let mut path = String::with_capacity(self.path.len() + 1 + key.len());
+            path.push_str(&self.path);
+            path.push('.');
+            path.push_str(key);
+            path
         }
     }
 
@@ -132,7 +136,7 @@ impl<'s> Fields<'s> {
                     items
                         .iter()
                         .enumerate()
-                        .map(|(i, v)| (format!("{path}[{i}]"), v))
+                        .map(|(i, v)| (indexed(&path, i), v))
                         .collect(),
                 ))
             }
@@ -196,6 +200,28 @@ impl<'s> Fields<'s> {
             )),
         }
     }
+}
+
+/// `path[i]`. Paths are built for every settings field read, errors or not, so without the
+/// formatting machinery.
+pub fn indexed(path: &str, i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(path.len() + 2 + digits.len() - at);
+    out.push_str(path);
+    out.push('[');
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    out.push(']');
+    out
 }
 
 /// A glob over taint keys. Taint keys are qualified names (`[prefix/]name`: letters, digits,
