@@ -3,8 +3,10 @@
 //! for profiling under `valgrind --tool=callgrind`. POLICY is `taint-preservation`,
 //! `toleration-injection`, or `baseline` (what benchmarks/baseline-policy does).
 
+use taintguard::settings::parse_settings_json;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
+use taintguard::Policy;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,6 +19,8 @@ fn main() {
     let validate: fn(&[u8]) -> Vec<u8> = match policy.as_str() {
         "taint-preservation" => taintguard_kubewarden::validate_payload::<TaintPreservation>,
         "toleration-injection" => taintguard_kubewarden::validate_payload::<TolerationInjection>,
+        "taint-preservation-settings" => settings_only::<TaintPreservation>,
+        "toleration-injection-settings" => settings_only::<TolerationInjection>,
         "baseline" => |payload| {
             let value: serde_json::Value = serde_json::from_slice(payload).expect("JSON");
             let accepted = value.get("request").is_some();
@@ -29,4 +33,15 @@ fn main() {
         answer = validate(std::hint::black_box(&payload));
     }
     println!("{}", String::from_utf8_lossy(&answer));
+}
+
+fn settings_only<P: Policy>(payload: &[u8]) -> Vec<u8> {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        settings: &'a serde_json::value::RawValue,
+    }
+    let envelope: Envelope = serde_json::from_slice(payload).expect("a validate payload");
+    let built = parse_settings_json(envelope.settings.get()).and_then(|v| P::settings(&v));
+    format!("{{\"valid\":{}}}", built.is_ok()).into_bytes()
 }
