@@ -161,14 +161,23 @@ impl Toleration<'_> {
         } else {
             &self.effect
         };
-        let mut s = match self.operator {
-            Operator::Equal if !self.value.is_empty() => format!("{key}={}:{effect}", self.value),
-            Operator::Equal => format!("{key}:{effect}"),
-            Operator::Exists => format!("{key}:{effect} (Exists)"),
-            Operator::Unknown => format!("{key}:{effect} (unknown operator)"),
-        };
+        let mut s = String::with_capacity(key.len() + self.value.len() + effect.len() + 32);
+        s.push_str(key);
+        if self.operator == Operator::Equal && !self.value.is_empty() {
+            s.push('=');
+            s.push_str(&self.value);
+        }
+        s.push(':');
+        s.push_str(effect);
+        match self.operator {
+            Operator::Equal => {}
+            Operator::Exists => s.push_str(" (Exists)"),
+            Operator::Unknown => s.push_str(" (unknown operator)"),
+        }
         if let Some(seconds) = self.seconds {
-            s.push_str(&format!(" for {seconds}s"));
+            s.push_str(" for ");
+            s.push_str(&seconds.to_string());
+            s.push('s');
         }
         s
     }
@@ -205,7 +214,8 @@ impl Toleration<'_> {
             member(&mut out, "effect", &self.effect);
         }
         if let Some(seconds) = self.seconds {
-            out.push_str(&format!(",\"tolerationSeconds\":{seconds}"));
+            out.push_str(",\"tolerationSeconds\":");
+            out.push_str(&seconds.to_string());
         }
         out.push('}');
         out
@@ -383,6 +393,34 @@ fn equal_entry<'q>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn describes_like_kubectl() {
+        let t =
+            |key: &'static str, operator, value: &'static str, effect: &'static str, seconds| {
+                Toleration {
+                    key: key.into(),
+                    operator,
+                    value: value.into(),
+                    effect: effect.into(),
+                    seconds,
+                }
+                .describe()
+            };
+        use Operator::*;
+        assert_eq!(t("k", Equal, "v", "NoSchedule", None), "k=v:NoSchedule");
+        assert_eq!(t("k", Equal, "", "", None), "k:*");
+        assert_eq!(t("", Exists, "", "NoExecute", None), "*:NoExecute (Exists)");
+        assert_eq!(t("k", Exists, "v", "", Some(300)), "k:* (Exists) for 300s");
+        assert_eq!(
+            t("k", Unknown, "v", "", Some(-5)),
+            "k:* (unknown operator) for -5s"
+        );
+        assert_eq!(
+            t("k", Equal, "v", "NoExecute", Some(0)),
+            "k=v:NoExecute for 0s"
+        );
+    }
 
     fn t(json: &str) -> Toleration<'static> {
         parse_tolerations(Some(&format!("[{json}]")))

@@ -155,6 +155,29 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Appends `s` to `out` as `format!("{s:?}")` writes it, without the formatting machinery for
+/// the common case: printable ASCII, which `Debug` only escapes at `"` and `\\`.
+pub fn write_debug_str(out: &mut String, s: &str) {
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        for part in s.split_inclusive(['"', '\\']) {
+            match part.strip_suffix(['"', '\\']) {
+                Some(head) => {
+                    out.push_str(head);
+                    out.push('\\');
+                    out.push_str(&part[head.len()..]);
+                }
+                None => out.push_str(part),
+            }
+        }
+        out.push('"');
+    } else {
+        use std::fmt::Write;
+        let _ = write!(out, "{s:?}");
+    }
+}
+
 /// Appends `items` to `out` as a JSON array of strings.
 pub fn write_str_array(out: &mut String, items: &[String]) {
     out.push('[');
@@ -197,6 +220,25 @@ mod tests {
             let mut out = String::new();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "for {s:?}");
+        }
+    }
+
+    #[test]
+    fn write_debug_str_writes_what_debug_writes() {
+        for s in [
+            "plain",
+            "q\"uo\\te",
+            "\"",
+            "\\\\",
+            "",
+            "tab\t",
+            "ünï",
+            "it's",
+            "{x}",
+        ] {
+            let mut out = String::from(">");
+            write_debug_str(&mut out, s);
+            assert_eq!(out, format!(">{s:?}"), "for {s:?}");
         }
     }
 

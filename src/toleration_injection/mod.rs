@@ -178,14 +178,21 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
     };
     let described: Vec<String> = added
         .iter()
-        .map(|(t, why)| format!("{} ({why})", t.describe()))
+        .map(|(t, why)| {
+            let mut d = t.describe();
+            d.reserve(why.len() + 3);
+            d.push_str(" (");
+            d.push_str(why);
+            d.push(')');
+            d
+        })
         .collect();
     Verdict {
         accepted: true,
         mutated_object: Some(mutated),
         warnings: described
             .iter()
-            .map(|d| format!("{}: added toleration {d}", TolerationInjection::NAME))
+            .map(|d| [TolerationInjection::NAME, ": added toleration ", d].concat())
             .collect(),
         audit_annotations: vec![("injected-tolerations".to_owned(), described.join("; "))],
         ..Verdict::default()
@@ -226,7 +233,11 @@ fn additions(
     };
     for rule in rules {
         for t in &rule.tolerations {
-            add(&mut all, t, &|| format!("rule {:?}", rule.name));
+            add(&mut all, t, &|| {
+                let mut why = String::from("rule ");
+                crate::json::write_debug_str(&mut why, &rule.name);
+                why
+            });
         }
     }
     // Twins of twins are covered by construction (a group is one set), so one growing pass ends.
@@ -244,7 +255,7 @@ fn additions(
         for key in group.iter().filter(|k| **k != t.key) {
             let twin = t.with_key(key);
             if own || allowed_twin(&twin) {
-                add(&mut all, &twin, &|| format!("alias of {}", t.key));
+                add(&mut all, &twin, &|| ["alias of ", &t.key].concat());
             }
         }
     }
