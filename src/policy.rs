@@ -4,7 +4,9 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::admission::AdmissionRequest;
+use serde_json::value::RawValue;
+
+use crate::admission::{AdmissionRequest, MalformedRequest};
 use crate::settings::{parse_settings_json, SettingsError};
 use crate::verdict::Verdict;
 
@@ -52,11 +54,31 @@ pub trait Policy {
     }
 
     fn validate_half(request: &str, settings: &str, half: Half) -> Verdict {
+        Self::validate_with(|| AdmissionRequest::parse(request), settings, half)
+    }
+
+    /// [`Policy::validate`] for a request serde_json already accepted as a JSON value (the
+    /// `request` member of an engine's payload): it is then read in one pass.
+    fn validate_raw(request: &RawValue, settings: &str) -> Verdict {
+        Self::validate_with(
+            || AdmissionRequest::parse_raw(request),
+            settings,
+            Half::Mutating,
+        )
+    }
+
+    /// Settings first (their errors win), then the request `parse` reads.
+    #[doc(hidden)]
+    fn validate_with<'r>(
+        parse: impl FnOnce() -> Result<AdmissionRequest<'r>, MalformedRequest>,
+        settings: &str,
+        half: Half,
+    ) -> Verdict {
         let settings = match cached_settings::<Self>(settings) {
             Ok(settings) => settings,
             Err(e) => return Verdict::reject(400, format!("{}: invalid {e}", Self::NAME)),
         };
-        match AdmissionRequest::parse(request) {
+        match parse() {
             Ok(request) => match half {
                 Half::Mutating => Self::evaluate(&request, &settings),
                 Half::Validating => Self::evaluate_validating(&request, &settings),

@@ -57,13 +57,16 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
 /// `Option<&RawValue>` turns `null` into `None`, which loses the place of the member: a later
 /// insertion would then write the key a second time. `Raw` keeps the `null` text so that an edit
 /// replaces it instead.
+///
+/// The text is that of a `&RawValue` (a value serde_json accepted), or a span of one that the
+/// views' one-pass reader (`json::scan`) took from such a value.
 #[derive(Clone, Copy, Default, Debug)]
-pub struct Raw<'a>(pub Option<&'a RawValue>);
+pub struct Raw<'a>(pub Option<&'a str>);
 
 impl<'a> Raw<'a> {
     /// The member's text, `null` included; `None` when the key is absent.
     pub fn text(&self) -> Option<&'a str> {
-        self.0.map(RawValue::get)
+        self.0
     }
 
     /// The member's text unless it is absent or `null`.
@@ -74,7 +77,7 @@ impl<'a> Raw<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        <&'a RawValue>::deserialize(deserializer).map(|raw| Raw(Some(raw)))
+        <&'a RawValue>::deserialize(deserializer).map(|raw| Raw(Some(raw.get())))
     }
 }
 
@@ -112,7 +115,7 @@ pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Erro
             while let Some(k) = map.next_key::<JsonStr<'de>>()? {
                 let value: &'de RawValue = map.next_value()?;
                 if found.0.is_none() && k.as_str() == self.0 {
-                    found = Raw(Some(value));
+                    found = Raw(Some(value.get()));
                 }
             }
             Ok(found)

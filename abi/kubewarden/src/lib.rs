@@ -55,8 +55,8 @@ fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
 #[doc(hidden)]
 pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let verdict = match serde_json::from_slice::<ValidationRequest>(payload) {
-        Ok(envelope) => P::validate(
-            envelope.request.get(),
+        Ok(envelope) => P::validate_raw(
+            envelope.request,
             envelope.settings.map_or("{}", RawValue::get),
         ),
         Err(e) => Verdict::reject(
