@@ -24,8 +24,8 @@ pub enum Half {
 pub trait Policy {
     /// The policy's name, as used in messages and artifact names.
     const NAME: &'static str;
-    /// Validated settings, built from the settings text of a request; [`Policy::validate`] keeps
-    /// the last ones built (see [`cached_settings`]).
+    /// Validated settings, built from the settings text of a request; [`Policy::validate_raw`]
+    /// keeps the last ones built (see [`cached_settings`]).
     type Settings: 'static;
 
     /// Reads and validates settings from a JSON value (`{}` means every default).
@@ -54,15 +54,22 @@ pub trait Policy {
     }
 
     fn validate_half(request: &str, settings: &str, half: Half) -> Verdict {
+        let settings = parse_settings_json(settings)
+            .and_then(|v| Self::settings(&v))
+            .map(Rc::new);
         Self::validate_with(|| AdmissionRequest::parse(request), settings, half)
     }
 
-    /// [`Policy::validate`] for a request serde_json already accepted as a JSON value (the
-    /// `request` member of an engine's payload): it is then read in one pass.
+    /// [`Policy::validate`] for an engine whose instance keeps its memory between calls (waPC)
+    /// and a request serde_json already accepted as a JSON value (the `request` member of the
+    /// payload): the request is read in one pass, and the settings built for the previous call
+    /// are reused when the settings text is the same ([`cached_settings`]). Not for engines
+    /// whose host resets the heap after each evaluation (the OPA ABI): the kept settings would
+    /// point into freed memory.
     fn validate_raw(request: &RawValue, settings: &str) -> Verdict {
         Self::validate_with(
             || AdmissionRequest::parse_raw(request),
-            settings,
+            cached_settings::<Self>(settings),
             Half::Mutating,
         )
     }
@@ -71,10 +78,10 @@ pub trait Policy {
     #[doc(hidden)]
     fn validate_with<'r>(
         parse: impl FnOnce() -> Result<AdmissionRequest<'r>, MalformedRequest>,
-        settings: &str,
+        settings: Result<Rc<Self::Settings>, SettingsError>,
         half: Half,
     ) -> Verdict {
-        let settings = match cached_settings::<Self>(settings) {
+        let settings = match settings {
             Ok(settings) => settings,
             Err(e) => return Verdict::reject(400, format!("{}: invalid {e}", Self::NAME)),
         };
@@ -104,10 +111,11 @@ thread_local! {
 }
 
 /// `P`'s settings built from `text`, reusing those of the previous call when `text` is byte for
-/// byte the same. Engines send the settings with every request, and an instance that serves many
-/// (a warm Kubewarden instance, the JavaScript package) would otherwise rebuild them each time;
-/// building is a pure function of the text, so reuse changes no answer. Errors are not kept.
-/// WebAssembly instances are single-threaded; elsewhere each thread keeps its own.
+/// byte the same. Kubewarden sends the settings with every request, and a warm instance would
+/// otherwise rebuild them each time; building is a pure function of the text, so reuse changes
+/// no answer. Errors are not kept. WebAssembly instances are single-threaded; elsewhere each
+/// thread keeps its own. Only for hosts that never free the guest's memory behind its back
+/// (waPC does not; OPA SDKs reset the heap after every evaluation).
 pub fn cached_settings<P: Policy + ?Sized>(text: &str) -> Result<Rc<P::Settings>, SettingsError> {
     let hit = LAST_SETTINGS.with_borrow(|last| {
         last.as_ref()
