@@ -7,6 +7,7 @@
 //! version we know of has all survive a mutation.
 
 pub mod scan;
+pub mod skip;
 mod splice;
 mod text;
 

@@ -19,6 +19,8 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bail;
 
+use super::skip;
+
 pub type Scan<T> = Result<T, Bail>;
 
 pub struct Scanner<'a> {
@@ -62,26 +64,6 @@ impl<'a> Scanner<'a> {
 
     fn span(&self, start: usize) -> Scan<&'a str> {
         self.text.get(start..self.pos).ok_or(Bail)
-    }
-
-    /// Moves past the closing quote of a string whose opening quote is at `self.pos - 1`.
-    fn skip_string_body(&mut self) -> Scan<()> {
-        let bytes = self.bytes();
-        loop {
-            match bytes.get(self.pos..).and_then(|rest| {
-                rest.iter()
-                    .position(|&b| b == b'"' || b == b'\\')
-                    .map(|i| (i, rest[i]))
-            }) {
-                Some((i, b'"')) => {
-                    self.pos += i + 1;
-                    return Ok(());
-                }
-                // An escape: skip the backslash and the character it escapes.
-                Some((i, _)) => self.pos += i + 2,
-                None => return Err(Bail),
-            }
-        }
     }
 
     /// A string without escapes, which is then exactly its text.
@@ -151,45 +133,7 @@ impl<'a> Scanner<'a> {
     pub fn skip_value(&mut self) -> Scan<&'a str> {
         self.ws();
         let start = self.pos;
-        let bytes = self.bytes();
-        match bytes.get(self.pos) {
-            None => return Err(Bail),
-            Some(b'"') => {
-                self.pos += 1;
-                self.skip_string_body()?;
-            }
-            Some(b'{' | b'[') => {
-                let mut depth = 0usize;
-                loop {
-                    match bytes.get(self.pos) {
-                        None => return Err(Bail),
-                        Some(b'"') => {
-                            self.pos += 1;
-                            self.skip_string_body()?;
-                            continue;
-                        }
-                        Some(b'{' | b'[') => depth += 1,
-                        Some(b'}' | b']') => {
-                            depth -= 1;
-                            if depth == 0 {
-                                self.pos += 1;
-                                break;
-                            }
-                        }
-                        Some(_) => {}
-                    }
-                    self.pos += 1;
-                }
-            }
-            Some(_) => {
-                while bytes
-                    .get(self.pos)
-                    .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !is_ws(*b))
-                {
-                    self.pos += 1;
-                }
-            }
-        }
+        self.pos = skip::value_end(self.bytes(), start).ok_or(Bail)?;
         self.span(start)
     }
 

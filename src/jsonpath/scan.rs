@@ -10,6 +10,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::json::skip;
+
 /// serde_json's recursion limit: it refuses the 128th nested array or object.
 pub const MAX_DEPTH: usize = 128;
 
@@ -79,79 +81,12 @@ pub(super) fn blank(b: &[u8], mut i: usize) -> usize {
 
 /// The end of the string token that starts at `i`.
 pub(super) fn string_end(s: &str, i: usize) -> Result<'_, usize> {
-    let b = s.as_bytes();
-    let mut j = i + 1;
-    loop {
-        // Tight loops over the bytes that mean nothing here are most of the scanning.
-        while j < b.len() && !matches!(b[j], b'"' | b'\\') {
-            j += 1;
-        }
-        match b.get(j) {
-            Some(b'"') => return Ok(j + 1),
-            Some(_) => j += 2,
-            None => return Err(malformed(rest(s, i))),
-        }
-    }
+    skip::string_end(s.as_bytes(), i).ok_or_else(|| malformed(rest(s, i)))
 }
-
-/// Bytes that matter when skipping an array or object: 1 a quote, 2 an opening, 3 a closing.
-const STRUCTURAL: [u8; 256] = {
-    let mut table = [0; 256];
-    table[b'"' as usize] = 1;
-    table[b'{' as usize] = 2;
-    table[b'[' as usize] = 2;
-    table[b'}' as usize] = 3;
-    table[b']' as usize] = 3;
-    table
-};
 
 /// The end of the value that starts at `i`, nested values skipped without being counted.
 pub(super) fn value_end(s: &str, i: usize) -> Result<'_, usize> {
-    let b = s.as_bytes();
-    match b.get(i) {
-        Some(b'"') => string_end(s, i),
-        Some(b'{' | b'[') => {
-            let mut open = 0usize;
-            let mut j = i;
-            loop {
-                while j < b.len() && STRUCTURAL[b[j] as usize] == 0 {
-                    j += 1;
-                }
-                match b.get(j).map(|c| STRUCTURAL[*c as usize]) {
-                    Some(1) => j = string_end(s, j)?,
-                    Some(2) => {
-                        open += 1;
-                        j += 1;
-                    }
-                    Some(_) => {
-                        open -= 1;
-                        j += 1;
-                        if open == 0 {
-                            return Ok(j);
-                        }
-                    }
-                    None => return Err(malformed(rest(s, i))),
-                }
-            }
-        }
-        Some(_) => {
-            let mut j = i;
-            while j < b.len()
-                && !matches!(
-                    b[j],
-                    b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'{' | b'['
-                )
-            {
-                j += 1;
-            }
-            if j == i {
-                Err(malformed(rest(s, i)))
-            } else {
-                Ok(j)
-            }
-        }
-        None => Err(malformed(rest(s, i))),
-    }
+    skip::value_end(s.as_bytes(), i).ok_or_else(|| malformed(rest(s, i)))
 }
 
 pub(super) fn rest(s: &str, i: usize) -> &str {
