@@ -356,31 +356,15 @@ mod tests {
             (",", " ,\n "),
             (":", " : "),
         ];
-        for (from, to) in variants {
-            assert!(base.contains(from), "{from}");
-            for text in [base.replacen(from, to, 1), base.replace(from, to)] {
-                same_as_serde(&text);
-                same_as_serde(&format!(" \n{text}\t"));
-            }
+        for text in gen::variants(base, variants) {
+            same_as_serde(&text);
         }
     }
 
     #[test]
     fn scan_reads_generated_nodes_as_serde_does() {
         let mut fast = 0;
-        for seed in 0..400u32 {
-            let bytes: Vec<u8> = (0..1024u32)
-                .map(|i| {
-                    (i.wrapping_mul(2_654_435_761)
-                        .wrapping_add(seed.wrapping_mul(40_503))
-                        >> 13) as u8
-                })
-                .collect();
-            let Ok((request, _)) =
-                gen::taint_preservation(&mut arbitrary::Unstructured::new(&bytes))
-            else {
-                continue;
-            };
+        for request in gen::fixed_requests(gen::taint_preservation) {
             let Ok(request) = AdmissionRequest::parse(&request) else {
                 continue;
             };

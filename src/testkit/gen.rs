@@ -561,3 +561,38 @@ fn write_value(
     }
     Ok(())
 }
+
+/// What `generate` makes of 400 fixed pseudo-random inputs (those it can make something of): the
+/// same many shapes on every run, for tests that compare two readers of one request.
+pub fn fixed_requests(
+    generate: fn(&mut Unstructured<'_>) -> Result<(String, String)>,
+) -> Vec<String> {
+    (0..400u32)
+        .filter_map(|seed| {
+            let bytes: Vec<u8> = (0..1024u32)
+                .map(|i| {
+                    (i.wrapping_mul(2_654_435_761)
+                        .wrapping_add(seed.wrapping_mul(40_503))
+                        >> 13) as u8
+                })
+                .collect();
+            generate(&mut Unstructured::new(&bytes))
+                .ok()
+                .map(|(request, _)| request)
+        })
+        .collect()
+}
+
+/// `base` with each `from` replaced by its `to`, once and everywhere, each also with whitespace
+/// around the whole text: the hand-made variants of one request that a reader must agree on. A
+/// replacement whose `from` is not in `base` (tables shared by several bases) makes none.
+pub fn variants(base: &str, replacements: &[(&str, &str)]) -> Vec<String> {
+    let mut texts = Vec::new();
+    for (from, to) in replacements.iter().filter(|(from, _)| base.contains(from)) {
+        for text in [base.replacen(from, to, 1), base.replace(from, to)] {
+            texts.push(format!(" \n{text}\t"));
+            texts.push(text);
+        }
+    }
+    texts
+}
