@@ -1,9 +1,7 @@
 //! Kubernetes label selectors (`matchLabels` and `matchExpressions`).
 
-use serde_json::Value;
-
 use crate::json::{members, JsonStr};
-use crate::settings::{Fields, SettingsError};
+use crate::settings::{Fields, Json, SettingsError};
 
 #[derive(Debug, Clone)]
 enum Requirement {
@@ -33,7 +31,7 @@ pub fn parse_labels(raw: Option<&str>) -> Result<Labels<'_>, serde_json::Error> 
 }
 
 impl LabelSelector {
-    pub fn from_settings(path: String, value: &Value) -> Result<LabelSelector, SettingsError> {
+    pub fn from_settings(path: String, value: &Json<'_>) -> Result<LabelSelector, SettingsError> {
         let mut f = Fields::new(path, value)?;
         let mut requirements = Vec::new();
         if let Some(labels) = f.object("matchLabels")? {
@@ -139,7 +137,7 @@ mod tests {
             ),
         ];
         for (selector, want) in cases {
-            let s = LabelSelector::from_settings("s".into(), &selector).unwrap();
+            let s = LabelSelector::from_settings("s".into(), &Json::from_value(&selector)).unwrap();
             assert_eq!(s.matches(&labels), want, "{selector}");
         }
     }
@@ -163,7 +161,7 @@ mod tests {
             (json!({"matchLabel": {}}), "unknown field"),
         ];
         for (selector, want) in cases {
-            let err = LabelSelector::from_settings("s".into(), &selector)
+            let err = LabelSelector::from_settings("s".into(), &Json::from_value(&selector))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(want), "{want:?} not in {err}");

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use serde_json::value::RawValue;
 
 use crate::admission::{AdmissionRequest, MalformedRequest};
-use crate::settings::{parse_settings_json, SettingsError};
+use crate::settings::{parse_settings_json, Json, SettingsError};
 use crate::verdict::Verdict;
 
 /// Which half of a policy an engine can run.
@@ -29,7 +29,7 @@ pub trait Policy {
     type Settings: 'static;
 
     /// Reads and validates settings from a JSON value (`{}` means every default).
-    fn settings(value: &serde_json::Value) -> Result<Self::Settings, SettingsError>;
+    fn settings(value: &Json<'_>) -> Result<Self::Settings, SettingsError>;
 
     /// Judges one request.
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Self::Settings) -> Verdict;
@@ -100,10 +100,6 @@ struct CachedSettings {
     policy: &'static str,
     text: String,
     settings: Rc<dyn Any>,
-    /// The JSON value they were built from, freed with them when replaced rather than at once:
-    /// an instance that serves one request (policy-server's way) is discarded whole, and freeing
-    /// a `Value` costs about as much as parsing it.
-    _value: serde_json::Value,
 }
 
 thread_local! {
@@ -125,13 +121,14 @@ pub fn cached_settings<P: Policy + ?Sized>(text: &str) -> Result<Rc<P::Settings>
     if let Some(settings) = hit {
         return Ok(settings);
     }
+    // The parsed tree borrows from `text`, so it is freed here rather than kept with the
+    // settings; freeing it is a few vectors (strings and keys are borrowed).
     let value = parse_settings_json(text)?;
     let settings = Rc::new(P::settings(&value)?);
     LAST_SETTINGS.set(Some(CachedSettings {
         policy: P::NAME,
         text: text.to_owned(),
         settings: Rc::clone(&settings) as Rc<dyn Any>,
-        _value: value,
     }));
     Ok(settings)
 }

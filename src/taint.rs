@@ -2,12 +2,11 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use crate::glob::Glob;
 use crate::json::scan::{once, Scan, Scanner};
 use crate::json::JsonStr;
-use crate::settings::{taint_key_glob, Fields, SettingsError};
+use crate::settings::{taint_key_glob, Fields, Json, SettingsError};
 
 /// The taint effects Kubernetes defines.
 pub const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -134,11 +133,11 @@ impl TaintSelector {
     /// Reads a selector; `fields_extra` reads any further fields of the object form.
     pub fn from_settings<'s, T>(
         path: String,
-        value: &'s Value,
+        value: &'s Json<'s>,
         fields_extra: impl FnOnce(&mut Fields<'s>) -> Result<T, SettingsError>,
         extra_default: T,
     ) -> Result<(TaintSelector, T), SettingsError> {
-        if let Value::String(key) = value {
+        if let Json::String(key) = value {
             let key = taint_key_glob(key).map_err(|m| SettingsError::new(path, m))?;
             return Ok((
                 TaintSelector {

@@ -5,11 +5,10 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use crate::json::scan::{once, Scan, Scanner};
 use crate::json::{write_str, JsonStr};
-use crate::settings::{Fields, SettingsError};
+use crate::settings::{Fields, Json, SettingsError};
 use crate::taint::effect;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +223,7 @@ impl Toleration<'_> {
     /// Reads a toleration from settings, with the checks the API server would make.
     pub fn from_settings(
         path: String,
-        value: &Value,
+        value: &Json<'_>,
     ) -> Result<Toleration<'static>, SettingsError> {
         let mut f = Fields::new(path, value)?;
         let key = f.string("key")?.unwrap_or("").to_owned();

@@ -26,7 +26,9 @@ impl Policy for TaintPreservation {
     const NAME: &'static str = "taint-preservation";
     type Settings = Settings;
 
-    fn settings(value: &serde_json::Value) -> Result<Settings, crate::settings::SettingsError> {
+    fn settings(
+        value: &crate::settings::Json<'_>,
+    ) -> Result<Settings, crate::settings::SettingsError> {
         Settings::from_value(value)
     }
 

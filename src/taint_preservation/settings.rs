@@ -1,11 +1,9 @@
 //! Settings of the taint-preservation policy. The policy README is the reference for users;
 //! every field has a default, so `{}` is a complete configuration.
 
-use serde_json::Value;
-
 use crate::glob::Glob;
 use crate::principal::PrincipalList;
-use crate::settings::{Fields, SettingsError};
+use crate::settings::{Fields, Json, SettingsError};
 use crate::taint::{selectors, TaintSelector};
 
 /// Taint keys that controllers own: they add and remove them as node conditions change, so
@@ -81,7 +79,7 @@ fn defaults(keys: &[&str]) -> Vec<TaintSelector> {
 }
 
 impl Settings {
-    pub fn from_value(value: &Value) -> Result<Settings, SettingsError> {
+    pub fn from_value(value: &Json<'_>) -> Result<Settings, SettingsError> {
         let mut fields = Fields::new(String::new(), value)?;
         let mode = match fields.string("mode")? {
             None | Some("restore") => Mode::Restore,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::glob::Glob;
 use crate::jsonpath::{self, JsonPath, Node};
-use crate::settings::{Fields, SettingsError};
+use crate::settings::{Fields, Json, SettingsError};
 
 #[derive(Debug, Clone)]
 enum Test {
@@ -32,7 +32,7 @@ pub struct Condition {
 }
 
 impl Condition {
-    pub fn from_settings(path: String, value: &Value) -> Result<Condition, SettingsError> {
+    pub fn from_settings(path: String, value: &Json<'_>) -> Result<Condition, SettingsError> {
         let mut f = Fields::new(path, value)?;
         let path_path = f.path_of("path");
         let text = f
@@ -48,11 +48,11 @@ impl Condition {
         })?;
         let mut tests = Vec::new();
         if let Some(v) = f.get("equals") {
-            tests.push(Test::Equals(v.clone()));
+            tests.push(Test::Equals(v.to_value()));
         }
         if let Some(values) = f.array("in")? {
             tests.push(Test::In(
-                values.into_iter().map(|(_, v)| v.clone()).collect(),
+                values.into_iter().map(|(_, v)| v.to_value()).collect(),
             ));
         }
         let matches_path = f.path_of("matches");
@@ -229,7 +229,7 @@ mod tests {
             (json!({"path": "$.a", "matches": "*"}), odd, Err("`$.a`: unreadable string")),
         ];
         for (condition, object, want) in cases {
-            let c = Condition::from_settings("c".into(), &condition).unwrap();
+            let c = Condition::from_settings("c".into(), &Json::from_value(&condition)).unwrap();
             match (c.holds(object), want) {
                 (Err(got), Err(want)) => assert!(got.contains(want), "{condition}: {got}"),
                 (got, want) => assert_eq!(got, want.map_err(String::from), "{condition}"),
@@ -253,7 +253,7 @@ mod tests {
             (json!({"path": "$.a", "matches": "[x"}), "`c.matches`"),
         ];
         for (condition, want) in cases {
-            let err = Condition::from_settings("c".into(), &condition)
+            let err = Condition::from_settings("c".into(), &Json::from_value(&condition))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(want), "{want:?} not in {err}");

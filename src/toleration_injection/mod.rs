@@ -12,8 +12,6 @@ mod workload;
 
 use std::cell::OnceCell;
 
-use serde_json::Value;
-
 use crate::admission::{AdmissionRequest, Operation};
 use crate::policy::Policy;
 use crate::principal::Principal;
@@ -30,7 +28,9 @@ impl Policy for TolerationInjection {
     const NAME: &'static str = "toleration-injection";
     type Settings = Settings;
 
-    fn settings(value: &Value) -> Result<Settings, crate::settings::SettingsError> {
+    fn settings(
+        value: &crate::settings::Json<'_>,
+    ) -> Result<Settings, crate::settings::SettingsError> {
         Settings::from_value(value)
     }
 

@@ -1,13 +1,11 @@
 //! Settings of the toleration-injection policy; the policy README is the users' reference.
 
-use serde_json::Value;
-
 use super::conditions::Condition;
 use super::workload::{Kind, KINDS};
 use crate::glob::Glob;
 use crate::label_selector::LabelSelector;
 use crate::principal::PrincipalList;
-use crate::settings::{taint_key_glob, Fields, SettingsError};
+use crate::settings::{taint_key_glob, Fields, Json, SettingsError};
 use crate::taint::{selectors, TaintSelector};
 use crate::toleration::Toleration;
 
@@ -99,7 +97,7 @@ fn read_match(mut f: Fields<'_>) -> Result<Match, SettingsError> {
     })
 }
 
-fn read_rule(path: String, value: &Value) -> Result<Rule, SettingsError> {
+fn read_rule(path: String, value: &Json<'_>) -> Result<Rule, SettingsError> {
     let mut f = Fields::new(path, value)?;
     let name_path = f.path_of("name");
     let name = f
@@ -132,7 +130,7 @@ fn read_rule(path: String, value: &Value) -> Result<Rule, SettingsError> {
     })
 }
 
-fn read_restriction(path: String, value: &Value) -> Result<Restriction, SettingsError> {
+fn read_restriction(path: String, value: &Json<'_>) -> Result<Restriction, SettingsError> {
     let mut f = Fields::new(path, value)?;
     let name_path = f.path_of("name");
     let name = f
@@ -175,7 +173,7 @@ fn read_aliases(f: &mut Fields<'_>) -> Result<Vec<Vec<String>>, SettingsError> {
         Some(items) => {
             let mut groups: Vec<Vec<String>> = Vec::new();
             for (path, group) in items {
-                let Value::Array(keys) = group else {
+                let Json::Array(keys) = group else {
                     return Err(SettingsError::new(path, "expected a list of taint keys"));
                 };
                 if keys.len() < 2 {
@@ -215,7 +213,7 @@ fn read_aliases(f: &mut Fields<'_>) -> Result<Vec<Vec<String>>, SettingsError> {
 }
 
 impl Settings {
-    pub fn from_value(value: &Value) -> Result<Settings, SettingsError> {
+    pub fn from_value(value: &Json<'_>) -> Result<Settings, SettingsError> {
         let mut f = Fields::new(String::new(), value)?;
         let rules: Vec<Rule> = f
             .array("rules")?

@@ -32,6 +32,7 @@ pub fn toleration_injection() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use taintguard::settings::Json;
     use taintguard::taint_preservation::TaintPreservation;
     use taintguard::toleration_injection::TolerationInjection;
     use taintguard::Policy;
@@ -41,8 +42,9 @@ mod tests {
     where
         P::Settings: std::fmt::Debug,
     {
-        let full = P::settings(&spelled_out).expect("spelled-out defaults are valid settings");
-        let empty = P::settings(&json!({})).unwrap();
+        let full = P::settings(&Json::from_value(&spelled_out))
+            .expect("spelled-out defaults are valid settings");
+        let empty = P::settings(&Json::Object(Vec::new())).unwrap();
         assert_eq!(format!("{full:?}"), format!("{empty:?}"), "{}", P::NAME);
     }
 

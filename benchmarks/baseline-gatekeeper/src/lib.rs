@@ -27,7 +27,7 @@ impl Policy for Baseline {
     type Settings = ();
 
     // Never called: `validate_half`, the adapter's only entry, is overridden below.
-    fn settings(_: &serde_json::Value) -> Result<(), SettingsError> {
+    fn settings(_: &taintguard::settings::Json<'_>) -> Result<(), SettingsError> {
         Ok(())
     }
 
