@@ -7,8 +7,10 @@
 #   ./build.sh push REF_PREFIX [TAG]
 #                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
-#   ./build.sh bench    build, then measure every policy against a parse-only baseline in the real
-#                       host; writes benchmarks/results.md and benchmarks/latency.svg
+#   ./build.sh bench [--quick] [--only TEXT]...
+#                       build, then measure every policy against a parse-only baseline in the real
+#                       host; writes benchmarks/results.md and benchmarks/latency.svg (with --only,
+#                       measures the inputs whose policy and name contain TEXT, and only prints)
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
@@ -255,7 +257,7 @@ run_benchmarks() {
     -p baseline-gatekeeper
   cargo build -q --release -p taintguard-benchmarks
   say "measuring (several minutes; read the ratios, the machine is shared)"
-  target/release/bench target/wasm32-wasip1/release/baseline_policy.wasm \
+  target/release/bench "$@" target/wasm32-wasip1/release/baseline_policy.wasm \
     "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm"
 }
 
@@ -263,7 +265,7 @@ case "${1:-build}" in
   build) build_policies; build_js; evaluate_examples; write_manifests ;;
   test) run_tests ;;
   push) shift; push_policies "$@" ;;
-  bench) run_benchmarks ;;
+  bench) shift; run_benchmarks "$@" ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]|bench|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]|bench [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
 esac

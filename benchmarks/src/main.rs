@@ -1,8 +1,11 @@
-//! `bench [--quick] BASELINE_WASM BASELINE_GATEKEEPER_WASM`: measures every `dist/<policy>.wasm`
+//! `bench [--quick] [--only TEXT]... BASELINE_WASM BASELINE_GATEKEEPER_WASM`: measures every
+//! `dist/<policy>.wasm`
 //! against the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the
 //! OPA-ABI baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
 //! artifacts), on generated and example requests, and writes `benchmarks/results.md` and
-//! `benchmarks/latency.svg`. `./build.sh bench` builds everything and runs this.
+//! `benchmarks/latency.svg`. `./build.sh bench` builds everything and runs this. `--only TEXT`
+//! keeps the inputs whose policy and name contain every TEXT given, and then only prints (a
+//! partial run must not replace the results).
 //! `bench --dump DIR` writes the payloads instead.
 
 mod direct;
@@ -85,14 +88,26 @@ fn same_verdict(answer: &Value, wapc: &[u8]) -> Result<(), String> {
     }
 }
 
-fn run(baseline: &Path, baseline_gatekeeper: &Path, quick: bool) -> Result<(), String> {
+fn run(
+    baseline: &Path,
+    baseline_gatekeeper: &Path,
+    quick: bool,
+    only: &[&str],
+) -> Result<(), String> {
     let repo = wasm_tests::repo_root();
     let scale = if quick { 10 } else { 1 };
     let (fresh_rounds, warm_rounds) = (FRESH_ROUNDS / scale, WARM_ROUNDS / scale);
     let baseline = Module::load("baseline", baseline)?;
     let mut sizes = vec![("baseline".to_owned(), baseline.size)];
     let mut rows = Vec::new();
-    let inputs = inputs::all(&repo)?;
+    let mut inputs = inputs::all(&repo)?;
+    inputs.retain(|i| {
+        let label = format!("{} {}", i.policy, i.name);
+        only.iter().all(|text| label.contains(text))
+    });
+    if inputs.is_empty() {
+        return Err(format!("no input matches --only {}", only.join(" --only ")));
+    }
     let mut policies: Vec<&str> = inputs.iter().map(|i| i.policy).collect();
     policies.sort();
     policies.dedup();
@@ -164,6 +179,10 @@ fn run(baseline: &Path, baseline_gatekeeper: &Path, quick: bool) -> Result<(), S
         rows,
         sizes,
     };
+    if !only.is_empty() {
+        println!("{}", report::summary(&run));
+        return Ok(());
+    }
     let out = repo.join("benchmarks");
     let write = |file: &str, text: String| {
         std::fs::write(out.join(file), text).map_err(|e| format!("{file}: {e}"))
@@ -201,15 +220,28 @@ fn main() -> ExitCode {
             };
         }
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    let paths: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let (mut quick, mut only, mut paths) = (false, Vec::new(), Vec::new());
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--only" => only.extend(args.next().map(String::as_str)),
+            _ => paths.push(arg),
+        }
+    }
     let [baseline, baseline_gatekeeper] = paths[..] else {
         eprintln!(
-            "usage: bench [--quick] BASELINE_WASM BASELINE_GATEKEEPER_WASM | bench --dump DIR"
+            "usage: bench [--quick] [--only TEXT]... BASELINE_WASM BASELINE_GATEKEEPER_WASM \
+             | bench --dump DIR"
         );
         return ExitCode::from(2);
     };
-    match run(Path::new(baseline), Path::new(baseline_gatekeeper), quick) {
+    match run(
+        Path::new(baseline),
+        Path::new(baseline_gatekeeper),
+        quick,
+        &only,
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e}");

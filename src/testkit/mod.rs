@@ -204,6 +204,14 @@ fn taints_of(node: Option<&str>) -> Option<Vec<(String, String, String)>> {
 
 pub fn check_toleration_injection(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TolerationInjection>(request, settings)?;
+    // Injection repairs nothing, so an engine that cannot mutate judges exactly alike.
+    let validating = TolerationInjection::validate_half(request, settings, Half::Validating);
+    let judged = |v: &Verdict| (v.accepted, v.code, v.message.clone());
+    if judged(&validating) != judged(&verdict) {
+        return Err(format!(
+            "the validating half judges {validating:?}, the mutating half {verdict:?}"
+        ));
+    }
     let Some((before, after)) = before_after(request, &verdict)? else {
         return Ok(());
     };

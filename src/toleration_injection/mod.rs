@@ -13,7 +13,7 @@ mod workload;
 use std::cell::OnceCell;
 
 use crate::admission::{AdmissionRequest, Operation};
-use crate::policy::Policy;
+use crate::policy::{Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
 use crate::verdict::Verdict;
@@ -35,24 +35,34 @@ impl Policy for TolerationInjection {
     }
 
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        let Some(kind) = Kind::of(request) else {
-            return Verdict::accept();
-        };
-        let handled = match request.operation {
-            Operation::Create => true,
-            Operation::Update => kind != Kind::Pod,
-            Operation::Delete | Operation::Connect => false,
-        };
-        if !handled {
-            return Verdict::accept();
-        }
-        let Some(object) = request.object.value() else {
-            return malformed("the request has no object");
-        };
-        match Workload::parse(object, kind) {
-            Ok(workload) => judge(request, settings, &workload),
-            Err(message) => malformed(&message),
-        }
+        evaluate_half(request, settings, Half::Mutating)
+    }
+
+    /// Engines that cannot mutate only get the restrictions: computing the tolerations the
+    /// mutating half would add, and the object with them, would be thrown away.
+    fn evaluate_validating(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
+        evaluate_half(request, settings, Half::Validating)
+    }
+}
+
+fn evaluate_half(request: &AdmissionRequest<'_>, settings: &Settings, half: Half) -> Verdict {
+    let Some(kind) = Kind::of(request) else {
+        return Verdict::accept();
+    };
+    let handled = match request.operation {
+        Operation::Create => true,
+        Operation::Update => kind != Kind::Pod,
+        Operation::Delete | Operation::Connect => false,
+    };
+    if !handled {
+        return Verdict::accept();
+    }
+    let Some(object) = request.object.value() else {
+        return malformed("the request has no object");
+    };
+    match Workload::parse(object, kind) {
+        Ok(workload) => judge(request, settings, &workload, half),
+        Err(message) => malformed(&message),
     }
 }
 
@@ -124,7 +134,12 @@ impl Subject<'_> {
     }
 }
 
-fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workload<'_>) -> Verdict {
+fn judge(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    workload: &Workload<'_>,
+    half: Half,
+) -> Verdict {
     let namespace = request
         .namespace
         .as_ref()
@@ -162,6 +177,10 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
         );
     }
 
+    if half == Half::Validating {
+        return not_injected(&rules);
+    }
+
     // A restriction bounds aliasing too: a twin of a toleration the workload brought along is
     // not added where a restriction forbids it, or a workload tolerating an unrestricted key
     // would be handed the restricted key of the same group. Twins of what rules inject are the
@@ -197,6 +216,26 @@ fn judge(request: &AdmissionRequest<'_>, settings: &Settings, workload: &Workloa
         audit_annotations: vec![("injected-tolerations".to_owned(), described.join("; "))],
         ..Verdict::default()
     }
+}
+
+/// The validating half's acceptance: it injects nothing, and says so for each rule that matched
+/// (OPA mode returns warnings; without them a rule would seem to work where it cannot).
+fn not_injected(rules: &[&Rule]) -> Verdict {
+    let mut verdict = Verdict::accept();
+    verdict.warnings = rules
+        .iter()
+        .map(|rule| {
+            let mut warning = String::from(TolerationInjection::NAME);
+            warning.push_str(": rule ");
+            crate::json::write_debug_str(&mut warning, &rule.name);
+            warning.push_str(
+                " matches, but this engine cannot mutate: no toleration is injected \
+                 (the Kubewarden waPC build injects them)",
+            );
+            warning
+        })
+        .collect();
+    verdict
 }
 
 /// The alias group `key` belongs to.

@@ -342,6 +342,37 @@ fn injection_cases() {
     }
 }
 
+/// Engines that cannot mutate get no object and no claim that anything was added: a warning per
+/// matching rule says that nothing is injected, and a rule that does not match says nothing.
+#[test]
+fn the_validating_half_injects_nothing_and_says_so() {
+    let settings = hostpath_settings().to_string();
+    let helper = request(
+        "CREATE",
+        "system:serviceaccount:kube-system:microk8s-hostpath",
+        "kube-system",
+        &helper_pod(),
+    );
+    let mutating = TolerationInjection::validate(&helper, &settings);
+    assert!(mutating.mutated_object.is_some(), "{mutating:?}");
+    let validating = TolerationInjection::validate_half(&helper, &settings, Half::Validating);
+    assert_eq!(
+        validating,
+        Verdict {
+            warnings: vec![
+                "toleration-injection: rule \"hostpath-provisioner-helpers\" matches, but this \
+                 engine cannot mutate: no toleration is injected (the Kubewarden waPC build \
+                 injects them)"
+                    .to_owned()
+            ],
+            ..Verdict::accept()
+        }
+    );
+    let other = request("CREATE", "mallory", "kube-system", &helper_pod());
+    let validating = TolerationInjection::validate_half(&other, &settings, Half::Validating);
+    assert_eq!(validating, Verdict::accept());
+}
+
 #[test]
 fn injection_is_idempotent() {
     let obj = object(
