@@ -111,8 +111,24 @@ thread_local! {
 /// otherwise rebuild them each time; building is a pure function of the text, so reuse changes
 /// no answer. Errors are not kept. WebAssembly instances are single-threaded; elsewhere each
 /// thread keeps its own. Only for hosts that never free the guest's memory behind its back
-/// (waPC does not; OPA SDKs reset the heap after every evaluation).
+/// (waPC does not; OPA SDKs reset the heap after every evaluation: see
+/// [`cached_settings_kept_by`]).
 pub fn cached_settings<P: Policy + ?Sized>(text: &str) -> Result<Rc<P::Settings>, SettingsError> {
+    cached_settings_kept_by::<P>(text, |build| {
+        build();
+        true
+    })
+}
+
+/// [`cached_settings`] for an engine whose heap does not outlive an evaluation: `keep` runs the
+/// closure it is given, which allocates what the cache keeps (the settings and a copy of their
+/// text), and answers whether all of that went to memory that outlives the evaluation; only
+/// then are the settings kept. The previous settings are dropped first, so `keep` may reuse
+/// their memory.
+pub fn cached_settings_kept_by<P: Policy + ?Sized>(
+    text: &str,
+    keep: impl FnOnce(&mut dyn FnMut()) -> bool,
+) -> Result<Rc<P::Settings>, SettingsError> {
     let hit = LAST_SETTINGS.with_borrow(|last| {
         last.as_ref()
             .filter(|c| c.policy == P::NAME && c.text == text)
@@ -121,15 +137,25 @@ pub fn cached_settings<P: Policy + ?Sized>(text: &str) -> Result<Rc<P::Settings>
     if let Some(settings) = hit {
         return Ok(settings);
     }
-    // The parsed tree borrows from `text`, so it is freed here rather than kept with the
-    // settings; freeing it is a few vectors (strings and keys are borrowed).
+    LAST_SETTINGS.set(None);
+    // The parsed tree borrows from `text` and is only needed while building: it stays out of
+    // what is kept.
     let value = parse_settings_json(text)?;
-    let settings = Rc::new(P::settings(&value)?);
-    LAST_SETTINGS.set(Some(CachedSettings {
-        policy: P::NAME,
-        text: text.to_owned(),
-        settings: Rc::clone(&settings) as Rc<dyn Any>,
-    }));
+    let build = || P::settings(&value).map(|s| (Rc::new(s), text.to_owned()));
+    let mut built = None;
+    let kept = keep(&mut || built = Some(build()));
+    // A `keep` that did not build keeps nothing.
+    let (kept, (settings, text)) = match built {
+        Some(result) => (kept, result?),
+        None => (false, build()?),
+    };
+    if kept {
+        LAST_SETTINGS.set(Some(CachedSettings {
+            policy: P::NAME,
+            text,
+            settings: Rc::clone(&settings) as Rc<dyn Any>,
+        }));
+    }
     Ok(settings)
 }
 
@@ -162,5 +188,29 @@ mod tests {
         assert!(cached_settings::<TaintPreservation>(bad).is_err());
         assert!(cached_settings::<TaintPreservation>(bad).is_err());
         assert!(cached_settings::<TaintPreservation>("{").is_err());
+    }
+
+    /// What `keep` could not put in lasting memory is used once and rebuilt next time.
+    #[test]
+    fn settings_are_kept_only_where_keep_says_they_last() {
+        let text = r#"{"mode": "deny"}"#;
+        let spilled = |build: &mut dyn FnMut()| {
+            build();
+            false
+        };
+        let first = cached_settings_kept_by::<TaintPreservation>(text, spilled).unwrap();
+        let again = cached_settings_kept_by::<TaintPreservation>(text, spilled).unwrap();
+        assert!(!Rc::ptr_eq(&first, &again));
+        assert_eq!(again.mode, Mode::Deny);
+        let lasting = |build: &mut dyn FnMut()| {
+            build();
+            true
+        };
+        let kept = cached_settings_kept_by::<TaintPreservation>(text, lasting).unwrap();
+        let hit = cached_settings_kept_by::<TaintPreservation>(text, spilled).unwrap();
+        assert!(Rc::ptr_eq(&kept, &hit), "a hit needs no keeping");
+        let lazy = cached_settings_kept_by::<TaintPreservation>("{}", |_| true).unwrap();
+        assert_eq!(lazy.mode, Mode::Restore, "a `keep` that does not build");
+        assert!(cached_settings_kept_by::<TaintPreservation>(r#"{"mode": 1}"#, lasting).is_err());
     }
 }

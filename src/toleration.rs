@@ -307,15 +307,62 @@ pub struct Coverage<'t> {
     /// `Exists`, by key (empty: every key) and effect (empty: every effect): the longest seconds
     /// (`None`: unlimited). Keys borrow the tolerations inserted, and lookups borrow, so only
     /// the tables allocate.
-    exists: HashMap<ExistsKey<'t>, Option<i64>>,
+    exists: Table<ExistsKey<'t>>,
     /// `Equal`, by key, value and effect.
-    equal: HashMap<EqualKey<'t>, Option<i64>>,
+    equal: Table<EqualKey<'t>>,
 }
 
 /// (key, effect).
 type ExistsKey<'t> = (Cow<'t, str>, Cow<'t, str>);
 /// (key, value, effect).
 type EqualKey<'t> = (Cow<'t, str>, Cow<'t, str>, Cow<'t, str>);
+
+/// Up to this many entries a table is a vector searched in order: real workloads carry a handful
+/// of tolerations, and hashing each lookup key (SipHash, six lookups per toleration judged) cost
+/// more than comparing it with every entry. Past it, a hash map keeps huge lists linear (and
+/// SipHash keeps them so against keys chosen to collide).
+const SMALL_TABLE: usize = 16;
+
+/// The longest seconds per key: a vector while small, a hash map past [`SMALL_TABLE`] entries.
+#[derive(Debug)]
+enum Table<K> {
+    Small(Vec<(K, Option<i64>)>),
+    Large(HashMap<K, Option<i64>>),
+}
+
+impl<K> Default for Table<K> {
+    fn default() -> Self {
+        Table::Small(Vec::new())
+    }
+}
+
+impl<K: Eq + std::hash::Hash> Table<K> {
+    /// The entry of `key`, inserted with `seconds` when new.
+    fn entry(&mut self, key: K, seconds: Option<i64>) -> &mut Option<i64> {
+        if let Table::Small(entries) = self {
+            if entries.len() >= SMALL_TABLE && !entries.iter().any(|(k, _)| *k == key) {
+                *self = Table::Large(std::mem::take(entries).into_iter().collect());
+            }
+        }
+        match self {
+            Table::Small(entries) => match entries.iter().position(|(k, _)| *k == key) {
+                Some(at) => &mut entries[at].1,
+                None => {
+                    entries.push((key, seconds));
+                    &mut entries.last_mut().expect("just pushed").1
+                }
+            },
+            Table::Large(map) => map.entry(key).or_insert(seconds),
+        }
+    }
+
+    fn get(&self, key: &K) -> Option<&Option<i64>> {
+        match self {
+            Table::Small(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            Table::Large(map) => map.get(key),
+        }
+    }
+}
 
 /// Keeps the longest of two `tolerationSeconds`; none at all is the longest.
 fn longest(best: &mut Option<i64>, seconds: Option<i64>) {
@@ -330,13 +377,12 @@ impl<'t> Coverage<'t> {
         let best = match t.operator {
             Operator::Exists => self
                 .exists
-                .entry((t.key.clone(), t.effect.clone()))
-                .or_insert(t.seconds),
+                .entry((t.key.clone(), t.effect.clone()), t.seconds),
             // An empty key with `Equal` tolerates nothing, like an unknown operator.
-            Operator::Equal if !t.key.is_empty() => self
-                .equal
-                .entry((t.key.clone(), t.value.clone(), t.effect.clone()))
-                .or_insert(t.seconds),
+            Operator::Equal if !t.key.is_empty() => self.equal.entry(
+                (t.key.clone(), t.value.clone(), t.effect.clone()),
+                t.seconds,
+            ),
             _ => return,
         };
         longest(best, t.seconds);
@@ -369,20 +415,20 @@ impl<'t> Coverage<'t> {
 }
 
 fn exists_entry<'q>(
-    map: &'q HashMap<ExistsKey<'q>, Option<i64>>,
+    table: &'q Table<ExistsKey<'q>>,
     key: &'q str,
     effect: &'q str,
 ) -> Option<&'q Option<i64>> {
-    map.get(&(Cow::Borrowed(key), Cow::Borrowed(effect)))
+    table.get(&(Cow::Borrowed(key), Cow::Borrowed(effect)))
 }
 
 fn equal_entry<'q>(
-    map: &'q HashMap<EqualKey<'q>, Option<i64>>,
+    table: &'q Table<EqualKey<'q>>,
     key: &'q str,
     value: &'q str,
     effect: &'q str,
 ) -> Option<&'q Option<i64>> {
-    map.get(&(
+    table.get(&(
         Cow::Borrowed(key),
         Cow::Borrowed(value),
         Cow::Borrowed(effect),
@@ -531,9 +577,10 @@ mod coverage_properties {
 
     fn toleration() -> impl Strategy<Value = Toleration<'static>> {
         (
-            prop::sample::select(vec!["", "a", "b"]),
+            // Enough keys and values for a set to outgrow the small table (SMALL_TABLE).
+            prop::sample::select(vec!["", "a", "b", "c", "d", "e"]),
             prop::sample::select(vec![Operator::Equal, Operator::Exists, Operator::Unknown]),
-            prop::sample::select(vec!["", "x", "y"]),
+            prop::sample::select(vec!["", "x", "y", "z"]),
             prop::sample::select(vec!["", "NoSchedule", "NoExecute"]),
             proptest::option::of(0i64..4),
         )
@@ -549,10 +596,10 @@ mod coverage_properties {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
 
-        /// The index answers exactly what comparing with each toleration answers.
+        /// The index answers exactly what comparing with each toleration answers, small or large.
         #[test]
         fn coverage_agrees_with_pairwise_covers(
-            set in proptest::collection::vec(toleration(), 0..6),
+            set in proptest::collection::vec(toleration(), 0..64),
             t in toleration(),
         ) {
             let mut coverage = Coverage::default();

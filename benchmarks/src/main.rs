@@ -47,10 +47,13 @@ fn row(
         memory,
     };
     eprintln!(
-        "{artifact:<34} {:<58} per request {:>6.0} µs {:.2}x   warm {:>7.1} µs {:.2}x",
+        "{artifact:<34} {:<58} per request {:>6.0} µs {:.2}x (instantiate {:.0} / {:.0} µs)   \
+         warm {:>7.1} µs {:.2}x",
         row.name,
         row.fresh[0].median,
         row.fresh_ratio(),
+        row.instantiate[0].median,
+        row.instantiate[1].median,
         row.warm[0].median,
         row.warm_ratio()
     );

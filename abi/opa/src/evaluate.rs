@@ -11,11 +11,18 @@
 //! that says what is wrong.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
 use serde::Deserialize;
-use taintguard::admission::describe_error;
+use serde_json::value::RawValue;
+use taintguard::admission::{describe_error, AdmissionRequest};
 use taintguard::json::{members, write_str, write_str_array, write_str_map, JsonStr, Raw};
+#[cfg(not(target_arch = "wasm32"))]
+use taintguard::policy::cached_settings;
+#[cfg(target_arch = "wasm32")]
+use taintguard::policy::cached_settings_kept_by;
 use taintguard::policy::Half;
+use taintguard::settings::SettingsError;
 use taintguard::{Policy, Verdict};
 
 /// The module's entrypoints. Kubewarden always runs id 0, whatever the mode; the input's shape
@@ -58,11 +65,12 @@ pub fn evaluate<P: Policy>(
 }
 
 /// The input of the gatekeeper entrypoint. Other members (Gatekeeper's `constraint`, …) are
-/// skipped unread.
+/// skipped unread. The request is kept as a `RawValue` (absent or `null`: `None`): serde_json has
+/// checked it, so the policy reads it in one pass ([`AdmissionRequest::parse_raw`]).
 #[derive(Deserialize)]
 struct GatekeeperInput<'a> {
     #[serde(borrow, default)]
-    review: Raw<'a>,
+    review: Option<&'a RawValue>,
     #[serde(borrow, default)]
     parameters: Raw<'a>,
 }
@@ -71,7 +79,7 @@ struct GatekeeperInput<'a> {
 #[derive(Deserialize)]
 struct OpaInput<'a> {
     #[serde(borrow, default)]
-    request: Raw<'a>,
+    request: Option<&'a RawValue>,
 }
 
 /// Input bytes as text; `what` describes the expected shape for the error message.
@@ -100,21 +108,38 @@ fn parse_input<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, S
 const GATEKEEPER_SHAPE: &str = r#"{"review": <AdmissionRequest>, "parameters": <settings>}"#;
 const OPA_SHAPE: &str = r#"{"request": <AdmissionRequest>} with the settings as data"#;
 
-/// `(review, parameters)` as JSON text; absent or `null` parameters mean every default, as
-/// Kubewarden does for absent settings.
-fn gatekeeper_input(input: Option<&[u8]>) -> Result<(&str, &str), String> {
+/// `(review, parameters)`; absent or `null` parameters mean every default, as Kubewarden does
+/// for absent settings.
+fn gatekeeper_input(input: Option<&[u8]>) -> Result<(&RawValue, &str), String> {
     let text = input_text(input, GATEKEEPER_SHAPE)?;
     let input: GatekeeperInput = parse_input(text, GATEKEEPER_SHAPE)?;
     let review = input
         .review
-        .value()
         .ok_or_else(|| format!("input has no `review`; expected {GATEKEEPER_SHAPE}"))?;
     Ok((review, input.parameters.value().unwrap_or("{}")))
 }
 
+/// Settings built from `text`, or those built last from the same text. In the module they are
+/// kept in the heap's kept region, which the hosts' heap resets spare (see `heap`).
+fn settings<P: Policy>(text: &str) -> Result<Rc<P::Settings>, SettingsError> {
+    #[cfg(target_arch = "wasm32")]
+    return cached_settings_kept_by::<P>(text, crate::heap::keep);
+    #[cfg(not(target_arch = "wasm32"))]
+    cached_settings::<P>(text)
+}
+
+/// The validating half on a request serde_json has checked, and settings text.
+fn validate<P: Policy>(request: &RawValue, settings_text: &str) -> Verdict {
+    P::validate_with(
+        || AdmissionRequest::parse_raw(request),
+        settings::<P>(settings_text),
+        Half::Validating,
+    )
+}
+
 fn violations<P: Policy>(input: Option<&[u8]>) -> String {
     let verdict = match gatekeeper_input(input) {
-        Ok((review, parameters)) => P::validate_half(review, parameters, Half::Validating),
+        Ok((review, parameters)) => validate::<P>(review, parameters),
         Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
     };
     if verdict.accepted {
@@ -180,21 +205,20 @@ fn uid(request: &str) -> String {
         .unwrap_or_default()
 }
 
-fn opa_input(input: Option<&[u8]>) -> Result<&str, String> {
+fn opa_input(input: Option<&[u8]>) -> Result<&RawValue, String> {
     let text = input_text(input, OPA_SHAPE)?;
     let input: OpaInput = parse_input(text, OPA_SHAPE)?;
     input
         .request
-        .value()
         .ok_or_else(|| format!("input has no `request`; expected {OPA_SHAPE}"))
 }
 
 fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> String {
     let (uid, verdict) = match opa_input(input) {
         Ok(request) => (
-            uid(request),
+            uid(request.get()),
             match settings_from_data(data) {
-                Ok(settings) => P::validate_half(request, &settings, Half::Validating),
+                Ok(settings) => validate::<P>(request, &settings),
                 Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
             },
         ),

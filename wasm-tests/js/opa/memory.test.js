@@ -113,3 +113,43 @@ test('OPA mode reads its settings from setData', async () => {
     assert.ok(Array.isArray(gatekeeper[0].result));
   }
 });
+
+// Each instance keeps the settings it built last in a small region that heap resets spare, so a
+// warm instance does not rebuild them. Settings too large for it are rebuilt every evaluation;
+// both kinds, alternated on one instance in every host path, must judge as a fresh instance does.
+test('kept settings and settings too large to keep judge as fresh ones, alternated', async () => {
+  const policy = 'toleration-injection';
+  const small = h.settings(policy, 'tenant-restriction');
+  const filler = Array.from({ length: 400 }, (_, i) => ({
+    name: `unmatched-${i}`,
+    match: { namespaces: [`nowhere-${i}`], kinds: ['Deployment'] },
+    tolerations: [{ key: `example.com/filler-${i}`, operator: 'Exists', effect: 'NoSchedule' }],
+  }));
+  const large = { ...small, rules: [...(small.rules ?? []), ...filler] };
+  assert.ok(Buffer.byteLength(JSON.stringify(large)) > 32 * 1024, 'larger than the kept region');
+  const requests = ['tenant-pod-tolerating-dedicated', 'pod-with-unrelated-tolerations'];
+  const wasm = h.gatekeeperWasm(policy);
+  const expected = async (parameters, review) => (await loadPolicy(wasm)).evaluate({ parameters, review });
+  const fast = await loadPolicy(wasm);
+  const legacy = await loadPolicy(wasm);
+  legacy.minorVersion = 1;
+  const burrego = h.burregoHost(wasm);
+  const hosts = [
+    ['SDK opa_eval', (input) => fast.evaluate(input)],
+    ['SDK context calls', (input) => legacy.evaluate(input)],
+    ['burrego sequence', (input) => burrego.evaluate(0, input)],
+  ];
+  const order = [small, small, large, large, small, large, small, small];
+  for (const request of requests) {
+    const review = h.example(policy, request);
+    const want = new Map([[small, await expected(small, review)], [large, await expected(large, review)]]);
+    assert.deepEqual(want.get(small), want.get(large), `${request}: the filler rules match nothing`);
+    for (const [path, evaluate] of hosts) {
+      order.forEach((parameters, i) => {
+        const which = parameters === small ? 'small' : 'large';
+        assert.deepEqual(evaluate({ parameters, review }), want.get(parameters), `${request} via ${path}, evaluation ${i} (${which} settings)`);
+      });
+    }
+  }
+  assert.deepEqual(burrego.aborts, []);
+});
