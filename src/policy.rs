@@ -67,10 +67,23 @@ pub trait Policy {
     /// whose host resets the heap after each evaluation (the OPA ABI): the kept settings would
     /// point into freed memory.
     fn validate_raw(request: &RawValue, settings: &str) -> Verdict {
+        Self::validate_checked_half(request, settings, cached_settings::<Self>, Half::Mutating)
+    }
+
+    /// `half` of the policy on a request serde_json has already accepted as a JSON value (read
+    /// in one pass), with the settings `build` gives for the settings text: each engine adapter
+    /// decides whether and where built settings are kept ([`cached_settings`],
+    /// [`cached_settings_kept_by`]).
+    fn validate_checked_half(
+        request: &RawValue,
+        settings: &str,
+        build: fn(&str) -> Result<Rc<Self::Settings>, SettingsError>,
+        half: Half,
+    ) -> Verdict {
         Self::validate_with(
             || AdmissionRequest::parse_raw(request),
-            cached_settings::<Self>(settings),
-            Half::Mutating,
+            build(settings),
+            half,
         )
     }
 

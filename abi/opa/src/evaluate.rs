@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use taintguard::admission::{describe_error, AdmissionRequest};
+use taintguard::admission::describe_error;
 use taintguard::json::{members, write_str, write_str_array, write_str_map, JsonStr, Raw};
 #[cfg(not(target_arch = "wasm32"))]
 use taintguard::policy::cached_settings;
@@ -130,11 +130,7 @@ fn settings<P: Policy>(text: &str) -> Result<Rc<P::Settings>, SettingsError> {
 
 /// The validating half on a request serde_json has checked, and settings text.
 fn validate<P: Policy>(request: &RawValue, settings_text: &str) -> Verdict {
-    P::validate_with(
-        || AdmissionRequest::parse_raw(request),
-        settings::<P>(settings_text),
-        Half::Validating,
-    )
+    P::validate_checked_half(request, settings_text, settings::<P>, Half::Validating)
 }
 
 fn violations<P: Policy>(input: Option<&[u8]>) -> String {
