@@ -10,6 +10,7 @@ use wasm_tests::kubewarden::WapcPolicy;
 
 use crate::direct::{DirectHost, MemoryUse};
 use crate::opa::{BurregoHost, Evaluator};
+use crate::report::ModuleSize;
 
 /// A host running one module: fresh instances, and evaluations on them.
 pub trait Host {
@@ -32,10 +33,26 @@ pub trait Host {
     }
 }
 
+/// The bytes of a module's data segments (0 for bytes that are no module: those fail to load).
+fn static_data(wasm: &[u8]) -> usize {
+    let mut bytes = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let Ok(wasmparser::Payload::DataSection(reader)) = payload {
+            bytes += reader
+                .into_iter()
+                .flatten()
+                .map(|d| d.data.len())
+                .sum::<usize>();
+        }
+    }
+    bytes
+}
+
 /// A built waPC module, compiled once for both hosts.
 pub struct Module {
     pub name: String,
     pub size: usize,
+    static_data: usize,
     wapc: WapcPolicy,
     direct: DirectHost,
 }
@@ -46,9 +63,18 @@ impl Module {
         Ok(Module {
             name: name.to_owned(),
             size: bytes.len(),
+            static_data: static_data(&bytes),
             wapc: WapcPolicy::from_bytes(&bytes)?,
             direct: DirectHost::from_bytes(&bytes).map_err(|e| format!("{name}: {e}"))?,
         })
+    }
+
+    pub fn size(&self) -> ModuleSize {
+        ModuleSize {
+            module: self.name.clone(),
+            bytes: self.size,
+            static_data: self.static_data,
+        }
     }
 
     /// One `validate` on a fresh instance through the real host; the guest's answer.
@@ -92,6 +118,7 @@ impl Host for Module {
 pub struct OpaModule {
     pub name: String,
     pub size: usize,
+    static_data: usize,
     host: BurregoHost,
 }
 
@@ -105,8 +132,17 @@ impl OpaModule {
         Ok(OpaModule {
             name: name.to_owned(),
             size: bytes.len(),
+            static_data: static_data(bytes),
             host: BurregoHost::from_bytes(bytes).map_err(|e| format!("{name}: {e}"))?,
         })
+    }
+
+    pub fn size(&self) -> ModuleSize {
+        ModuleSize {
+            module: self.name.clone(),
+            bytes: self.size,
+            static_data: self.static_data,
+        }
     }
 
     /// Memory of a fresh evaluator before and after evaluating `payload`.

@@ -39,8 +39,15 @@ pub struct Run {
     pub fresh_rounds: usize,
     pub warm_rounds: usize,
     pub rows: Vec<Row>,
-    /// (module, bytes), the baseline included.
-    pub sizes: Vec<(String, usize)>,
+    /// Every module measured, the baselines included.
+    pub sizes: Vec<ModuleSize>,
+}
+
+pub struct ModuleSize {
+    pub module: String,
+    pub bytes: usize,
+    /// The bytes of its data segments: what instantiation copies into the instance's memory.
+    pub static_data: usize,
 }
 
 fn kib(bytes: usize) -> String {
@@ -74,8 +81,8 @@ pub fn summary(run: &Run) -> String {
         let size = run
             .sizes
             .iter()
-            .find(|(m, _)| m == policy)
-            .map_or(0, |(_, s)| *s);
+            .find(|m| m.module == policy)
+            .map_or(0, |m| m.bytes);
         let _ = writeln!(
             out,
             "| {policy} | {} KiB ({}) | {fresh:.2}x ({}; {fresh_at}) | {warm:.2}x ({}; {warm_at}) |",
@@ -129,9 +136,22 @@ pub fn markdown(run: &Run) -> String {
     );
     out.push_str("## Summary\n\n");
     out.push_str(&summary(run));
-    out.push_str("\n## Module sizes\n\n| module | bytes | KiB |\n|---|---|---|\n");
-    for (module, size) in &run.sizes {
-        let _ = writeln!(out, "| {module} | {size} | {} |", kib(*size));
+    out.push_str(
+        "\n## Module sizes\n\nStatic data is what instantiation copies into the instance's \
+         memory. A waPC module defines its memory, which wasmtime maps copy-on-write from the \
+         compiled module; a gatekeeper module imports the memory its host creates, so every \
+         instantiation writes the data into fresh pages.\n\n\
+         | module | bytes | KiB | static data KiB |\n|---|---|---|---|\n",
+    );
+    for m in &run.sizes {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} |",
+            m.module,
+            m.bytes,
+            kib(m.bytes),
+            m.static_data as f64 / 1024.0
+        );
     }
     let mut policies: Vec<&str> = run.rows.iter().map(|r| r.policy.as_str()).collect();
     policies.dedup();

@@ -1,5 +1,5 @@
-//! `cargo run --release -p taintguard-opa --example profile -- POLICY PAYLOAD [ROUNDS]`: runs
-//! the gatekeeper entrypoint (`policy/violation`) natively on the input a host would build from
+//! `cargo run --release -p taintguard-opa --example profile_gatekeeper -- POLICY PAYLOAD
+//! [ROUNDS]`: runs the gatekeeper entrypoint (`policy/violation`) natively on the input a host would build from
 //! one waPC `validate` payload (`bench --dump` writes them): `{"parameters": settings, "review":
 //! request}`. For profiling under `valgrind --tool=callgrind`; POLICY is `taint-preservation`,
 //! `toleration-injection`, or `baseline` (what benchmarks/baseline-gatekeeper does).
@@ -11,7 +11,7 @@ use taintguard_opa::{evaluate, Entrypoint};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [policy, path, rest @ ..] = &args[..] else {
-        eprintln!("usage: profile POLICY PAYLOAD [ROUNDS]");
+        eprintln!("usage: profile_gatekeeper POLICY PAYLOAD [ROUNDS]");
         std::process::exit(2);
     };
     let rounds: usize = rest.first().map_or(1, |r| r.parse().expect("ROUNDS"));
