@@ -1,8 +1,9 @@
 //! `cargo run --release -p taintguard-opa --example profile_gatekeeper -- POLICY PAYLOAD
-//! [ROUNDS]`: runs the gatekeeper entrypoint (`policy/violation`) natively on the input a host would build from
-//! one waPC `validate` payload (`bench --dump` writes them): `{"parameters": settings, "review":
-//! request}`. For profiling under `valgrind --tool=callgrind`; POLICY is `taint-preservation`,
-//! `toleration-injection`, or `baseline` (what benchmarks/baseline-gatekeeper does).
+//! [ROUNDS]`: runs the gatekeeper entrypoint (`policy/violation`) natively on the input a host
+//! would build from one waPC `validate` payload (`bench --dump` writes them): `{"parameters":
+//! settings, "review": request}`. For profiling under `valgrind --tool=callgrind`; POLICY is
+//! `taint-preservation`, `toleration-injection`, or `baseline` (what
+//! benchmarks/baseline-gatekeeper does).
 
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
