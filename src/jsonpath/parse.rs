@@ -669,9 +669,9 @@ impl Parser {
             }
         }
         let text: String = self.chars[start..self.pos].iter().collect();
-        match text.parse::<f64>() {
-            Ok(n) if n.is_finite() => Ok(n),
-            _ => {
+        match super::scan::json_number(&text) {
+            Ok(n) => Ok(n),
+            Err(_) => {
                 self.pos = start;
                 Err(self.error("number out of range"))
             }

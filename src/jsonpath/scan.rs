@@ -265,13 +265,67 @@ pub fn key_is<'a>(key: &'a str, name: &str) -> Result<'a, bool> {
     Ok(string(key)? == name)
 }
 
-/// The value of a number token.
+/// The value of a number token, read as serde_json reads numbers: the same digits give the same
+/// `f64` in a document and in a path's literal (see [`json_number`]).
 pub fn number(token: &str) -> Result<'_, f64> {
-    match token.parse::<f64>() {
-        Ok(n) if n.is_finite() => Ok(n),
-        Ok(_) => Err(ReadError::new(token, "number out of range")),
-        Err(_) => Err(malformed(token)),
+    json_number(token).map_err(|e| match e {
+        NumberError::OutOfRange => ReadError::new(token, "number out of range"),
+        NumberError::Malformed => malformed(token),
+    })
+}
+
+pub enum NumberError {
+    Malformed,
+    OutOfRange,
+}
+
+/// A JSON number's text as an `f64`, through serde_json's own number parser. One parser for
+/// documents and literals keeps equal digits equal, and the core library's `str::parse::<f64>`,
+/// linked only for this, brought 10 KiB of tables into every module's static data, which each
+/// gatekeeper instantiation copies (`benchmarks/results.md`).
+pub fn json_number(text: &str) -> std::result::Result<f64, NumberError> {
+    if !is_json_number(text) {
+        // serde_json would also take surrounding white space.
+        return Err(NumberError::Malformed);
     }
+    match serde_json::from_str::<f64>(text) {
+        Ok(n) if n.is_finite() => Ok(n),
+        // serde_json refuses a well-formed number only when it is out of range.
+        _ => Err(NumberError::OutOfRange),
+    }
+}
+
+/// Whether `text` is a JSON number: `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)? ([eE] [+-]? [0-9]+)?
+pub fn is_json_number(text: &str) -> bool {
+    fn digits(b: &[u8]) -> usize {
+        b.iter().take_while(|c| c.is_ascii_digit()).count()
+    }
+    let mut b = text.as_bytes();
+    b = b.strip_prefix(b"-").unwrap_or(b);
+    let int = digits(b);
+    if int == 0 || (int > 1 && b[0] == b'0') {
+        return false;
+    }
+    b = &b[int..];
+    if let Some(rest) = b.strip_prefix(b".") {
+        let frac = digits(rest);
+        if frac == 0 {
+            return false;
+        }
+        b = &rest[frac..];
+    }
+    if let Some(rest) = b.strip_prefix(b"e").or_else(|| b.strip_prefix(b"E")) {
+        let rest = rest
+            .strip_prefix(b"+")
+            .or_else(|| rest.strip_prefix(b"-"))
+            .unwrap_or(rest);
+        let exp = digits(rest);
+        if exp == 0 {
+            return false;
+        }
+        b = &rest[exp..];
+    }
+    b.is_empty()
 }
 
 /// `node` as a `Value`, refused as serde_json refuses it when parsing the whole object (nesting

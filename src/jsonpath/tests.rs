@@ -461,3 +461,49 @@ proptest! {
         }
     }
 }
+
+/// Numbers in documents and in literals are read by one reader, serde_json's: the same digits
+/// give the `f64` a `Value` holds, whatever the rounding; JSON's grammar is enforced and
+/// what no `f64` holds is out of range.
+#[test]
+fn numbers_are_read_as_serde_json_reads_them() {
+    use super::scan::{json_number, NumberError};
+    let cases = [
+        ("0", Some(0.0)),
+        ("-0", Some(0.0)),
+        ("1.5", Some(1.5)),
+        ("1E+3", Some(1000.0)),
+        ("-2.5e-3", Some(-0.0025)),
+        (
+            "123456789012345678901234567890",
+            Some(1.2345678901234568e29),
+        ),
+        ("0.1000000000000000055511151231257827", Some(0.1)),
+        ("2.2250738585072011e-308", None),
+        ("1e400", None),
+        ("-1e400", None),
+    ];
+    for (text, want) in cases {
+        let value = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| v.as_f64());
+        match json_number(text) {
+            Ok(n) => {
+                assert_eq!(Some(n), value, "{text}: a Value reads the same");
+                if let Some(want) = want {
+                    assert_eq!(n, want, "{text}");
+                }
+            }
+            Err(NumberError::OutOfRange) => assert!(value.is_none_or(|v| !v.is_finite()), "{text}"),
+            Err(NumberError::Malformed) => panic!("{text} is a JSON number"),
+        }
+    }
+    for text in [
+        "", "-", "01", "1.", ".5", "+1", "1e", "1e+", " 1", "1 ", "NaN", "0x10", "1_0",
+    ] {
+        assert!(
+            matches!(json_number(text), Err(NumberError::Malformed)),
+            "{text:?} is no JSON number"
+        );
+    }
+}
