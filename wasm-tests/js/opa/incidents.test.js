@@ -42,3 +42,26 @@ test('incident cases: same verdicts as the waPC build in deny mode', async () =>
     if (violations.length) assert.equal(violations[0].msg, wapc.message, name);
   }
 });
+
+// The gatekeeper build cannot inject (incidents 4 and 5 need the waPC build); in OPA mode it says
+// so for every rule that matches, and never claims an added toleration.
+test('OPA mode warns that matching rules inject nothing', async () => {
+  const sdk = await loadPolicy(gatekeeperWasm('toleration-injection'));
+  const warned = [
+    // [request, settings, the rules that match]
+    ['hostpath-helper-pod', 'hostpath-provisioner', ['hostpath-provisioner-helpers']],
+    ['hostpath-helper-pod-other-namespace', 'hostpath-provisioner', []],
+    ['flannel-v0.24.4-daemonset', 'default', []],
+  ];
+  for (const [request, settingsName, rules] of warned) {
+    sdk.setData(settings('toleration-injection', settingsName));
+    const { response } = sdk.evaluate({ request: example('toleration-injection', request) }, 'policy/main')[0].result;
+    const name = `${request} [${settingsName}]`;
+    assert.equal(response.allowed, true, name);
+    assert.equal(response.auditAnnotations, undefined, `${name}: nothing was injected`);
+    const expected = rules.map(
+      (rule) => `toleration-injection: rule "${rule}" matches, but this engine cannot mutate: no toleration is injected (the Kubewarden waPC build injects them)`,
+    );
+    assert.deepEqual(response.warnings ?? [], expected, name);
+  }
+});
