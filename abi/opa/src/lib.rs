@@ -5,7 +5,8 @@
 //!
 //! * [`evaluate`]: what each entrypoint answers, as JSON text (plain Rust, tested on the host).
 //! * `abi` (wasm32 only): the ABI exports, values and evaluation contexts in linear memory.
-//! * `heap` (wasm32 only): the bump heap behind both `opa_malloc` and Rust's global allocator.
+//! * `heap` (wasm32 only): the bump heap behind both `opa_malloc` and Rust's global allocator,
+//!   and below it the region where an instance keeps the settings it built last.
 //!
 //! A policy crate built for `wasm32-unknown-unknown` is one line:
 //! `taintguard_opa::policy!(MyPolicy);`. It must be linked with `--import-memory`,
