@@ -6,7 +6,9 @@
 
 use wasi_common::sync::WasiCtxBuilder;
 use wasi_common::WasiCtx;
-use wasmtime::{Caller, Engine, Extern, InstancePre, Linker, Memory, Module, Store};
+use wasmtime::{
+    Caller, Config, Engine, Extern, Instance, InstancePre, Linker, Memory, Module, Store,
+};
 
 struct State {
     wasi: WasiCtx,
@@ -18,6 +20,18 @@ struct State {
 pub struct DirectHost {
     pre: InstancePre<State>,
     engine: Engine,
+    /// The same module on an engine that meters fuel, for [`DirectHost::operators`].
+    counting: (InstancePre<State>, Engine),
+}
+
+/// Wasm operators a module executes (wasmtime fuel): deterministic, unlike time.
+#[derive(Debug, Clone, Copy)]
+pub struct Operators {
+    /// `_start`, `wapc_init` and the first `validate` of a fresh instance (for the gatekeeper
+    /// artifacts: burrego's set-up calls and the first evaluation).
+    pub per_request: u64,
+    /// One `validate` on an instance that has served three.
+    pub warm: u64,
 }
 
 /// Linear-memory sizes of one fresh instance, in bytes.
@@ -92,46 +106,73 @@ fn link_wapc(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     Ok(())
 }
 
+fn instance_pre(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<InstancePre<State>> {
+    let module = Module::new(engine, bytes)?;
+    let mut linker = Linker::new(engine);
+    wasi_common::sync::add_to_linker(&mut linker, |s: &mut State| &mut s.wasi)?;
+    link_wapc(&mut linker)?;
+    linker.instantiate_pre(&module)
+}
+
+/// A fresh instance, `_start`ed and `wapc_init`ialised, and its memory.
+fn initialised(
+    pre: &InstancePre<State>,
+    store: &mut Store<State>,
+) -> wasmtime::Result<(Instance, Memory)> {
+    let instance = pre.instantiate(&mut *store)?;
+    for start in ["_start", "wapc_init"] {
+        if let Ok(f) = instance.get_typed_func::<(), ()>(&mut *store, start) {
+            f.call(&mut *store, ())?;
+        }
+    }
+    let memory = instance
+        .get_memory(&mut *store, "memory")
+        .ok_or_else(|| wasmtime::Error::msg("the guest exports no memory"))?;
+    Ok((instance, memory))
+}
+
+/// One `validate` of the store's payload: the guest's answer.
+fn validate_once(instance: &Instance, store: &mut Store<State>) -> wasmtime::Result<Vec<u8>> {
+    let call = instance.get_typed_func::<(i32, i32), i32>(&mut *store, "__guest_call")?;
+    let len = store.data().payload.len() as i32;
+    let ok = call.call(&mut *store, ("validate".len() as i32, len))?;
+    let response = std::mem::replace(&mut store.data_mut().response, Err(String::new()));
+    match (ok, response) {
+        (1, Ok(bytes)) => Ok(bytes),
+        (_, Err(e)) => Err(wasmtime::Error::msg(format!("guest error: {e}"))),
+        (_, Ok(_)) => Err(wasmtime::Error::msg("__guest_call failed")),
+    }
+}
+
 impl DirectHost {
     pub fn from_bytes(bytes: &[u8]) -> wasmtime::Result<DirectHost> {
         // `Config::default()`, as wasmtime-provider builds its engine.
         let engine = Engine::default();
-        let module = Module::new(&engine, bytes)?;
-        let mut linker = Linker::new(&engine);
-        wasi_common::sync::add_to_linker(&mut linker, |s: &mut State| &mut s.wasi)?;
-        link_wapc(&mut linker)?;
-        let pre = linker.instantiate_pre(&module)?;
-        Ok(DirectHost { pre, engine })
+        let counting = Engine::new(Config::new().consume_fuel(true))?;
+        Ok(DirectHost {
+            pre: instance_pre(&engine, bytes)?,
+            engine,
+            counting: (instance_pre(&counting, bytes)?, counting),
+        })
     }
 
-    /// A fresh instance, initialised and then asked to `validate` `payload` once.
-    pub fn validate(&self, payload: &[u8]) -> wasmtime::Result<(MemoryUse, Vec<u8>)> {
+    fn store(engine: &Engine, payload: &[u8]) -> Store<State> {
         let state = State {
             wasi: WasiCtxBuilder::new().build(),
             operation: "validate",
             payload: payload.to_vec(),
             response: Err("no response".into()),
         };
-        let mut store = Store::new(&self.engine, state);
-        let instance = self.pre.instantiate(&mut store)?;
-        for start in ["_start", "wapc_init"] {
-            if let Ok(f) = instance.get_typed_func::<(), ()>(&mut store, start) {
-                f.call(&mut store, ())?;
-            }
-        }
-        let memory = instance
-            .get_memory(&mut store, "memory")
-            .ok_or_else(|| wasmtime::Error::msg("the guest exports no memory"))?;
+        Store::new(engine, state)
+    }
+
+    /// A fresh instance, initialised and then asked to `validate` `payload` once.
+    pub fn validate(&self, payload: &[u8]) -> wasmtime::Result<(MemoryUse, Vec<u8>)> {
+        let mut store = Self::store(&self.engine, payload);
+        let (instance, memory) = initialised(&self.pre, &mut store)?;
         let after_init = memory.data_size(&store);
-        let call = instance.get_typed_func::<(i32, i32), i32>(&mut store, "__guest_call")?;
-        let ok = call.call(&mut store, ("validate".len() as i32, payload.len() as i32))?;
+        let response = validate_once(&instance, &mut store)?;
         let after_validate = memory.data_size(&store);
-        let response = std::mem::replace(&mut store.data_mut().response, Err(String::new()));
-        let response = match (ok, response) {
-            (1, Ok(bytes)) => bytes,
-            (_, Err(e)) => return Err(wasmtime::Error::msg(format!("guest error: {e}"))),
-            (_, Ok(_)) => return Err(wasmtime::Error::msg("__guest_call failed")),
-        };
         Ok((
             MemoryUse {
                 after_init,
@@ -139,5 +180,29 @@ impl DirectHost {
             },
             response,
         ))
+    }
+
+    /// The operators a fresh instance executes up to its first answer, and a warm `validate`
+    /// of `payload`; every answer must be `expected`.
+    pub fn operators(&self, payload: &[u8], expected: &[u8]) -> wasmtime::Result<Operators> {
+        let (pre, engine) = &self.counting;
+        let mut store = Self::store(engine, payload);
+        store.set_fuel(u64::MAX)?;
+        let used = |store: &Store<State>| store.get_fuel().map(|left| u64::MAX - left);
+        let (instance, _) = initialised(pre, &mut store)?;
+        let mut answers = vec![validate_once(&instance, &mut store)?];
+        let per_request = used(&store)?;
+        for _ in 0..3 {
+            answers.push(validate_once(&instance, &mut store)?);
+        }
+        let before = used(&store)?;
+        answers.push(validate_once(&instance, &mut store)?);
+        let warm = used(&store)? - before;
+        if answers.iter().any(|a| a != expected) {
+            return Err(wasmtime::Error::msg(
+                "the fuel-metered host answered differently",
+            ));
+        }
+        Ok(Operators { per_request, warm })
     }
 }

@@ -35,6 +35,7 @@ fn row(
     payload_bytes: usize,
     (p, b): (Samples, Samples),
     memory: [direct::MemoryUse; 2],
+    operators: [direct::Operators; 2],
 ) -> Row {
     let row = Row {
         policy: artifact.to_owned(),
@@ -45,17 +46,20 @@ fn row(
         instantiate: [Stat::of(&p.instantiate), Stat::of(&b.instantiate)],
         warm: [Stat::of(&p.warm), Stat::of(&b.warm)],
         memory,
+        operators,
     };
     eprintln!(
         "{artifact:<34} {:<58} per request {:>6.0} µs {:.2}x (instantiate {:.0} / {:.0} µs)   \
-         warm {:>7.1} µs {:.2}x",
+         warm {:>7.1} µs {:.2}x   operators {:.2}x / {:.2}x",
         row.name,
         row.fresh[0].median,
         row.fresh_ratio(),
         row.instantiate[0].median,
         row.instantiate[1].median,
         row.warm[0].median,
-        row.warm_ratio()
+        row.warm_ratio(),
+        row.operators_fresh_ratio(),
+        row.operators_warm_ratio(),
     );
     row
 }
@@ -132,8 +136,13 @@ fn run(
                 fresh_rounds,
                 warm_rounds,
             )?;
+            let operators = [
+                module.operators(&input.payload, &answer)?,
+                baseline.operators(&input.payload, &base_answer)?,
+            ];
             let bytes = input.payload.len();
-            rows.push(row(policy, input, bytes, samples, [memory, base_memory]));
+            let memory = [memory, base_memory];
+            rows.push(row(policy, input, bytes, samples, memory, operators));
         }
         wapc_modules.insert(policy, module);
     }
@@ -171,7 +180,11 @@ fn run(
                 fresh_rounds,
                 warm_rounds,
             )?;
-            rows.push(row(&name, input, payload.len(), samples, memory));
+            let operators = [
+                module.operators(&payload, &answer)?,
+                baseline.operators(&payload, &base_answer)?,
+            ];
+            rows.push(row(&name, input, payload.len(), samples, memory, operators));
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::Value;
 use wasm_tests::kubewarden::WapcPolicy;
 
-use crate::direct::{DirectHost, MemoryUse};
+use crate::direct::{DirectHost, MemoryUse, Operators};
 use crate::opa::{BurregoHost, Evaluator};
 use crate::report::ModuleSize;
 
@@ -82,6 +82,13 @@ impl Module {
         self.wapc.call("validate", payload)
     }
 
+    /// Operators executed per request and warm (wasmtime fuel), answering `expected` each time.
+    pub fn operators(&self, payload: &[u8], expected: &[u8]) -> Result<Operators, String> {
+        self.direct
+            .operators(payload, expected)
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
     /// Memory of a fresh instance that validated `payload`, checked to answer what the real host
     /// answered.
     pub fn memory(&self, payload: &[u8], expected: &[u8]) -> Result<MemoryUse, String> {
@@ -120,6 +127,8 @@ pub struct OpaModule {
     pub size: usize,
     static_data: usize,
     host: BurregoHost,
+    /// The same module on a fuel-metering engine, never timed.
+    counting: BurregoHost,
 }
 
 /// The entrypoint Kubewarden always evaluates (`policy/violation` in these modules).
@@ -134,6 +143,7 @@ impl OpaModule {
             size: bytes.len(),
             static_data: static_data(bytes),
             host: BurregoHost::from_bytes(bytes).map_err(|e| format!("{name}: {e}"))?,
+            counting: BurregoHost::counting(bytes).map_err(|e| format!("{name}: {e}"))?,
         })
     }
 
@@ -143,6 +153,32 @@ impl OpaModule {
             bytes: self.size,
             static_data: self.static_data,
         }
+    }
+
+    /// Operators executed by a new evaluator up to its first answer (set-up included) and by a
+    /// warm evaluation, answering `expected` each time.
+    pub fn operators(&self, payload: &[u8], expected: &Value) -> Result<Operators, String> {
+        let fail = |e: String| format!("{}: {e}", self.name);
+        let mut evaluator = self.counting.evaluator().map_err(fail)?;
+        let evaluate = |evaluator: &mut Evaluator| {
+            let answer = evaluator
+                .evaluate(ENTRYPOINT, payload, DATA)
+                .map_err(fail)?;
+            match answer == *expected {
+                true => Ok(evaluator.operators()),
+                false => Err(format!(
+                    "{}: the fuel-metered host answered {answer}",
+                    self.name
+                )),
+            }
+        };
+        let per_request = evaluate(&mut evaluator)?;
+        for _ in 0..2 {
+            evaluate(&mut evaluator)?;
+        }
+        let before = evaluator.operators();
+        let warm = evaluate(&mut evaluator)? - before;
+        Ok(Operators { per_request, warm })
     }
 
     /// Memory of a fresh evaluator before and after evaluating `payload`.

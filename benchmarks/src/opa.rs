@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 use wasmtime::{
-    Caller, Engine, Extern, Instance, Linker, Memory, MemoryType, Module, Store, TypedFunc,
+    Caller, Config, Engine, Extern, Instance, Linker, Memory, MemoryType, Module, Store, TypedFunc,
 };
 
 /// Pages of the memory burrego creates and the module imports (`MemoryType::new(5, None)`).
@@ -20,6 +20,8 @@ pub const HOST_PAGES: u64 = 5;
 pub struct BurregoHost {
     engine: Engine,
     module: Module,
+    /// Whether the engine meters fuel ([`BurregoHost::counting`]).
+    counting: bool,
 }
 
 /// What the host functions saw; burrego hands these to its callbacks, which only log.
@@ -160,15 +162,33 @@ impl Exports {
 impl BurregoHost {
     pub fn from_bytes(bytes: &[u8]) -> Result<BurregoHost, String> {
         // `Config::default()`, like the waPC measurements, so both hosts run the same engine.
-        let engine = Engine::default();
+        Self::on(Engine::default(), bytes, false)
+    }
+
+    /// The same host on an engine that meters fuel: every evaluator counts the wasm operators
+    /// its module executes ([`Evaluator::operators`]). Never timed: metering slows the code.
+    pub fn counting(bytes: &[u8]) -> Result<BurregoHost, String> {
+        let engine = Engine::new(Config::new().consume_fuel(true))
+            .map_err(|e| format!("cannot create a fuel-metering engine: {e:#}"))?;
+        Self::on(engine, bytes, true)
+    }
+
+    fn on(engine: Engine, bytes: &[u8], counting: bool) -> Result<BurregoHost, String> {
         let module =
             Module::new(&engine, bytes).map_err(|e| format!("cannot compile module: {e:#}"))?;
-        Ok(BurregoHost { engine, module })
+        Ok(BurregoHost {
+            engine,
+            module,
+            counting,
+        })
     }
 
     /// A new evaluator: what burrego's `Evaluator` set-up does once the module is compiled.
     pub fn evaluator(&self) -> Result<Evaluator, String> {
         let mut store = Store::new(&self.engine, State::default());
+        if self.counting {
+            store.set_fuel(u64::MAX).map_err(|e| e.to_string())?;
+        }
         // The memory belongs to the store, so burrego builds a linker per evaluator.
         let mut linker = Linker::new(&self.engine);
         let memory = Memory::new(&mut store, MemoryType::new(HOST_PAGES as u32, None))
@@ -208,6 +228,12 @@ impl BurregoHost {
 }
 
 impl Evaluator {
+    /// The wasm operators the module has executed in this evaluator so far, on a
+    /// [`BurregoHost::counting`] host (0 on others).
+    pub fn operators(&self) -> u64 {
+        self.store.get_fuel().map_or(0, |left| u64::MAX - left)
+    }
+
     /// Calls into the module; a trap becomes an error carrying what `opa_abort` reported.
     fn call<R>(
         &mut self,

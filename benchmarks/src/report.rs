@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::direct::MemoryUse;
+use crate::direct::{MemoryUse, Operators};
 use crate::measure::Stat;
 
 /// Per request (fresh instance + validate) may cost at most this many baselines.
@@ -23,6 +23,7 @@ pub struct Row {
     pub instantiate: [Stat; 2],
     pub warm: [Stat; 2],
     pub memory: [MemoryUse; 2],
+    pub operators: [Operators; 2],
 }
 
 impl Row {
@@ -31,6 +32,12 @@ impl Row {
     }
     pub fn warm_ratio(&self) -> f64 {
         self.warm[0].median / self.warm[1].median
+    }
+    pub fn operators_fresh_ratio(&self) -> f64 {
+        self.operators[0].per_request as f64 / self.operators[1].per_request as f64
+    }
+    pub fn operators_warm_ratio(&self) -> f64 {
+        self.operators[0].warm as f64 / self.operators[1].warm as f64
     }
 }
 
@@ -120,7 +127,15 @@ pub fn markdown(run: &Run) -> String {
          bench` measures ({} rounds; per request {} rounds);\n\
          - **instantiate** is the fresh-instance part of per request;\n\
          - **memory** is the instance's linear memory after init and after the evaluation (it \
-         never shrinks: the high-water mark).\n\n\
+         never shrinks: the high-water mark);\n\
+         - **operators** are the wasm operators the module executes, counted by wasmtime's fuel \
+         on a second, metering engine (never timed): per request from instantiation to the first \
+         answer (`_start`, `wapc_init` and `validate`; for the gatekeeper artifacts burrego's \
+         set-up calls and the first evaluation), warm for one evaluation after three. Unlike \
+         times they are exact and repeatable, so they show what a change did without the \
+         machine's noise; but they are not time and are held to no target: a `local.get` the \
+         compiler turns into nothing counts as much as a call into the allocator, and the \
+         host's work (instantiation, copying the static data, page faults) is left out.\n\n\
          Each artifact has a baseline built the same way that parses its whole input into a \
          `serde_json::Value` and accepts: `baseline` (`benchmarks/baseline-policy`, waPC) for \
          `<policy>`, `baseline.gatekeeper` (`benchmarks/baseline-gatekeeper`, on the same OPA \
@@ -159,17 +174,19 @@ pub fn markdown(run: &Run) -> String {
         let _ = writeln!(
             out,
             "\n## {policy}\n\n\
-             | input | payload KiB | per request µs median / p99 (baseline) | ratio | instantiate µs (baseline) | warm µs median / p99 (baseline) | ratio | memory KiB after init → validate (baseline) |\n\
-             |---|---|---|---|---|---|---|---|"
+             | input | payload KiB | per request µs median / p99 (baseline) | ratio | instantiate µs (baseline) | warm µs median / p99 (baseline) | ratio | memory KiB after init → validate (baseline) | operators per request / warm, thousands (baseline) | ratios |\n\
+             |---|---|---|---|---|---|---|---|---|---|"
         );
         for row in run.rows.iter().filter(|r| r.policy == policy) {
             let [f, fb] = row.fresh;
             let [i, ib] = row.instantiate;
             let [w, wb] = row.warm;
             let [m, mb] = row.memory;
+            let [o, ob] = row.operators;
+            let k = |n: u64| n as f64 / 1000.0;
             let _ = writeln!(
                 out,
-                "| {} | {:.1} | {:.0} / {:.0} ({:.0} / {:.0}) | {:.2}x | {:.0} ({:.0}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x | {} → {} ({} → {}) |",
+                "| {} | {:.1} | {:.0} / {:.0} ({:.0} / {:.0}) | {:.2}x | {:.0} ({:.0}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x | {} → {} ({} → {}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x / {:.2}x |",
                 row.name,
                 row.payload_bytes as f64 / 1024.0,
                 f.median, f.p99, fb.median, fb.p99,
@@ -179,6 +196,8 @@ pub fn markdown(run: &Run) -> String {
                 row.warm_ratio(),
                 kib(m.after_init), kib(m.after_validate),
                 kib(mb.after_init), kib(mb.after_validate),
+                k(o.per_request), k(o.warm), k(ob.per_request), k(ob.warm),
+                row.operators_fresh_ratio(), row.operators_warm_ratio(),
             );
         }
     }
