@@ -133,10 +133,7 @@ pub fn write_str(out: &mut String, s: &str) {
     let mut start = 0;
     // Runs without anything to escape are copied whole; what needs escaping is ASCII, so every
     // cut falls on a character boundary.
-    while let Some(i) = bytes[start..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-    {
+    while let Some(i) = next_escape(&bytes[start..]) {
         let i = start + i;
         out.push_str(&s[start..i]);
         match bytes[i] {
@@ -145,6 +142,8 @@ pub fn write_str(out: &mut String, s: &str) {
             b'\n' => out.push_str("\\n"),
             b'\r' => out.push_str("\\r"),
             b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
             b => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.push_str("\\u00");
@@ -156,6 +155,31 @@ pub fn write_str(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// The first byte JSON must escape (`"`, `\\`, a control character), eight bytes at a time:
+/// messages, warnings and tolerations are written through [`write_str`] on every request.
+fn next_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` is zero, or below `n` (n <= 0x80): its high bit in the result.
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGHS;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let hits = below(x, 0x20)
+            | below(x ^ (ONES * u64::from(b'"')), 1)
+            | below(x ^ (ONES * u64::from(b'\\')), 1);
+        if hits != 0 {
+            // The lowest flagged byte is exact: borrows only run towards higher bytes.
+            return Some(at + (hits.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| at + i)
 }
 
 /// Appends `s` to `out` as `format!("{s:?}")` writes it, without the formatting machinery for
@@ -223,6 +247,25 @@ mod tests {
             let mut out = String::new();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "for {s:?}");
+        }
+    }
+
+    /// Every byte value at every offset of a word, and strings of every length up to three
+    /// words, escape as serde_json escapes them.
+    #[test]
+    fn write_str_finds_every_escape_at_every_offset() {
+        for len in 0..24 {
+            for at in 0..len {
+                for b in 0u8..0x80 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    // Multi-byte characters around, whose bytes are all high.
+                    let s = format!("é{}ü", std::str::from_utf8(&bytes).unwrap());
+                    let mut out = String::new();
+                    write_str(&mut out, &s);
+                    assert_eq!(out, serde_json::to_string(&s).unwrap(), "{s:?}");
+                }
+            }
         }
     }
 
