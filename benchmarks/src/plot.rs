@@ -5,7 +5,9 @@ use std::fmt::Write;
 
 use crate::report::Row;
 
-const PANEL_W: f64 = 600.0;
+// Wide enough that the longest legend entry ("Deployment, JSONPath rule: per request, baseline")
+// fits its half of the panel.
+const PANEL_W: f64 = 720.0;
 const PANEL_H: f64 = 420.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
