@@ -9,8 +9,9 @@
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
 #   ./build.sh bench [--quick] [--only TEXT]...
 #                       build, then measure every policy against a parse-only baseline in the real
-#                       host; writes benchmarks/results.md and benchmarks/latency.svg (with --only,
-#                       measures the inputs whose policy and name contain TEXT, and only prints)
+#                       host; writes benchmarks/results.md and benchmarks/latency.svg (--quick: a
+#                       tenth of the rounds; --only: the inputs whose policy and name contain TEXT;
+#                       either only prints)
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)

@@ -4,8 +4,8 @@
 //! OPA-ABI baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
 //! artifacts), on generated and example requests, and writes `benchmarks/results.md` and
 //! `benchmarks/latency.svg`. `./build.sh bench` builds everything and runs this. `--only TEXT`
-//! keeps the inputs whose policy and name contain every TEXT given, and then only prints (a
-//! partial run must not replace the results).
+//! keeps the inputs whose policy and name contain every TEXT given. Either flag only prints: a
+//! partial or shortened run must not replace the results.
 //! `bench --dump DIR` writes the payloads instead.
 
 mod direct;
@@ -195,7 +195,7 @@ fn run(
         rows,
         sizes,
     };
-    if !only.is_empty() {
+    if quick || !only.is_empty() {
         println!("{}", report::summary(&run));
         return Ok(());
     }
