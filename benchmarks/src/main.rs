@@ -1,11 +1,11 @@
 //! `bench [--quick] [--only TEXT]... BASELINE_WASM BASELINE_GATEKEEPER_WASM`: measures every
-//! `dist/<policy>.wasm`
-//! against the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the
-//! OPA-ABI baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
-//! artifacts), on generated and example requests, and writes `benchmarks/results.md` and
-//! `benchmarks/latency.svg`. `./build.sh bench` builds everything and runs this. `--only TEXT`
-//! keeps the inputs whose policy and name contain every TEXT given. Either flag only prints: a
-//! partial or shortened run must not replace the results.
+//! `dist/<policy>.wasm` against the waPC baseline module, and every
+//! `dist/<policy>.gatekeeper.wasm` against the OPA-ABI baseline (linked but not yet finished:
+//! finished here as `embed-metadata` finishes the artifacts), on generated and example requests,
+//! and writes `benchmarks/results.md` and `benchmarks/latency.svg`. `./build.sh bench` builds
+//! everything and runs this. `--quick` runs a tenth of the rounds; `--only TEXT` keeps the inputs
+//! whose policy and name contain every TEXT given. Either flag only prints: a partial or
+//! shortened run must not replace the results.
 //! `bench --dump DIR` writes the payloads instead.
 
 mod direct;
