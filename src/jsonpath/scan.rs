@@ -274,8 +274,11 @@ pub fn number(token: &str) -> Result<'_, f64> {
     })
 }
 
+/// Why text is not read as a number.
 pub enum NumberError {
+    /// Not JSON's number syntax.
     Malformed,
+    /// JSON's syntax, but no finite `f64` (`1e400`).
     OutOfRange,
 }
 
@@ -296,7 +299,7 @@ pub fn json_number(text: &str) -> std::result::Result<f64, NumberError> {
 }
 
 /// Whether `text` is a JSON number: `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)? ([eE] [+-]? [0-9]+)?
-pub fn is_json_number(text: &str) -> bool {
+fn is_json_number(text: &str) -> bool {
     fn digits(b: &[u8]) -> usize {
         b.iter().take_while(|c| c.is_ascii_digit()).count()
     }

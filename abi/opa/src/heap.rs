@@ -11,9 +11,10 @@
 //!
 //! The one exception is the *kept* region, [`KEPT_BYTES`] between `__heap_base` and the first
 //! address the heap hands out. Every mark a host can hold lies above it (the hosts only ever set
-//! marks they were given), so no reset frees it and no host writes there. [`keep`] allocates in it
-//! the settings an instance keeps between evaluations (`taintguard::policy::cached_settings_kept_by`):
-//! a warm instance then skips rebuilding them, as the waPC build does.
+//! marks they were given), so no reset frees it and no host writes there. [`keep`] allocates in
+//! it the settings an instance keeps between evaluations
+//! (`taintguard::policy::cached_settings_kept_by`): a warm instance then skips rebuilding them,
+//! as the waPC build does.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::arch::wasm32;
