@@ -164,13 +164,13 @@ impl OpaModule {
             let answer = evaluator
                 .evaluate(ENTRYPOINT, payload, DATA)
                 .map_err(fail)?;
-            match answer == *expected {
-                true => Ok(evaluator.operators()),
-                false => Err(format!(
+            if answer != *expected {
+                return Err(format!(
                     "{}: the fuel-metered host answered {answer}",
                     self.name
-                )),
+                ));
             }
+            Ok(evaluator.operators())
         };
         let per_request = evaluate(&mut evaluator)?;
         for _ in 0..2 {
