@@ -34,6 +34,19 @@ pub struct Operators {
     pub warm: u64,
 }
 
+impl Operators {
+    /// The counts from `evaluate`, which evaluates once on one instance and answers the
+    /// operators that instance has executed so far: after the first call (set-up included) and
+    /// for the fourth alone. One sequence for both hosts, so their counts compare.
+    pub fn count<E>(mut evaluate: impl FnMut() -> Result<u64, E>) -> Result<Operators, E> {
+        let per_request = evaluate()?;
+        evaluate()?;
+        let before = evaluate()?;
+        let warm = evaluate()? - before;
+        Ok(Operators { per_request, warm })
+    }
+}
+
 /// Linear-memory sizes of one fresh instance, in bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct MemoryUse {
@@ -190,19 +203,13 @@ impl DirectHost {
         store.set_fuel(u64::MAX)?;
         let used = |store: &Store<State>| store.get_fuel().map(|left| u64::MAX - left);
         let (instance, _) = initialised(pre, &mut store)?;
-        let mut answers = vec![validate_once(&instance, &mut store)?];
-        let per_request = used(&store)?;
-        for _ in 0..3 {
-            answers.push(validate_once(&instance, &mut store)?);
-        }
-        let before = used(&store)?;
-        answers.push(validate_once(&instance, &mut store)?);
-        let warm = used(&store)? - before;
-        if answers.iter().any(|a| a != expected) {
-            return Err(wasmtime::Error::msg(
-                "the fuel-metered host answered differently",
-            ));
-        }
-        Ok(Operators { per_request, warm })
+        Operators::count(|| {
+            if validate_once(&instance, &mut store)? != expected {
+                return Err(wasmtime::Error::msg(
+                    "the fuel-metered host answered differently",
+                ));
+            }
+            used(&store)
+        })
     }
 }

@@ -105,7 +105,7 @@ fn run(
     let scale = if quick { 10 } else { 1 };
     let (fresh_rounds, warm_rounds) = (FRESH_ROUNDS / scale, WARM_ROUNDS / scale);
     let baseline = Module::load("baseline", baseline)?;
-    let mut sizes = vec![baseline.size()];
+    let mut sizes = vec![baseline.size.clone()];
     let mut rows = Vec::new();
     let mut inputs = inputs::all(&repo)?;
     inputs.retain(|i| {
@@ -121,7 +121,7 @@ fn run(
     let mut wapc_modules = HashMap::new();
     for &policy in &policies {
         let module = Module::load(policy, &wasm_tests::dist(&format!("{policy}.wasm")))?;
-        sizes.push(module.size());
+        sizes.push(module.size.clone());
         for input in inputs.iter().filter(|i| i.policy == policy) {
             // The same answer from both hosts, or the memory figure would be of another run.
             let answer = module.validate_once(&input.payload)?;
@@ -153,12 +153,12 @@ fn run(
         .map_err(|e| format!("{}: {e}", baseline_gatekeeper.display()))?;
     let baseline = OpaModule::from_bytes("baseline.gatekeeper", &finished)?;
     let empty_result_set = json!([{"result": []}]);
-    sizes.push(baseline.size());
+    sizes.push(baseline.size.clone());
     for &policy in &policies {
         let name = format!("{policy}.gatekeeper");
         let module =
             OpaModule::from_bytes(&name, &read(&wasm_tests::dist(&format!("{name}.wasm")))?)?;
-        sizes.push(module.size());
+        sizes.push(module.size.clone());
         for input in inputs.iter().filter(|i| i.policy == policy) {
             let payload = input.gatekeeper_input();
             let answer = module.evaluate_once(&payload)?;

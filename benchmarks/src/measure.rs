@@ -33,26 +33,10 @@ pub trait Host {
     }
 }
 
-/// The bytes of a module's data segments (0 for bytes that are no module: those fail to load).
-fn static_data(wasm: &[u8]) -> usize {
-    let mut bytes = 0;
-    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-        if let Ok(wasmparser::Payload::DataSection(reader)) = payload {
-            bytes += reader
-                .into_iter()
-                .flatten()
-                .map(|d| d.data.len())
-                .sum::<usize>();
-        }
-    }
-    bytes
-}
-
 /// A built waPC module, compiled once for both hosts.
 pub struct Module {
     pub name: String,
-    pub size: usize,
-    static_data: usize,
+    pub size: ModuleSize,
     wapc: WapcPolicy,
     direct: DirectHost,
 }
@@ -62,19 +46,10 @@ impl Module {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Module {
             name: name.to_owned(),
-            size: bytes.len(),
-            static_data: static_data(&bytes),
+            size: ModuleSize::of(name, &bytes),
             wapc: WapcPolicy::from_bytes(&bytes)?,
             direct: DirectHost::from_bytes(&bytes).map_err(|e| format!("{name}: {e}"))?,
         })
-    }
-
-    pub fn size(&self) -> ModuleSize {
-        ModuleSize {
-            module: self.name.clone(),
-            bytes: self.size,
-            static_data: self.static_data,
-        }
     }
 
     /// One `validate` on a fresh instance through the real host; the guest's answer.
@@ -124,8 +99,7 @@ impl Host for Module {
 /// gatekeeper mode does: entrypoint 0, the payload as input, `{}` as data.
 pub struct OpaModule {
     pub name: String,
-    pub size: usize,
-    static_data: usize,
+    pub size: ModuleSize,
     host: BurregoHost,
     /// The same module on a fuel-metering engine, never timed.
     counting: BurregoHost,
@@ -140,19 +114,10 @@ impl OpaModule {
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<OpaModule, String> {
         Ok(OpaModule {
             name: name.to_owned(),
-            size: bytes.len(),
-            static_data: static_data(bytes),
+            size: ModuleSize::of(name, bytes),
             host: BurregoHost::from_bytes(bytes).map_err(|e| format!("{name}: {e}"))?,
             counting: BurregoHost::counting(bytes).map_err(|e| format!("{name}: {e}"))?,
         })
-    }
-
-    pub fn size(&self) -> ModuleSize {
-        ModuleSize {
-            module: self.name.clone(),
-            bytes: self.size,
-            static_data: self.static_data,
-        }
     }
 
     /// Operators executed by a new evaluator up to its first answer (set-up included) and by a
@@ -160,7 +125,7 @@ impl OpaModule {
     pub fn operators(&self, payload: &[u8], expected: &Value) -> Result<Operators, String> {
         let fail = |e: String| format!("{}: {e}", self.name);
         let mut evaluator = self.counting.evaluator().map_err(fail)?;
-        let evaluate = |evaluator: &mut Evaluator| {
+        Operators::count(|| {
             let answer = evaluator
                 .evaluate(ENTRYPOINT, payload, DATA)
                 .map_err(fail)?;
@@ -171,14 +136,7 @@ impl OpaModule {
                 ));
             }
             Ok(evaluator.operators())
-        };
-        let per_request = evaluate(&mut evaluator)?;
-        for _ in 0..2 {
-            evaluate(&mut evaluator)?;
-        }
-        let before = evaluator.operators();
-        let warm = evaluate(&mut evaluator)? - before;
-        Ok(Operators { per_request, warm })
+        })
     }
 
     /// Memory of a fresh evaluator before and after evaluating `payload`.
