@@ -339,13 +339,16 @@ impl<K> Default for Table<K> {
 impl<K: Eq + std::hash::Hash> Table<K> {
     /// The entry of `key`, inserted with `seconds` when new.
     fn entry(&mut self, key: K, seconds: Option<i64>) -> &mut Option<i64> {
+        // One scan of a small table: where the key is, or that it is new.
+        let mut found = None;
         if let Table::Small(entries) = self {
-            if entries.len() >= SMALL_TABLE && !entries.iter().any(|(k, _)| *k == key) {
+            found = entries.iter().position(|(k, _)| *k == key);
+            if found.is_none() && entries.len() >= SMALL_TABLE {
                 *self = Table::Large(std::mem::take(entries).into_iter().collect());
             }
         }
         match self {
-            Table::Small(entries) => match entries.iter().position(|(k, _)| *k == key) {
+            Table::Small(entries) => match found {
                 Some(at) => &mut entries[at].1,
                 None => {
                     entries.push((key, seconds));
