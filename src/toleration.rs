@@ -131,6 +131,15 @@ impl Toleration<'_> {
         key && effect && value && seconds && other.operator != Operator::Unknown
     }
 
+    /// Equal but perhaps for `tolerationSeconds`: the same toleration to Kubernetes' pod update
+    /// validation, which lets an UPDATE change only that of an existing toleration.
+    pub fn same_but_seconds(&self, other: &Toleration<'_>) -> bool {
+        self.key == other.key
+            && self.operator == other.operator
+            && self.value == other.value
+            && self.effect == other.effect
+    }
+
     /// The same toleration for another key (an alias twin).
     pub fn with_key(&self, key: &str) -> Toleration<'static> {
         Toleration {

@@ -3,8 +3,10 @@
 //!
 //! Tolerations are only ever appended, never rewritten, and only when nothing the workload
 //! already tolerates covers them: coverage is judged the way the scheduler matches, not by
-//! equality. Pods are handled at CREATE only (Kubernetes forbids changing a Pod's tolerations);
-//! workloads at CREATE and UPDATE.
+//! equality. Workloads are handled at CREATE and UPDATE. A Pod gets its tolerations at CREATE;
+//! a Pod UPDATE may only add tolerations (Kubernetes' pod update validation), and the scheduler
+//! and the taint manager honour the added ones, so restrictions judge what an UPDATE adds
+//! (docs/admission.md).
 
 mod conditions;
 pub mod settings;
@@ -49,21 +51,26 @@ fn evaluate_half(request: &AdmissionRequest<'_>, settings: &Settings, half: Half
     let Some(kind) = Kind::of(request) else {
         return Verdict::accept();
     };
-    let handled = match request.operation {
-        Operation::Create => true,
-        Operation::Update => kind != Kind::Pod,
-        Operation::Delete | Operation::Connect => false,
-    };
-    if !handled {
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Verdict::accept();
     }
     let Some(object) = request.object.value() else {
         return malformed("the request has no object");
     };
-    match Workload::parse(object, kind) {
-        Ok(workload) => judge(request, settings, &workload, half),
-        Err(message) => malformed(&message),
+    let workload = match Workload::parse(object, kind, "object") {
+        Ok(workload) => workload,
+        Err(message) => return malformed(&message),
+    };
+    if kind == Kind::Pod && request.operation == Operation::Update {
+        let Some(old) = request.old_object.value() else {
+            return malformed("a Pod UPDATE without oldObject cannot be judged");
+        };
+        return match Workload::parse(old, kind, "oldObject") {
+            Ok(old) => judge_pod_update(request, settings, &workload, &old.tolerations),
+            Err(message) => malformed(&message),
+        };
     }
+    judge(request, settings, &workload, half)
 }
 
 fn malformed(message: &str) -> Verdict {
@@ -134,12 +141,13 @@ impl Subject<'_> {
     }
 }
 
-fn judge(
-    request: &AdmissionRequest<'_>,
-    settings: &Settings,
-    workload: &Workload<'_>,
-    half: Half,
-) -> Verdict {
+/// The subject of a request and the rules that match it; the rejection of an object that
+/// JSONPath conditions cannot read.
+fn matching<'s>(
+    request: &'s AdmissionRequest<'_>,
+    settings: &'s Settings,
+    workload: &'s Workload<'s>,
+) -> Result<(Subject<'s>, Vec<&'s Rule>), Verdict> {
     let namespace = request
         .namespace
         .as_ref()
@@ -157,24 +165,82 @@ fn judge(
         .filter(|r| subject.matches(&r.matcher))
         .collect();
     if let Some(problem) = subject.unreadable.get() {
-        return malformed(&format!(
+        return Err(malformed(&format!(
             "object cannot be read for JSONPath conditions: {problem}"
-        ));
+        )));
     }
+    Ok((subject, rules))
+}
 
-    let violations = restriction_violations(settings, &subject, &rules);
+/// The rejection of tolerations that restrictions forbid. A request without a username is what
+/// Kubewarden's background audit sends (the stored object, an empty `userInfo`): its message says
+/// that the object is reported whoever created it.
+fn refusal(subject: &Subject<'_>, violations: &[String], update: bool) -> Verdict {
+    let what = subject.describe();
+    let violations = violations.join("; ");
+    let message = if subject.who.username.is_empty() {
+        format!(
+            "{}: {what} tolerates {violations}, which only the namespaces and principals each \
+             restriction allows may. The requester is unknown (a background audit judges the stored \
+             object alone), so allowances by principal do not apply and the object is reported \
+             whoever created it.",
+            TolerationInjection::NAME,
+        )
+    } else {
+        let attempt = if update {
+            "may not add a toleration of"
+        } else {
+            "may not tolerate"
+        };
+        format!(
+            "{}: {what} (requested by {}) {attempt} {violations}. Only the namespaces and principals \
+             each restriction allows may; ask a cluster administrator to add them to the policy \
+             settings.",
+            TolerationInjection::NAME,
+            subject.who.describe(),
+        )
+    };
+    Verdict::reject(403, message)
+}
+
+/// A Pod UPDATE: nothing is injected; restrictions judge the tolerations it adds. Tolerations
+/// the Pod already had stay allowed, `tolerationSeconds` aside, which Kubernetes lets an UPDATE
+/// change on an existing toleration.
+fn judge_pod_update(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    workload: &Workload<'_>,
+    before: &[Toleration<'_>],
+) -> Verdict {
+    let added = |t: &&Toleration<'_>| !before.iter().any(|b| b.same_but_seconds(t));
+    if settings.restrictions.is_empty() || !workload.tolerations.iter().any(|t| added(&t)) {
+        return Verdict::accept();
+    }
+    let (subject, rules) = match matching(request, settings, workload) {
+        Ok(matched) => matched,
+        Err(rejection) => return rejection,
+    };
+    let violations = restriction_violations(settings, &subject, &rules, added);
+    if violations.is_empty() {
+        Verdict::accept()
+    } else {
+        refusal(&subject, &violations, true)
+    }
+}
+
+fn judge(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    workload: &Workload<'_>,
+    half: Half,
+) -> Verdict {
+    let (subject, rules) = match matching(request, settings, workload) {
+        Ok(matched) => matched,
+        Err(rejection) => return rejection,
+    };
+    let violations = restriction_violations(settings, &subject, &rules, |_| true);
     if !violations.is_empty() {
-        return Verdict::reject(
-            403,
-            format!(
-                "{}: {} (requested by {}) may not tolerate {}. Only the namespaces and principals each \
-                 restriction allows may; ask a cluster administrator to add them to the policy settings.",
-                TolerationInjection::NAME,
-                subject.describe(),
-                subject.who.describe(),
-                violations.join("; ")
-            ),
-        );
+        return refusal(&subject, &violations, false);
     }
 
     if half == Half::Validating {
@@ -340,13 +406,14 @@ fn restriction_hit(restrictions: &[&Restriction], t: &Toleration<'_>) -> Option<
     })
 }
 
-/// Tolerations the object already has that a restriction forbids here. Tolerations that the
-/// matching rules inject (or their alias twins) are exempt: the policy never denies its own work,
-/// which an UPDATE of a workload it mutated earlier carries.
+/// Tolerations the object has, among those `judged` selects, that a restriction forbids here.
+/// Tolerations that the matching rules inject (or their alias twins) are exempt: the policy never
+/// denies its own work, which an UPDATE of a workload it mutated earlier carries.
 fn restriction_violations(
     settings: &Settings,
     subject: &Subject<'_>,
     rules: &[&Rule],
+    judged: impl Fn(&&Toleration<'_>) -> bool,
 ) -> Vec<String> {
     let applicable = applicable_restrictions(settings, subject);
     if applicable.is_empty() {
@@ -366,6 +433,7 @@ fn restriction_violations(
         .workload
         .tolerations
         .iter()
+        .filter(judged)
         .filter(|t| !own(t))
         .filter_map(|t| restriction_hit(&applicable, t))
         .collect()

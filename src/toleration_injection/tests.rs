@@ -50,6 +50,13 @@ fn request(op: &str, user: &str, namespace: &str, object: &Value) -> String {
     .to_string()
 }
 
+/// A Pod UPDATE from `old` to `new`.
+fn pod_update(user: &str, namespace: &str, old: &Value, new: &Value) -> String {
+    let mut r: Value = serde_json::from_str(&request("UPDATE", user, namespace, new)).unwrap();
+    r["oldObject"] = old.clone();
+    r.to_string()
+}
+
 fn added(verdict: &Verdict, kind: &str, before: usize) -> Vec<Value> {
     let Some(text) = &verdict.mutated_object else {
         return Vec::new();
@@ -269,12 +276,12 @@ fn injection_cases() {
             none.to_vec(),
         ),
         (
-            "a pod UPDATE is left alone",
+            "a pod UPDATE gets no injection",
             json!({}),
-            request(
-                "UPDATE",
+            pod_update(
                 "alice",
                 "ops",
+                &object("Pod", Some(json!([{"key": CP, "operator": "Exists"}]))),
                 &object("Pod", Some(json!([{"key": CP, "operator": "Exists"}]))),
             ),
             "Pod",
@@ -476,6 +483,159 @@ fn restrictions() {
                 None => assert!(verdict.accepted, "{name}: {verdict:?}"),
             }
         }
+    }
+}
+
+/// A Pod UPDATE may add tolerations (Kubernetes' pod update validation), and the scheduler and
+/// the taint manager honour them: restrictions judge what it adds, and nothing else.
+#[test]
+fn pod_updates_are_judged_on_the_tolerations_they_add() {
+    let settings = json!({
+        "rules": [{"name": "everyone-tolerates-cp", "tolerations": [{"key": CP, "operator": "Exists", "effect": "NoSchedule"}]}],
+        "restrictions": [{"name": "dedicated-nodes", "taints": ["dedicated"],
+                          "allowedNamespaces": ["gpu-*"], "allowedPrincipals": {"groups": ["system:masters"]}}]
+    })
+    .to_string();
+    let gpu =
+        json!({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"});
+    let gpu_for = |seconds: i64| json!({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoExecute", "tolerationSeconds": seconds});
+    let other = json!({"key": "example.com/other", "operator": "Exists"});
+    let pod = |namespace: &str, tolerations: Value| {
+        let mut p = object("Pod", Some(tolerations));
+        p["metadata"]["namespace"] = json!(namespace);
+        p
+    };
+    let cases: Vec<(&str, &str, &str, Value, Value, Option<&str>)> = vec![
+        (
+            "a tenant adds a restricted toleration to a clean pod",
+            "alice",
+            "tenant-a",
+            json!([]),
+            json!([gpu]),
+            Some("(requested by \"alice\") may not add a toleration of dedicated=gpu:NoSchedule"),
+        ),
+        (
+            "a tenant adds a toleration of every taint",
+            "alice",
+            "tenant-a",
+            json!([other]),
+            json!([other, {"operator": "Exists"}]),
+            Some("*:* (Exists)"),
+        ),
+        (
+            "a toleration the pod already had stays allowed",
+            "alice",
+            "tenant-a",
+            json!([gpu]),
+            json!([gpu]),
+            None,
+        ),
+        (
+            "its tolerationSeconds may change",
+            "alice",
+            "tenant-a",
+            json!([gpu_for(60)]),
+            json!([gpu_for(3600)]),
+            None,
+        ),
+        (
+            "an unrelated addition beside it is fine",
+            "alice",
+            "tenant-a",
+            json!([gpu]),
+            json!([gpu, other]),
+            None,
+        ),
+        (
+            "an allowed namespace may add it",
+            "alice",
+            "gpu-team",
+            json!([]),
+            json!([gpu]),
+            None,
+        ),
+        (
+            "an allowed principal may add it",
+            "admin",
+            "tenant-a",
+            json!([]),
+            json!([gpu]),
+            None,
+        ),
+    ];
+    for (name, user, namespace, before, after, denied) in cases {
+        let mut req: Value = serde_json::from_str(&pod_update(
+            user,
+            namespace,
+            &pod(namespace, before),
+            &pod(namespace, after),
+        ))
+        .unwrap();
+        if user == "admin" {
+            req["userInfo"]["groups"] = json!(["system:masters"]);
+        }
+        for half in [Half::Mutating, Half::Validating] {
+            let verdict = TolerationInjection::validate_half(&req.to_string(), &settings, half);
+            match denied {
+                Some(part) => {
+                    assert_eq!(verdict.code, Some(403), "{name}: {verdict:?}");
+                    let message = verdict.message.unwrap();
+                    assert!(message.contains(part), "{name}: {part:?} not in {message}");
+                    assert!(message.contains(&format!("Pod {namespace}/x")), "{message}");
+                }
+                // Nothing is injected into a Pod UPDATE, and no rule warns about it.
+                None => assert_eq!(verdict, Verdict::accept(), "{name}"),
+            }
+        }
+    }
+    let mut without_old: Value = serde_json::from_str(&request(
+        "UPDATE",
+        "alice",
+        "tenant-a",
+        &pod("tenant-a", json!([gpu])),
+    ))
+    .unwrap();
+    without_old.as_object_mut().unwrap().remove("oldObject");
+    let verdict = TolerationInjection::validate(&without_old.to_string(), &settings);
+    assert_eq!(verdict.code, Some(400), "{verdict:?}");
+    assert!(verdict.message.unwrap().contains("without oldObject"));
+}
+
+/// Kubewarden's background audit sends a stored object as a CREATE with an empty `userInfo` and
+/// `resource.resource` set to the kind: the object is reported whoever created it, and the
+/// message says so instead of blaming "an anonymous requester".
+#[test]
+fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
+    let settings = json!({"restrictions": [{"name": "dedicated-nodes", "taints": ["dedicated"],
+                                            "allowedNamespaces": ["gpu-*"],
+                                            "allowedPrincipals": {"serviceAccounts": ["kube-system/*"]}}]})
+    .to_string();
+    let audit = |namespace: &str| {
+        let mut pod = object(
+            "Pod",
+            Some(json!([{"key": "dedicated", "operator": "Exists"}])),
+        );
+        pod["metadata"]["namespace"] = json!(namespace);
+        json!({"uid": "stored-uid", "kind": gvk("Pod"), "requestKind": gvk("Pod"),
+               "resource": {"group": "", "version": "v1", "resource": "Pod"},
+               "name": "x", "namespace": namespace, "operation": "CREATE", "userInfo": {},
+               "object": pod})
+        .to_string()
+    };
+    for half in [Half::Mutating, Half::Validating] {
+        let verdict = TolerationInjection::validate_half(&audit("tenant-a"), &settings, half);
+        assert_eq!(verdict.code, Some(403), "{verdict:?}");
+        let message = verdict.message.unwrap();
+        for part in [
+            "Pod tenant-a/x tolerates dedicated:* (Exists)",
+            "background audit",
+            "allowances by principal do not apply",
+        ] {
+            assert!(message.contains(part), "{part:?} not in {message}");
+        }
+        assert!(!message.contains("anonymous"), "{message}");
+        let allowed = TolerationInjection::validate_half(&audit("gpu-team"), &settings, half);
+        assert_eq!(allowed, Verdict::accept());
     }
 }
 

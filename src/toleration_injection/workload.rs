@@ -156,10 +156,11 @@ fn scan_path<'a>(
 
 impl<'a> Workload<'a> {
     /// Views the object; `text` is a value serde_json accepted (the request's `object`).
-    pub fn parse(text: &'a str, kind: Kind) -> Result<Workload<'a>, String> {
+    /// `which` (`object`, `oldObject`) prefixes error messages.
+    pub fn parse(text: &'a str, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
         match Self::scan(text, kind) {
             Ok(workload) => Ok(workload),
-            Err(_) => Self::parse_serde(text, kind),
+            Err(_) => Self::parse_serde(text, kind, which),
         }
     }
 
@@ -214,9 +215,9 @@ impl<'a> Workload<'a> {
         })
     }
 
-    fn parse_serde(text: &'a str, kind: Kind) -> Result<Workload<'a>, String> {
+    fn parse_serde(text: &'a str, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
         let err =
-            |at: &str, e: serde_json::Error| format!("object{at}: {}", describe_error(text, &e));
+            |at: &str, e: serde_json::Error| format!("{which}{at}: {}", describe_error(text, &e));
         let meta: Meta = match field(text, "metadata").map_err(|e| err("", e))?.value() {
             Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", e))?,
             None => Meta::default(),
@@ -293,7 +294,7 @@ mod tests {
     fn same_as_serde(text: &str, kind: Kind) -> bool {
         match Workload::scan(text, kind) {
             Ok(fast) => {
-                let slow = Workload::parse_serde(text, kind)
+                let slow = Workload::parse_serde(text, kind, "object")
                     .unwrap_or_else(|e| panic!("scan read what serde refuses ({e}): {text}"));
                 assert_eq!(summary(&fast), summary(&slow), "{text}");
                 true
