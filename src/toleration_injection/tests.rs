@@ -505,7 +505,9 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
         p["metadata"]["namespace"] = json!(namespace);
         p
     };
-    let cases: Vec<(&str, &str, &str, Value, Value, Option<&str>)> = vec![
+    // (case, requester, namespace, tolerations before, after, what a denial names)
+    type Case<'a> = (&'a str, &'a str, &'a str, Value, Value, Option<&'a str>);
+    let cases: Vec<Case> = vec![
         (
             "a tenant adds a restricted toleration to a clean pod",
             "alice",
