@@ -3,10 +3,12 @@
 //! The policy compares `oldObject` (fresh from storage, even when the writer patched from a stale
 //! cache) with `object` (the result of the write) and finds what the requester may not do:
 //! remove or change a protected taint, re-add a one-shot startup taint, uncordon a node someone
-//! else cordoned, or rewrite the cordon owner record. In `restore` mode it splices the protected
-//! state back into `object` and accepts with warnings; in `deny` mode it rejects.
+//! else cordoned, or rewrite one of the policy's records (cordon owner, one-shot removals). In
+//! `restore` mode it splices the protected state back into `object` and accepts with warnings;
+//! in `deny` mode it rejects. Either way audit annotations say what happened and who tried.
 
 mod node;
+mod record;
 pub mod settings;
 
 use std::collections::{HashMap, HashSet};
@@ -18,6 +20,7 @@ use crate::taint::Taint;
 use crate::verdict::Verdict;
 
 use node::{NodeEdits, NodeView};
+use record::RemovalRecord;
 pub use settings::{Mode, Settings};
 
 pub struct TaintPreservation;
@@ -78,6 +81,7 @@ enum Finding<'a> {
     OwnerRewritten {
         owner: Option<String>,
     },
+    RecordRewritten,
 }
 
 impl Finding<'_> {
@@ -99,6 +103,9 @@ impl Finding<'_> {
                     "rewrite the cordon owner record of node {node} ({})",
                     owner_text(owner)
                 )
+            }
+            Finding::RecordRewritten => {
+                format!("rewrite the one-shot taint removal record of node {node}")
             }
         }
     }
@@ -122,6 +129,19 @@ impl Finding<'_> {
                     owner_text(owner)
                 )
             }
+            Finding::RecordRewritten => {
+                format!("kept the one-shot taint removal record of node {node}")
+            }
+        }
+    }
+
+    /// The audit annotation a restore of this finding is listed under.
+    fn audit_key(&self) -> &'static str {
+        match self {
+            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } => "kept-taints",
+            Finding::ReaddedOneShot(_) => "stripped-taints",
+            Finding::Uncordon { .. } => "kept-cordon",
+            Finding::OwnerRewritten { .. } | Finding::RecordRewritten => "kept-records",
         }
     }
 }
@@ -156,8 +176,31 @@ fn judge(
     };
 
     let mut findings = Vec::new();
+    let mut annotations = Vec::new();
+    let mut recorded = Vec::new();
     if let Some(old) = &old {
-        taint_findings(settings, &who, permitted, old, &new, &mut findings);
+        let key = settings.one_shot_record.as_str();
+        let before = RemovalRecord::parse(old.annotation(key)?.map(|(v, _)| v).as_deref());
+        let written = RemovalRecord::parse(new.annotation(key)?.map(|(v, _)| v).as_deref());
+        taint_findings(settings, &who, permitted, old, &new, &before, &mut findings);
+        // The policy owns the record: a permitted principal may edit it, anyone else's edit is
+        // undone. Removals seen now are added whoever made them.
+        let mut after = if permitted {
+            written.clone()
+        } else {
+            before.clone()
+        };
+        for taint in removed_one_shot_taints(settings, old, &new) {
+            if after.insert(taint) {
+                recorded.push(taint.describe());
+            }
+        }
+        if !permitted && !written.same_entries(&before) && !written.same_entries(&after) {
+            findings.push(Finding::RecordRewritten);
+        }
+        if !after.same_entries(&written) {
+            annotations.push((key.to_owned(), after.to_annotation()));
+        }
     }
 
     // Cordon ownership: the policy owns the owner annotation and decides its final value.
@@ -172,7 +215,10 @@ fn judge(
         };
         let new_owner = new.annotation(owner_key)?.map(|(v, _)| v);
         match (was, is) {
-            (false, true) => annotation = Some(Some(who.username.to_owned())),
+            // A request without a requester (a background audit, docs/admission.md) names no owner.
+            (false, true) if !who.username.is_empty() => {
+                annotation = Some(Some(who.username.to_owned()))
+            }
             (true, false) => {
                 if permitted || old_owner.as_deref() == Some(who.username) {
                     annotation = Some(None);
@@ -193,8 +239,8 @@ fn judge(
             _ => {}
         }
         // Only write what differs from the incoming object.
-        if annotation.as_ref() == Some(&new_owner) {
-            annotation = None;
+        if let Some(owner) = annotation.filter(|owner| *owner != new_owner) {
+            annotations.push((owner_key.to_owned(), owner));
         }
     }
 
@@ -206,21 +252,25 @@ fn judge(
         .unwrap_or_else(|| "(unnamed)".to_owned());
 
     if mode == Mode::Deny && !findings.is_empty() {
-        return Ok(Verdict::reject(
-            403,
-            deny_message(&who, &findings, &node_name),
-        ));
+        let mut verdict = Verdict::reject(403, deny_message(&who, &findings, &node_name));
+        let refused: Vec<String> = findings.iter().map(|f| f.attempted(&node_name)).collect();
+        verdict.audit_annotations = vec![
+            ("refused".to_owned(), refused.join("; ")),
+            requested_by(&who),
+        ];
+        return Ok(verdict);
     }
 
     let edits = NodeEdits {
         taints: restored_taints(&new, &findings),
         unschedulable: keep_cordoned.then_some(true),
-        annotation: annotation.map(|value| (owner_key.to_owned(), value)),
+        annotations,
     };
     let mut verdict = Verdict::accept();
     if !edits.is_empty() {
         verdict.mutated_object = Some(new.apply(&edits)?);
     }
+    verdict.audit_annotations = restore_audit(&findings, &node_name, &recorded, &who);
     verdict.warnings = findings
         .iter()
         .map(|f| {
@@ -236,19 +286,21 @@ fn judge(
 }
 
 /// Protected taints removed or changed, and one-shot taints re-added, by a requester not
-/// permitted to.
+/// permitted to. A one-shot taint added by an UPDATE is a re-add when only registration sets it,
+/// or when `recorded` holds its removal.
 fn taint_findings<'a>(
     settings: &Settings,
     who: &Principal<'_>,
     permitted: bool,
     old: &'a NodeView<'a>,
     new: &'a NodeView<'a>,
+    recorded: &RemovalRecord,
     findings: &mut Vec<Finding<'a>>,
 ) {
     if permitted {
         return;
     }
-    let one_shot = |t: &Taint<'_>| settings.one_shot.iter().any(|s| s.matches(t));
+    let one_shot = |t: &Taint<'_>| settings.one_shot.iter().any(|r| r.selector.matches(t));
     // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and pairwise
     // comparison took seconds, past the policy timeout.
     let mut new_by_identity: HashMap<(&str, &str), &'a Taint<'a>> = HashMap::new();
@@ -286,10 +338,70 @@ fn taint_findings<'a>(
         }
     }
     for new_taint in &new.taints {
-        if one_shot(new_taint) && !seen.contains(&new_taint.identity()) {
+        if seen.contains(&new_taint.identity()) {
+            continue;
+        }
+        let rule = settings
+            .one_shot
+            .iter()
+            .find(|r| r.selector.matches(new_taint));
+        if rule.is_some_and(|r| r.only_at_registration || recorded.contains(new_taint)) {
             findings.push(Finding::ReaddedOneShot(new_taint));
         }
     }
+}
+
+/// The one-shot taints of `old` that `new` no longer has, whose removal the record keeps. Those
+/// only registration sets need no record: any later addition of theirs is a re-add.
+fn removed_one_shot_taints<'a>(
+    settings: &Settings,
+    old: &'a NodeView<'a>,
+    new: &NodeView<'_>,
+) -> Vec<&'a Taint<'a>> {
+    let kept: HashSet<(&str, &str)> = new.taints.iter().map(Taint::identity).collect();
+    old.taints
+        .iter()
+        .filter(|t| !kept.contains(&t.identity()))
+        .filter(|t| {
+            settings
+                .one_shot
+                .iter()
+                .find(|r| r.selector.matches(t))
+                .is_some_and(|r| !r.only_at_registration)
+        })
+        .collect()
+}
+
+fn requested_by(who: &Principal<'_>) -> (String, String) {
+    ("requested-by".to_owned(), who.username.to_owned())
+}
+
+/// Audit annotations of an accepted request: what was restored, under one key per kind of
+/// restore, which removals were recorded, and who asked.
+fn restore_audit(
+    findings: &[Finding<'_>],
+    node: &str,
+    recorded: &[String],
+    who: &Principal<'_>,
+) -> Vec<(String, String)> {
+    let mut audit: Vec<(String, String)> = Vec::new();
+    for finding in findings {
+        let text = finding.restored(node);
+        match audit.iter_mut().find(|(k, _)| k == finding.audit_key()) {
+            Some((_, value)) => {
+                value.push_str("; ");
+                value.push_str(&text);
+            }
+            None => audit.push((finding.audit_key().to_owned(), text)),
+        }
+    }
+    if !recorded.is_empty() {
+        audit.push(("recorded-taint-removals".to_owned(), recorded.join("; ")));
+    }
+    if !audit.is_empty() {
+        audit.push(requested_by(who));
+    }
+    audit
 }
 
 /// The `spec.taints` text with protected taints put back and re-added one-shot taints

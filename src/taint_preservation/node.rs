@@ -55,8 +55,8 @@ pub struct NodeEdits {
     /// The new `spec.taints` array text.
     pub taints: Option<String>,
     pub unschedulable: Option<bool>,
-    /// `Some(Some(v))` sets the annotation, `Some(None)` removes it.
-    pub annotation: Option<(String, Option<String>)>,
+    /// Annotations to set (`Some`) or remove (`None`), by key.
+    pub annotations: Vec<(String, Option<String>)>,
 }
 
 impl NodeEdits {
@@ -207,45 +207,23 @@ impl<'a> NodeView<'a> {
             }
         }
 
-        if let Some((key, value)) = &edits.annotation {
-            let existing = self.annotation(key)?;
-            match (value, existing) {
-                (Some(v), Some((_, place))) => splice.replace(place, json_string(v)),
-                (None, Some((_, place))) => {
-                    let annotations = non_null(self.annotations).expect("an annotation was found");
-                    splice
-                        .remove_member(annotations, place)
-                        .map_err(|e| e.to_string())?;
+        if let Some(annotations) = self.edited_annotations(&edits.annotations)? {
+            match (
+                non_null(self.annotations),
+                self.annotations,
+                non_null(self.metadata),
+            ) {
+                (Some(existing), _, _) | (None, Some(existing), _) => {
+                    splice.replace(existing, annotations)
                 }
-                (None, None) => {}
-                (Some(v), None) => {
-                    let pair = [(key.as_str(), json_string(v))];
-                    match (
-                        non_null(self.annotations),
-                        self.annotations,
-                        non_null(self.metadata),
-                    ) {
-                        (Some(annotations), _, _) => splice.insert_members(annotations, &pair),
-                        (None, Some(null), _) => splice.replace(
-                            null,
-                            object_text(pair.iter().map(|(k, v)| (*k, v.as_str()))),
-                        ),
-                        (None, None, Some(metadata)) => splice.insert_members(
-                            metadata,
-                            &[(
-                                "annotations",
-                                object_text(pair.iter().map(|(k, v)| (*k, v.as_str()))),
-                            )],
-                        ),
-                        (None, None, None) => {
-                            let annotations =
-                                object_text(pair.iter().map(|(k, v)| (*k, v.as_str())));
-                            let metadata = object_text([("annotations", annotations.as_str())]);
-                            match self.metadata {
-                                Some(null) => splice.replace(null, metadata),
-                                None => root_members.push(("metadata", metadata)),
-                            }
-                        }
+                (None, None, Some(metadata)) => {
+                    splice.insert_members(metadata, &[("annotations", annotations)])
+                }
+                (None, None, None) => {
+                    let metadata = object_text([("annotations", annotations.as_str())]);
+                    match self.metadata {
+                        Some(null) => splice.replace(null, metadata),
+                        None => root_members.push(("metadata", metadata)),
                     }
                 }
             }
@@ -254,6 +232,47 @@ impl<'a> NodeView<'a> {
             splice.insert_members(self.text, &root_members);
         }
         Ok(splice.finish())
+    }
+}
+
+impl<'a> NodeView<'a> {
+    /// The `metadata.annotations` object with `edits` made, or `None` when they change nothing.
+    /// The object is written anew (two edits may touch neighbouring members); the members it
+    /// keeps keep their value text.
+    fn edited_annotations(
+        &self,
+        edits: &[(String, Option<String>)],
+    ) -> Result<Option<String>, String> {
+        if edits.is_empty() {
+            return Ok(None);
+        }
+        let existing = match non_null(self.annotations) {
+            Some(annotations) => {
+                members(annotations).map_err(|e| format!("metadata.annotations: {e}"))?
+            }
+            None => Vec::new(),
+        };
+        let mut kept: Vec<(&str, String)> = existing
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.get().to_owned()))
+            .collect();
+        // Callers edit only what differs, so any edit of a present key, or any value set, is a
+        // change. A duplicated key is written once.
+        let mut changed = false;
+        for (key, value) in edits {
+            let first = kept.iter().position(|(k, _)| k == key);
+            if let Some(i) = first {
+                kept.retain(|(k, _)| k != key);
+                if let Some(v) = value {
+                    kept.insert(i, (key, json_string(v)));
+                }
+                changed = true;
+            } else if let Some(v) = value {
+                kept.push((key, json_string(v)));
+                changed = true;
+            }
+        }
+        Ok(changed.then(|| object_text(kept.iter().map(|(k, v)| (*k, v.as_str())))))
     }
 }
 

@@ -22,16 +22,20 @@ pub const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
     "cloud.google.com/impending-node-termination",
 ];
 
-/// Startup taints that, once removed, must not come back (incident 3).
-pub const DEFAULT_ONE_SHOT_TAINTS: &[&str] = &[
-    "node.cloudprovider.kubernetes.io/uninitialized",
-    "node.cluster.x-k8s.io/uninitialized",
-    "karpenter.sh/unregistered",
-    "ebs.csi.aws.com/agent-not-ready",
-    "efs.csi.aws.com/agent-not-ready",
+/// Startup taints that, once removed, must not come back (docs/incidents.md, incident 3), with
+/// whether only the kubelet's registration (a CREATE) sets them: the uninitialized taints and
+/// Karpenter's `unregistered` are registration taints; the CSI drivers' `agent-not-ready` is also
+/// applied by an UPDATE, as Karpenter does with a NodePool's `startupTaints`.
+pub const DEFAULT_ONE_SHOT_TAINTS: &[(&str, bool)] = &[
+    ("node.cloudprovider.kubernetes.io/uninitialized", true),
+    ("node.cluster.x-k8s.io/uninitialized", true),
+    ("karpenter.sh/unregistered", true),
+    ("ebs.csi.aws.com/agent-not-ready", false),
+    ("efs.csi.aws.com/agent-not-ready", false),
 ];
 
 pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
+pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -49,6 +53,15 @@ pub struct ProtectedRule {
     pub permitted: PrincipalList,
 }
 
+/// A one-shot startup taint: applied once, removed once by its owner, never to come back.
+#[derive(Debug, Clone)]
+pub struct OneShotRule {
+    pub selector: TaintSelector,
+    /// Only the kubelet's registration sets it, so an UPDATE adding it is always a re-add. Other
+    /// one-shot taints may be applied by an UPDATE until their removal has been recorded.
+    pub only_at_registration: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Cordon {
     pub enabled: bool,
@@ -60,7 +73,9 @@ pub struct Settings {
     pub mode: Mode,
     pub protected: Vec<ProtectedRule>,
     pub unprotected: Vec<TaintSelector>,
-    pub one_shot: Vec<TaintSelector>,
+    pub one_shot: Vec<OneShotRule>,
+    /// The annotation that records which one-shot taints were removed from a node.
+    pub one_shot_record: String,
     pub permitted: PrincipalList,
     pub cordon: Cordon,
 }
@@ -117,8 +132,35 @@ impl Settings {
         };
         let unprotected = selectors(&mut fields, "unprotectedTaints")?
             .unwrap_or_else(|| defaults(DEFAULT_UNPROTECTED_TAINTS));
-        let one_shot = selectors(&mut fields, "oneShotTaints")?
-            .unwrap_or_else(|| defaults(DEFAULT_ONE_SHOT_TAINTS));
+        let one_shot = match fields.array("oneShotTaints")? {
+            None => DEFAULT_ONE_SHOT_TAINTS
+                .iter()
+                .map(|&(key, only_at_registration)| OneShotRule {
+                    selector: TaintSelector::new(key, &[]),
+                    only_at_registration,
+                })
+                .collect(),
+            Some(items) => items
+                .into_iter()
+                .map(|(path, value)| {
+                    let (selector, only_at_registration) = TaintSelector::from_settings(
+                        path,
+                        value,
+                        |rule| Ok(rule.bool("onlyAtRegistration")?.unwrap_or(false)),
+                        false,
+                    )?;
+                    Ok(OneShotRule {
+                        selector,
+                        only_at_registration,
+                    })
+                })
+                .collect::<Result<_, SettingsError>>()?,
+        };
+        let one_shot_record = annotation_key(
+            &mut fields,
+            "oneShotRecordAnnotation",
+            DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
+        )?;
         let permitted = match fields.object("permitted")? {
             Some(p) => PrincipalList::from_settings(p, &default_permitted())?,
             None => default_permitted(),
@@ -130,28 +172,47 @@ impl Settings {
             },
             Some(mut c) => {
                 let enabled = c.bool("enabled")?.unwrap_or(true);
-                let path = c.path_of("ownerAnnotation");
-                let owner_annotation = c
-                    .string("ownerAnnotation")?
-                    .unwrap_or(DEFAULT_OWNER_ANNOTATION);
-                check_annotation_key(owner_annotation).map_err(|m| SettingsError::new(path, m))?;
+                let owner_annotation =
+                    annotation_key(&mut c, "ownerAnnotation", DEFAULT_OWNER_ANNOTATION)?;
                 c.finish()?;
                 Cordon {
                     enabled,
-                    owner_annotation: owner_annotation.to_owned(),
+                    owner_annotation,
                 }
             }
         };
+        if cordon.enabled && cordon.owner_annotation == one_shot_record {
+            return Err(SettingsError::new(
+                "oneShotRecordAnnotation",
+                format!(
+                    "{one_shot_record:?} is also `cordon.ownerAnnotation`; the two records need \
+                     annotations of their own"
+                ),
+            ));
+        }
         fields.finish()?;
         Ok(Settings {
             mode,
             protected,
             unprotected,
             one_shot,
+            one_shot_record,
             permitted,
             cordon,
         })
     }
+}
+
+/// The annotation key at `key` of `fields`, or `default`.
+fn annotation_key(
+    fields: &mut Fields<'_>,
+    key: &'static str,
+    default: &str,
+) -> Result<String, SettingsError> {
+    let path = fields.path_of(key);
+    let value = fields.string(key)?.unwrap_or(default);
+    check_annotation_key(value).map_err(|m| SettingsError::new(path, m))?;
+    Ok(value.to_owned())
 }
 
 /// Kubernetes annotation keys: an optional DNS-subdomain prefix and `/`, then a name of at most

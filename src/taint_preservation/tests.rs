@@ -21,6 +21,19 @@ const DEDICATED: &str = r#"{"key":"example.com/dedicated","value":"gpu","effect"
 const NOT_READY_NS: &str = r#"{"key":"node.kubernetes.io/not-ready","effect":"NoSchedule"}"#;
 const NOT_READY_NE: &str = r#"{"key":"node.kubernetes.io/not-ready","effect":"NoExecute","timeAdded":"2025-04-10T08:00:00Z"}"#;
 const UNINIT: &str = r#"{"key":"node.cloudprovider.kubernetes.io/uninitialized","value":"true","effect":"NoSchedule"}"#;
+const UNREGISTERED: &str = r#"{"key":"karpenter.sh/unregistered","effect":"NoExecute"}"#;
+const EBS_NOT_READY: &str = r#"{"key":"ebs.csi.aws.com/agent-not-ready","effect":"NoExecute"}"#;
+const EBS_RECORD: &str = "ebs.csi.aws.com/agent-not-ready:NoExecute";
+const EBS_CSI_NODE: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:ebs-csi-node-sa",
+    &["system:serviceaccounts"],
+);
+
+/// `node` with the one-shot removal record set to `record`.
+fn recorded(mut node: Value, record: &str) -> Value {
+    node["metadata"]["annotations"]["taintguard.io/removed-startup-taints"] = json!(record);
+    node
+}
 
 /// A Node shaped like a real one, with a field no Kubernetes version has.
 fn node(taints: &[&str], unschedulable: Option<bool>, owner: Option<&str>, label: &str) -> Value {
@@ -113,6 +126,72 @@ fn taint_preservation_cases() {
             "one-shot taint still present may stay",
             restore.clone(),
             request("UPDATE", KARPENTER, Some(&node(&[UNINIT], None, None, "a")), &node(&[UNINIT], None, None, "b")),
+            Want::Untouched,
+        ),
+        (
+            "Karpenter's registration UPDATE applies a startup taint: allowed, nothing recorded",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&node(&[UNREGISTERED, UNINIT], None, None, "a")), &node(&[UNINIT, EBS_NOT_READY], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "the CSI driver removes its startup taint: the removal is recorded",
+            restore.clone(),
+            request("UPDATE", EBS_CSI_NODE, Some(&node(&[DEDICATED, EBS_NOT_READY], None, None, "a")), &node(&[DEDICATED], None, None, "a")),
+            Want::Mutated(recorded(node(&[DEDICATED], None, None, "a"), EBS_RECORD)),
+        ),
+        (
+            "the removal is recorded in deny mode too",
+            deny.clone(),
+            request("UPDATE", EBS_CSI_NODE, Some(&node(&[EBS_NOT_READY], None, None, "a")), &node(&[], None, None, "a")),
+            Want::Mutated(recorded(node(&[], None, None, "a"), EBS_RECORD)),
+        ),
+        (
+            "a re-add after the recorded removal is stripped; the record stays",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&recorded(node(&[DEDICATED], None, None, "a"), EBS_RECORD)), &recorded(node(&[DEDICATED, EBS_NOT_READY], None, None, "a"), EBS_RECORD)),
+            Want::Mutated(recorded(node(&[DEDICATED], None, None, "a"), EBS_RECORD)),
+        ),
+        (
+            "a re-add after the recorded removal in deny mode",
+            deny.clone(),
+            request("UPDATE", KARPENTER, Some(&recorded(node(&[], None, None, "a"), EBS_RECORD)), &recorded(node(&[EBS_NOT_READY], None, None, "a"), EBS_RECORD)),
+            Want::Denied(&["re-add one-shot startup taint ebs.csi.aws.com/agent-not-ready:NoExecute"]),
+        ),
+        (
+            "a stale write that drops the record and re-adds the taint: both restored",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&recorded(node(&[], None, None, "a"), EBS_RECORD)), &node(&[EBS_NOT_READY], None, None, "a")),
+            Want::Mutated(recorded(node(&[], None, None, "a"), EBS_RECORD)),
+        ),
+        (
+            "a non-permitted requester may not clear the record",
+            deny.clone(),
+            request("UPDATE", KARPENTER, Some(&recorded(node(&[], None, None, "a"), EBS_RECORD)), &node(&[], None, None, "b")),
+            Want::Denied(&["rewrite the one-shot taint removal record of node worker-1"]),
+        ),
+        (
+            "an admin may clear the record, and re-add the taint",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&recorded(node(&[], None, None, "a"), EBS_RECORD)), &node(&[EBS_NOT_READY], None, None, "a")),
+            Want::Untouched,
+        ),
+        (
+            "a registration-only taint is stripped from an UPDATE without any record",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&node(&[EBS_NOT_READY], None, None, "a")), &node(&[EBS_NOT_READY, UNREGISTERED], None, None, "a")),
+            Want::Mutated(node(&[EBS_NOT_READY], None, None, "a")),
+        ),
+        (
+            "a custom one-shot taint marked registration-only",
+            json!({"oneShotTaints": [{"key": "example.com/boot", "onlyAtRegistration": true}, "example.com/warmup"]}),
+            request("UPDATE", KARPENTER, Some(&node(&[], None, None, "a")), &node(&[r#"{"key":"example.com/boot","effect":"NoSchedule"}"#, r#"{"key":"example.com/warmup","effect":"NoSchedule"}"#], None, None, "a")),
+            Want::Mutated(node(&[r#"{"key":"example.com/warmup","effect":"NoSchedule"}"#], None, None, "a")),
+        ),
+        (
+            "a background audit of a cordoned node (no requester) records no owner",
+            restore.clone(),
+            request("CREATE", ("", &[]), None, &node(&[DEDICATED], Some(true), None, "a")),
             Want::Untouched,
         ),
         (
@@ -405,6 +484,22 @@ fn settings_errors_name_the_field() {
             json!({"cordon": {"ownerAnnotation": "Bad Key"}}),
             "`cordon.ownerAnnotation`",
         ),
+        (
+            json!({"oneShotTaints": [{"key": "a", "onlyAtRegistration": "yes"}]}),
+            "`oneShotTaints[0].onlyAtRegistration`: expected a boolean",
+        ),
+        (
+            json!({"oneShotTaints": [{"key": "a", "registrationOnly": true}]}),
+            "`oneShotTaints[0].registrationOnly`: unknown field",
+        ),
+        (
+            json!({"oneShotRecordAnnotation": "no spaces allowed"}),
+            "`oneShotRecordAnnotation`: \"no spaces allowed\" is not a valid annotation key",
+        ),
+        (
+            json!({"oneShotRecordAnnotation": "taintguard.io/cordoned-by"}),
+            "`oneShotRecordAnnotation`: \"taintguard.io/cordoned-by\" is also `cordon.ownerAnnotation`",
+        ),
         (json!([1]), "expected an object"),
     ];
     for (settings, want) in cases {
@@ -417,6 +512,9 @@ fn settings_errors_name_the_field() {
         json!({}),
         json!(null),
         json!({"mode": "deny", "oneShotTaints": ["example.com/boot"], "permitted": {"people": false}}),
+        json!({"oneShotTaints": [{"key": "example.com/boot", "effects": ["NoSchedule"], "onlyAtRegistration": true}],
+               "oneShotRecordAnnotation": "example.com/startup-taints-removed"}),
+        json!({"oneShotRecordAnnotation": "taintguard.io/cordoned-by", "cordon": {"enabled": false}}),
     ] {
         TaintPreservation::validate_settings(&good.to_string()).unwrap();
     }
@@ -467,5 +565,77 @@ fn validating_half_reports_what_restore_would_repair() {
         let verdict = TaintPreservation::validate_half(&req, "{}", crate::policy::Half::Validating);
         assert_eq!(verdict.accepted, accepted, "{verdict:?}");
         assert_eq!(verdict.mutated_object, None);
+    }
+}
+
+/// Restores, strips and refusals leave audit annotations naming what was kept or stripped and who
+/// tried, so the API server's audit log answers "who changed this node".
+#[test]
+fn audit_annotations_name_what_was_kept_and_who_tried() {
+    let alice_cordon = node(&[], Some(true), Some("alice@example.com"), "a");
+    // (case, settings, request, the audit annotations wanted)
+    type Case<'a> = (&'a str, Value, String, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
+        (
+            "incident 1 restored",
+            json!({}),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[NOT_READY_NS], None, None, "a")),
+            vec![
+                ("kept-taints", "kept protected taint example.com/dedicated=gpu:NoSchedule"),
+                ("requested-by", NODE_CONTROLLER.0),
+            ],
+        ),
+        (
+            "incident 2 restored",
+            json!({}),
+            request("UPDATE", GPU_OPERATOR, Some(&alice_cordon), &node(&[], Some(false), Some("alice@example.com"), "a")),
+            vec![
+                ("kept-cordon", "kept node worker-1 cordoned (cordoned by \"alice@example.com\")"),
+                ("requested-by", GPU_OPERATOR.0),
+            ],
+        ),
+        (
+            "incident 3 stripped",
+            json!({}),
+            request("UPDATE", KARPENTER, Some(&node(&[], None, None, "a")), &node(&[UNINIT], None, None, "a")),
+            vec![
+                ("stripped-taints", "stripped re-added one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"),
+                ("requested-by", KARPENTER.0),
+            ],
+        ),
+        (
+            "a record kept and a removal recorded",
+            json!({}),
+            request("UPDATE", EBS_CSI_NODE, Some(&node(&[EBS_NOT_READY], Some(true), Some("alice@example.com"), "a")), &node(&[], Some(true), None, "a")),
+            vec![
+                ("kept-records", "kept the cordon owner record of node worker-1 (cordoned by \"alice@example.com\")"),
+                ("recorded-taint-removals", "ebs.csi.aws.com/agent-not-ready:NoExecute"),
+                ("requested-by", EBS_CSI_NODE.0),
+            ],
+        ),
+        (
+            "a refusal",
+            json!({"mode": "deny"}),
+            request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
+            vec![
+                ("refused", "remove protected taint example.com/dedicated=gpu:NoSchedule"),
+                ("requested-by", NODE_CONTROLLER.0),
+            ],
+        ),
+        (
+            "nothing restored, nothing to say",
+            json!({}),
+            request("UPDATE", ADMIN, Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
+            vec![],
+        ),
+    ];
+    for (name, settings, req, want) in cases {
+        let verdict = TaintPreservation::validate(&req, &settings.to_string());
+        let got: Vec<(&str, &str)> = verdict
+            .audit_annotations
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(got, want, "{name}");
     }
 }

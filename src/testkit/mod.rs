@@ -128,6 +128,7 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
                 &["spec", "taints"],
                 &["spec", "unschedulable"],
                 &["metadata", "annotations", owner],
+                &["metadata", "annotations", &parsed_settings.one_shot_record],
             ],
         )?;
     }
@@ -173,7 +174,7 @@ fn protected_taints_survive(
             .find(|r| r.selector.matches(&taint))
             .is_some_and(|r| !r.permitted.allows(&who))
             && !settings.unprotected.iter().any(|s| s.matches(&taint))
-            && !settings.one_shot.iter().any(|s| s.matches(&taint));
+            && !settings.one_shot.iter().any(|r| r.selector.matches(&taint));
         if !duplicate && protected && !new.contains(&(key.clone(), effect.clone(), value.clone())) {
             return Err(format!(
                 "protected taint {key}={value}:{effect} of oldObject lost for {:?}",

@@ -328,8 +328,8 @@ fn embedded_metadata() {
     );
     assert_eq!(
         meta["rules"][0]["operations"],
-        json!(["CREATE"]),
-        "Pod UPDATE is left alone"
+        json!(["CREATE", "UPDATE"]),
+        "a Pod UPDATE may add tolerations: restrictions judge them"
     );
     let answer = WapcPolicy::from_bytes(&bytes)
         .unwrap()

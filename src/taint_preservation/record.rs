@@ -1,0 +1,131 @@
+//! The removal record of one-shot startup taints: which of them the policy has seen removed from
+//! a node, kept in an annotation the policy owns.
+//!
+//! "Absent from `oldObject`" does not mean "removed before": Karpenter applies a NodePool's
+//! startup taints in an UPDATE after registration. Only a removal the policy observed makes a
+//! later addition a re-add (docs/incidents.md, incident 3).
+
+use crate::taint::{Taint, EFFECTS};
+
+/// The annotation's entries, `key:Effect`, in the order they were recorded. Valid taint keys
+/// and effects contain neither `,` nor `:`, so the comma-separated text reads back unambiguously.
+#[derive(Debug, Clone, Default)]
+pub struct RemovalRecord(Vec<String>);
+
+/// The entry of `taint`; `None` for a taint the API server would refuse to store (its key or
+/// effect could not be told apart in the record, and no node can carry it).
+fn entry(taint: &Taint<'_>) -> Option<String> {
+    let (key, effect) = taint.identity();
+    let valid = EFFECTS.contains(&effect) && !key.is_empty() && !key.contains([',', ':']);
+    valid.then(|| [key, ":", effect].concat())
+}
+
+impl RemovalRecord {
+    /// Reads the annotation's value; absent is the empty record. Entries are trimmed and empty
+    /// ones dropped, so a hand-edited record still reads as its author meant.
+    pub fn parse(annotation: Option<&str>) -> RemovalRecord {
+        let entries = annotation
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned);
+        let mut record = RemovalRecord::default();
+        for e in entries {
+            if !record.0.contains(&e) {
+                record.0.push(e);
+            }
+        }
+        record
+    }
+
+    pub fn contains(&self, taint: &Taint<'_>) -> bool {
+        entry(taint).is_some_and(|wanted| self.0.contains(&wanted))
+    }
+
+    /// Records `taint`; whether it was new.
+    pub fn insert(&mut self, taint: &Taint<'_>) -> bool {
+        match entry(taint) {
+            Some(e) if !self.0.contains(&e) => {
+                self.0.push(e);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The same entries, in any order.
+    pub fn same_entries(&self, other: &RemovalRecord) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().all(|e| other.0.contains(e))
+    }
+
+    /// The annotation's value; `None` (no annotation) for the empty record.
+    pub fn to_annotation(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| self.0.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::JsonStr;
+
+    fn taint(key: &'static str, effect: &'static str) -> Taint<'static> {
+        Taint {
+            key: JsonStr::borrowed(key),
+            value: JsonStr::default(),
+            effect: JsonStr::borrowed(effect),
+            raw: "",
+        }
+    }
+
+    #[test]
+    fn reads_writes_and_compares() {
+        let ebs = taint("ebs.csi.aws.com/agent-not-ready", "NoExecute");
+        let efs = taint("efs.csi.aws.com/agent-not-ready", "NoExecute");
+        let cases: &[(Option<&str>, &[bool; 2], Option<&str>)] = &[
+            (None, &[false, false], None),
+            (Some(""), &[false, false], None),
+            (
+                Some(" ebs.csi.aws.com/agent-not-ready:NoExecute ,, "),
+                &[true, false],
+                Some("ebs.csi.aws.com/agent-not-ready:NoExecute"),
+            ),
+            (
+                Some("ebs.csi.aws.com/agent-not-ready:NoSchedule"),
+                &[false, false],
+                Some("ebs.csi.aws.com/agent-not-ready:NoSchedule"),
+            ),
+        ];
+        for (text, holds, written) in cases {
+            let record = RemovalRecord::parse(*text);
+            assert_eq!(
+                [record.contains(&ebs), record.contains(&efs)],
+                **holds,
+                "{text:?}"
+            );
+            assert_eq!(record.to_annotation().as_deref(), *written, "{text:?}");
+        }
+        let mut record = RemovalRecord::parse(Some("efs.csi.aws.com/agent-not-ready:NoExecute"));
+        assert!(record.insert(&ebs));
+        assert!(!record.insert(&ebs));
+        assert_eq!(
+            record.to_annotation().as_deref(),
+            Some("efs.csi.aws.com/agent-not-ready:NoExecute,ebs.csi.aws.com/agent-not-ready:NoExecute")
+        );
+        let reordered = RemovalRecord::parse(Some(
+            "ebs.csi.aws.com/agent-not-ready:NoExecute,efs.csi.aws.com/agent-not-ready:NoExecute,ebs.csi.aws.com/agent-not-ready:NoExecute",
+        ));
+        assert!(record.same_entries(&reordered));
+        assert!(!record.same_entries(&RemovalRecord::default()));
+        for unstorable in [
+            taint("a,b", "NoExecute"),
+            taint("a:b", "NoExecute"),
+            taint("a", ","),
+            taint("", "NoExecute"),
+        ] {
+            assert!(!record.insert(&unstorable), "{unstorable:?}");
+            assert!(!record.contains(&unstorable), "{unstorable:?}");
+        }
+    }
+}
