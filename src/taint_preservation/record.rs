@@ -12,11 +12,16 @@ use crate::taint::{Taint, EFFECTS};
 #[derive(Debug, Clone, Default)]
 pub struct RemovalRecord(Vec<String>);
 
-/// The entry of `taint`; `None` for a taint the API server would refuse to store (its key or
-/// effect could not be told apart in the record, and no node can carry it).
+/// The entry of `taint`; `None` for a taint the API server would refuse to store: its key has a
+/// character no qualified name has, or its effect is unknown. Such an entry could not be read
+/// back as written, and no node can carry such a taint.
 fn entry(taint: &Taint<'_>) -> Option<String> {
     let (key, effect) = taint.identity();
-    let valid = EFFECTS.contains(&effect) && !key.is_empty() && !key.contains([',', ':']);
+    let valid = EFFECTS.contains(&effect)
+        && !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
     valid.then(|| [key, ":", effect].concat())
 }
 

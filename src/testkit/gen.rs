@@ -9,6 +9,7 @@ use arbitrary::{Result, Unstructured};
 use serde_json::{json, Map, Value};
 
 use crate::json::write_str;
+use crate::taint_preservation::settings::DEFAULT_ONE_SHOT_RECORD_ANNOTATION;
 
 const TAINT_KEYS: &[&str] = &[
     "example.com/dedicated",
@@ -20,6 +21,7 @@ const TAINT_KEYS: &[&str] = &[
     "node.kubernetes.io/not-ready",
     "node.cloudprovider.kubernetes.io/uninitialized",
     "karpenter.sh/unregistered",
+    "ebs.csi.aws.com/agent-not-ready",
     "node-role.kubernetes.io/control-plane",
     "node-role.kubernetes.io/master",
     "",
@@ -191,6 +193,18 @@ fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result
     if u.arbitrary()? {
         annotations.insert(owner_key.into(), json!(string(u, USERS)?));
     }
+    // The one-shot removal record: well-formed, or anything a person may have typed into it.
+    if u.arbitrary()? {
+        let record = pick(
+            u,
+            &[
+                "ebs.csi.aws.com/agent-not-ready:NoExecute",
+                "example.com/dedicated:NoSchedule,",
+                " , :,x",
+            ],
+        )?;
+        annotations.insert(DEFAULT_ONE_SHOT_RECORD_ANNOTATION.into(), json!(record));
+    }
     annotations.insert("node.alpha.kubernetes.io/ttl".into(), json!("0"));
     let mut metadata = Map::new();
     metadata.insert("name".into(), json!("worker-1"));
@@ -254,7 +268,13 @@ fn taint_preservation_settings(u: &mut Unstructured<'_>) -> Result<Value> {
         s.insert("unprotectedTaints".into(), json!([pick(u, KEY_GLOBS)?]));
     }
     if u.ratio(1, 4)? {
-        s.insert("oneShotTaints".into(), json!([pick(u, KEY_GLOBS)?]));
+        let key = pick(u, KEY_GLOBS)?;
+        let rule = if u.arbitrary()? {
+            json!(key)
+        } else {
+            json!({"key": key, "onlyAtRegistration": u.arbitrary::<bool>()?})
+        };
+        s.insert("oneShotTaints".into(), json!([rule]));
     }
     if u.arbitrary()? {
         s.insert("permitted".into(), principal_list(u)?);

@@ -6,16 +6,24 @@
 
 use serde_json::{json, Value};
 use taintguard::taint_preservation::settings::{
-    DEFAULT_ONE_SHOT_TAINTS, DEFAULT_OWNER_ANNOTATION, DEFAULT_UNPROTECTED_TAINTS,
+    DEFAULT_ONE_SHOT_RECORD_ANNOTATION, DEFAULT_ONE_SHOT_TAINTS, DEFAULT_OWNER_ANNOTATION,
+    DEFAULT_UNPROTECTED_TAINTS,
 };
 use taintguard::toleration_injection::settings::DEFAULT_ALIAS_GROUP;
 
 pub fn taint_preservation() -> Value {
+    let one_shot: Vec<Value> = DEFAULT_ONE_SHOT_TAINTS
+        .iter()
+        .map(|(key, only_at_registration)| {
+            json!({"key": key, "onlyAtRegistration": only_at_registration})
+        })
+        .collect();
     json!({
         "mode": "restore",
         "protectedTaints": [{"key": "*"}],
         "unprotectedTaints": DEFAULT_UNPROTECTED_TAINTS,
-        "oneShotTaints": DEFAULT_ONE_SHOT_TAINTS,
+        "oneShotTaints": one_shot,
+        "oneShotRecordAnnotation": DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
         "permitted": {"people": true, "users": [], "groups": ["system:masters"], "serviceAccounts": []},
         "cordon": {"enabled": true, "ownerAnnotation": DEFAULT_OWNER_ANNOTATION},
     })
