@@ -1,0 +1,463 @@
+//! A control plane and a policy-server on loopback: free ports, a temporary folder for data,
+//! certificates and logs, every process stopped and the folder deleted however the run ends
+//! (docs/e2e.md).
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use crate::binaries::Binaries;
+
+/// What a signal handler must clean up: the processes started and the run's folder.
+static LIVE: Mutex<(Vec<u32>, Option<PathBuf>)> = Mutex::new((Vec::new(), None));
+
+/// Stops every process of the run and deletes its folder on SIGINT and SIGTERM, as `Drop` does on
+/// a normal exit or a panic.
+pub fn clean_up_on_signals() {
+    let _ = ctrlc::set_handler(|| {
+        let (pids, dir) = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+        for pid in pids.iter().rev() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        sleep(Duration::from_secs(1));
+        if let Some(dir) = dir {
+            let _ = fs::remove_dir_all(dir);
+        }
+        eprintln!("e2e: interrupted; processes stopped, run folder deleted");
+        std::process::exit(130);
+    });
+}
+
+pub fn free_port() -> Result<u16, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Runs a setup command; its output goes to the error when it fails.
+fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Polls `ready` every 200 ms until it holds or `limit` passes.
+pub fn wait_for(
+    what: &str,
+    limit: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), String> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return Ok(());
+        }
+        sleep(Duration::from_millis(200));
+    }
+    Err(format!("{what} not ready after {} s", limit.as_secs()))
+}
+
+/// A process of the run, logging into the run's folder.
+struct Process {
+    name: &'static str,
+    child: Child,
+}
+
+pub struct Cluster {
+    pub dir: PathBuf,
+    processes: Vec<Process>,
+    etcd_port: u16,
+    pub api_port: u16,
+    pub token: String,
+    pub kubeconfig: PathBuf,
+    pub audit_log: PathBuf,
+    /// The CA that signed policy-server's serving certificate (the webhooks' `caBundle`).
+    pub webhook_ca: PathBuf,
+    pub policy_server_port: u16,
+    readiness_port: u16,
+    policy_server_args: Vec<String>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // kube-apiserver before etcd: with etcd gone first it takes a minute to exit.
+        while let Some(mut p) = self.processes.pop() {
+            let _ = Command::new("kill").arg(p.child.id().to_string()).status();
+            let _ = p.child.wait();
+        }
+        if std::env::var_os("TAINTGUARD_E2E_KEEP").is_none() {
+            let _ = fs::remove_dir_all(&self.dir);
+        } else {
+            eprintln!("e2e: kept {}", self.dir.display());
+        }
+        *LIVE.lock().unwrap_or_else(|e| e.into_inner()) = (Vec::new(), None);
+    }
+}
+
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: ["nodes", "pods"]
+  - level: None
+"#;
+
+impl Cluster {
+    /// Creates the run's folder and PKI, and starts etcd and kube-apiserver.
+    pub fn start(bins: &Binaries) -> Result<Cluster, String> {
+        let dir = std::env::temp_dir().join(format!("taintguard-e2e-{}", std::process::id()));
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).1 = Some(dir.clone());
+        let token = format!("e2e-{:x}", std::process::id() as u64 * 2654435761);
+        let mut cluster = Cluster {
+            etcd_port: 0,
+            api_port: free_port()?,
+            kubeconfig: dir.join("kubeconfig"),
+            audit_log: dir.join("audit.log"),
+            webhook_ca: dir.join("webhook-ca.crt"),
+            policy_server_port: free_port()?,
+            readiness_port: free_port()?,
+            token,
+            processes: Vec::new(),
+            policy_server_args: Vec::new(),
+            dir,
+        };
+        cluster.write_pki()?;
+        cluster.start_etcd(bins)?;
+        cluster.start_apiserver(bins)?;
+        Ok(cluster)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> Result<(), String> {
+        let log =
+            fs::File::create(self.dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start {name} ({:?}): {e}", cmd.get_program()))?;
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .push(child.id());
+        self.processes.push(Process { name, child });
+        Ok(())
+    }
+
+    /// Whether the process `name` has exited; its log's tail when it has.
+    fn exited(&mut self, name: &str) -> Option<String> {
+        let dir = self.dir.clone();
+        let p = self.processes.iter_mut().find(|p| p.name == name)?;
+        let status = p.child.try_wait().ok()??;
+        let log = fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(15).collect();
+        Some(format!(
+            "{name} exited ({status}):\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ))
+    }
+
+    fn write_pki(&self) -> Result<(), String> {
+        let openssl = |args: &[&str], what: &str| run(Command::new("openssl").args(args), what);
+        openssl(
+            &["genrsa", "-out", &self.path("sa.key"), "2048"],
+            "service-account key",
+        )?;
+        openssl(
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=taintguard-e2e-webhook-ca",
+                "-keyout",
+                &self.path("webhook-ca.key"),
+                "-out",
+                &self.path("webhook-ca.crt"),
+            ],
+            "webhook CA",
+        )?;
+        openssl(
+            &[
+                "req",
+                "-new",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=policy-server",
+                "-keyout",
+                &self.path("policy-server.key"),
+                "-out",
+                &self.path("policy-server.csr"),
+            ],
+            "policy-server key",
+        )?;
+        fs::write(self.dir.join("san.cnf"), "subjectAltName=IP:127.0.0.1\n")
+            .map_err(|e| e.to_string())?;
+        openssl(
+            &[
+                "x509",
+                "-req",
+                "-days",
+                "2",
+                "-in",
+                &self.path("policy-server.csr"),
+                "-CA",
+                &self.path("webhook-ca.crt"),
+                "-CAkey",
+                &self.path("webhook-ca.key"),
+                "-CAcreateserial",
+                "-extfile",
+                &self.path("san.cnf"),
+                "-out",
+                &self.path("policy-server.crt"),
+            ],
+            "policy-server certificate",
+        )?;
+        let write = |name: &str, text: String| {
+            fs::write(self.dir.join(name), text).map_err(|e| format!("{name}: {e}"))
+        };
+        write(
+            "tokens.csv",
+            format!("{},admin,admin-uid,\"system:masters\"\n", self.token),
+        )?;
+        write("audit-policy.yaml", AUDIT_POLICY.to_owned())?;
+        write(
+            "kubeconfig",
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: e2e\n  context: {{cluster: e2e, user: admin}}\ncurrent-context: e2e\n",
+                self.api_port,
+                self.path("certs/apiserver.crt"),
+                self.token
+            ),
+        )
+    }
+
+    fn start_etcd(&mut self, bins: &Binaries) -> Result<(), String> {
+        let (client, peer) = (free_port()?, free_port()?);
+        self.etcd_port = client;
+        let c = format!("http://127.0.0.1:{client}");
+        let p = format!("http://127.0.0.1:{peer}");
+        let data = self.path("etcd");
+        self.spawn(
+            "etcd",
+            Command::new(&bins.etcd).args([
+                "--name",
+                "e2e",
+                "--data-dir",
+                &data,
+                "--listen-client-urls",
+                &c,
+                "--advertise-client-urls",
+                &c,
+                "--listen-peer-urls",
+                &p,
+                "--initial-advertise-peer-urls",
+                &p,
+                "--initial-cluster",
+                &format!("e2e={p}"),
+                "--unsafe-no-fsync",
+            ]),
+        )?;
+        let health = format!("{c}/health");
+        wait_for("etcd", Duration::from_secs(30), || {
+            curl(&["-sf", &health]).is_ok_and(|body| body.contains("true"))
+        })
+        .map_err(|e| self.exited("etcd").unwrap_or(e))
+    }
+
+    fn start_apiserver(&mut self, bins: &Binaries) -> Result<(), String> {
+        let args = [
+            format!("--etcd-servers=http://127.0.0.1:{}", self.etcd_port),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--advertise-address=127.0.0.1".to_owned(),
+            format!("--secure-port={}", self.api_port),
+            format!("--cert-dir={}", self.path("certs")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
+            format!("--service-account-key-file={}", self.path("sa.key")),
+            format!("--service-account-signing-key-file={}", self.path("sa.key")),
+            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            format!("--token-auth-file={}", self.path("tokens.csv")),
+            "--authorization-mode=RBAC".to_owned(),
+            // TaintNodesByCondition would add not-ready to every new Node, and ServiceAccount
+            // admission wants a controller-made default ServiceAccount: no controller runs here.
+            "--disable-admission-plugins=TaintNodesByCondition,ServiceAccount".to_owned(),
+            "--endpoint-reconciler-type=none".to_owned(),
+            format!("--audit-policy-file={}", self.path("audit-policy.yaml")),
+            format!("--audit-log-path={}", self.audit_log.display()),
+        ];
+        self.spawn(
+            "kube-apiserver",
+            Command::new(&bins.kube_apiserver).args(&args),
+        )?;
+        let crt = self.dir.join("certs/apiserver.crt");
+        let readyz = format!("https://127.0.0.1:{}/readyz", self.api_port);
+        let auth = format!("Authorization: Bearer {}", self.token);
+        let limit = Duration::from_secs(90);
+        let mut gone = None;
+        let ready = wait_for("kube-apiserver", limit, || {
+            if let Some(e) = self.exited("kube-apiserver") {
+                gone = Some(e);
+                return true;
+            }
+            crt.is_file()
+                && curl(&[
+                    "-sf",
+                    "--cacert",
+                    &crt.display().to_string(),
+                    "-H",
+                    &auth,
+                    &readyz,
+                ])
+                .is_ok_and(|b| b.trim() == "ok")
+        });
+        match gone {
+            Some(e) => Err(e),
+            None => ready,
+        }
+    }
+
+    /// Starts policy-server with `policies.yml` (already written into the run's folder).
+    pub fn start_policy_server(&mut self, bins: &Binaries) -> Result<(), String> {
+        if self.policy_server_args.is_empty() {
+            self.policy_server_args = vec![
+                format!("--policies={}", self.path("policies.yml")),
+                "--addr=127.0.0.1".to_owned(),
+                format!("--port={}", self.policy_server_port),
+                format!("--readiness-probe-port={}", self.readiness_port),
+                format!("--cert-file={}", self.path("policy-server.crt")),
+                format!("--key-file={}", self.path("policy-server.key")),
+                "--workers=2".to_owned(),
+                format!("--policies-download-dir={}", self.path("downloads")),
+                format!("--sigstore-cache-dir={}", self.path("sigstore")),
+                "--log-no-color".to_owned(),
+            ];
+        }
+        let args = self.policy_server_args.clone();
+        self.spawn(
+            "policy-server",
+            Command::new(&bins.policy_server)
+                .args(&args)
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env("NO_COLOR", "1"),
+        )?;
+        let readiness = format!("http://127.0.0.1:{}/readiness", self.readiness_port);
+        let mut gone = None;
+        let ready = wait_for("policy-server", Duration::from_secs(180), || {
+            if let Some(e) = self.exited("policy-server") {
+                gone = Some(e);
+                return true;
+            }
+            curl(&["-sf", &readiness]).is_ok()
+        });
+        match gone {
+            Some(e) => Err(e),
+            None => ready,
+        }
+    }
+
+    /// Stops policy-server, for the failure-policy scenario.
+    pub fn stop_policy_server(&mut self) {
+        if let Some(i) = self
+            .processes
+            .iter()
+            .position(|p| p.name == "policy-server")
+        {
+            let mut p = self.processes.remove(i);
+            let _ = Command::new("kill").arg(p.child.id().to_string()).status();
+            let _ = p.child.wait();
+        }
+    }
+
+    /// POSTs `body` to policy-server's `path` over HTTPS, trusting the webhook CA.
+    pub fn post_to_policy_server(&self, path: &str, body: &str) -> Result<String, String> {
+        let url = format!("https://127.0.0.1:{}{path}", self.policy_server_port);
+        let body_file = self.dir.join("post-body.json");
+        fs::write(&body_file, body).map_err(|e| e.to_string())?;
+        curl(&[
+            "-sS",
+            "--fail-with-body",
+            "--cacert",
+            &self.webhook_ca.display().to_string(),
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            &format!("@{}", body_file.display()),
+            &url,
+        ])
+    }
+
+    /// A raw request to the API server as the admin, for what kubectl 1.20 cannot send (a
+    /// `nodes/status` patch).
+    pub fn api(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> Result<String, String> {
+        let url = format!("https://127.0.0.1:{}{path}", self.api_port);
+        curl(&[
+            "-sS",
+            "--fail-with-body",
+            "--cacert",
+            &self.path("certs/apiserver.crt"),
+            "-H",
+            &format!("Authorization: Bearer {}", self.token),
+            "-H",
+            &format!("Content-Type: {content_type}"),
+            "-X",
+            method,
+            "--data-binary",
+            body,
+            &url,
+        ])
+    }
+
+    pub fn log_of(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.log"))
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+/// curl's output, or its error output.
+pub fn curl(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("curl")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run curl: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
+    }
+}

@@ -1,0 +1,195 @@
+//! kubectl as the real actors use it: each request made with the actor's identity
+//! (impersonated by the admin, RBAC on) and in the actor's own request form.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Who sends a request: a username and its groups.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor {
+    pub user: &'static str,
+    pub groups: &'static [&'static str],
+}
+
+const SA_GROUPS: &[&str] = &[
+    "system:serviceaccounts",
+    "system:serviceaccounts:kube-system",
+];
+
+pub const NODE_CONTROLLER: Actor = Actor {
+    user: "system:serviceaccount:kube-system:node-controller",
+    groups: SA_GROUPS,
+};
+pub const KARPENTER: Actor = Actor {
+    user: "system:serviceaccount:kube-system:karpenter",
+    groups: SA_GROUPS,
+};
+pub const CLOUD_NODE_CONTROLLER: Actor = Actor {
+    user: "system:serviceaccount:kube-system:cloud-node-controller",
+    groups: SA_GROUPS,
+};
+pub const EBS_CSI_NODE: Actor = Actor {
+    user: "system:serviceaccount:kube-system:ebs-csi-node-sa",
+    groups: SA_GROUPS,
+};
+pub const HOSTPATH_PROVISIONER: Actor = Actor {
+    user: "system:serviceaccount:kube-system:microk8s-hostpath",
+    groups: SA_GROUPS,
+};
+pub const OTHER_PROVISIONER: Actor = Actor {
+    user: "system:serviceaccount:kube-system:other-provisioner",
+    groups: SA_GROUPS,
+};
+pub const GPU_OPERATOR: Actor = Actor {
+    user: "system:serviceaccount:gpu-operator:driver-manager",
+    groups: &[
+        "system:serviceaccounts",
+        "system:serviceaccounts:gpu-operator",
+    ],
+};
+pub const ALICE: Actor = Actor {
+    user: "alice@example.com",
+    groups: &["platform"],
+};
+pub const TENANT: Actor = Actor {
+    user: "dev@tenant-a.example.com",
+    groups: &["tenant-a-devs"],
+};
+
+/// Every identity the scenarios act as, for the RBAC grants.
+pub const ACTORS: &[Actor] = &[
+    NODE_CONTROLLER,
+    KARPENTER,
+    CLOUD_NODE_CONTROLLER,
+    EBS_CSI_NODE,
+    HOSTPATH_PROVISIONER,
+    OTHER_PROVISIONER,
+    GPU_OPERATOR,
+    ALICE,
+    TENANT,
+];
+
+/// A kubelet registering its Node.
+pub fn kubelet(node: &'static str) -> Actor {
+    Actor {
+        user: Box::leak(format!("system:node:{node}").into_boxed_str()),
+        groups: &["system:nodes"],
+    }
+}
+
+pub struct Out {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    /// The output, for a failure's explanation.
+    pub fn describe(&self) -> String {
+        format!(
+            "stdout: {} stderr: {}",
+            self.stdout.trim(),
+            self.stderr.trim()
+        )
+    }
+}
+
+pub struct Kubectl {
+    pub bin: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+impl Kubectl {
+    /// Runs kubectl as `who` (the admin when `None`), with `stdin`.
+    pub fn run(&self, who: Option<Actor>, args: &[&str], stdin: Option<&str>) -> Out {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache_dir)
+            .args(args);
+        if let Some(actor) = who {
+            cmd.arg(format!("--as={}", actor.user));
+            for group in actor.groups {
+                cmd.arg(format!("--as-group={group}"));
+            }
+        }
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                return Out {
+                    ok: false,
+                    stdout: String::new(),
+                    stderr: format!("cannot run {}: {e}", self.bin.display()),
+                }
+            }
+        };
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let _ = pipe.write_all(text.as_bytes());
+        }
+        match child.wait_with_output() {
+            Ok(out) => Out {
+                ok: out.status.success(),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            },
+            Err(e) => Out {
+                ok: false,
+                stdout: String::new(),
+                stderr: e.to_string(),
+            },
+        }
+    }
+
+    /// Runs kubectl and requires success.
+    pub fn ok(
+        &self,
+        who: Option<Actor>,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> Result<Out, String> {
+        let out = self.run(who, args, stdin);
+        if out.ok {
+            Ok(out)
+        } else {
+            Err(format!(
+                "`kubectl {}`{} failed: {}",
+                args.join(" "),
+                who.map(|a| format!(" as {}", a.user)).unwrap_or_default(),
+                out.stderr.trim()
+            ))
+        }
+    }
+
+    /// Applies a manifest as the admin.
+    pub fn apply(&self, manifest: &Value) -> Result<(), String> {
+        self.ok(None, &["apply", "-f", "-"], Some(&manifest.to_string()))
+            .map(drop)
+    }
+
+    /// The stored object, as JSON.
+    pub fn get(
+        &self,
+        resource: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<Value, String> {
+        let mut args = vec!["get", resource, name, "-o", "json"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        let out = self.ok(None, &args, None)?;
+        serde_json::from_str(&out.stdout).map_err(|e| format!("kubectl get {resource} {name}: {e}"))
+    }
+}

@@ -1,0 +1,114 @@
+//! `taintguard-e2e`: the policies through a real kube-apiserver and Kubewarden's policy-server,
+//! the incidents replayed as the real actors send them, and what is stored checked
+//! (docs/e2e.md). Prints one line per scenario and a closing `N passed, N failed`.
+
+mod binaries;
+mod cluster;
+mod deploy;
+mod kubectl;
+mod scenarios;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use binaries::Binaries;
+use cluster::Cluster;
+use kubectl::Kubectl;
+
+/// What the scenarios act on.
+pub struct Env {
+    pub repo: PathBuf,
+    pub bins: Binaries,
+    pub cluster: Cluster,
+    pub kubectl: Kubectl,
+}
+
+fn start(bins: Binaries) -> Result<Env, String> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("e2e/ is inside the repository")
+        .to_path_buf();
+    let deployed = deploy::deployments(&repo)?;
+    let t = Instant::now();
+    let mut cluster = Cluster::start(&bins)?;
+    println!(
+        "# control plane up in {:.1} s ({})",
+        t.elapsed().as_secs_f64(),
+        cluster.dir.display()
+    );
+    std::fs::write(
+        cluster.file("policies.yml"),
+        deploy::policies_yml(&deployed),
+    )
+    .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    cluster.start_policy_server(&bins)?;
+    println!(
+        "# policy-server up in {:.1} s, {} policies",
+        t.elapsed().as_secs_f64(),
+        deployed.len()
+    );
+    let kubectl = Kubectl {
+        bin: bins.kubectl.clone(),
+        kubeconfig: cluster.kubeconfig.clone(),
+        cache_dir: cluster.file("kubectl-cache"),
+    };
+    let env = Env {
+        repo,
+        bins,
+        cluster,
+        kubectl,
+    };
+    scenarios::prepare(&env, &deployed)?;
+    Ok(env)
+}
+
+fn main() -> ExitCode {
+    let bins = match Binaries::find() {
+        Ok(bins) => bins,
+        Err(missing) => {
+            eprintln!("e2e: {missing}");
+            return ExitCode::from(2);
+        }
+    };
+    cluster::clean_up_on_signals();
+    let mut env = match start(bins) {
+        Ok(env) => env,
+        Err(e) => {
+            eprintln!("e2e: setup failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (mut passed, mut failed) = (0, 0);
+    for (i, scenario) in scenarios::SCENARIOS.iter().enumerate() {
+        let t = Instant::now();
+        match (scenario.run)(&mut env) {
+            Ok(()) => {
+                passed += 1;
+                println!(
+                    "ok   {:2} {} ({:.1} s)",
+                    i + 1,
+                    scenario.name,
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            Err(why) => {
+                failed += 1;
+                println!(
+                    "FAIL {:2} {}\n       {}",
+                    i + 1,
+                    scenario.name,
+                    why.replace('\n', "\n       ")
+                );
+            }
+        }
+    }
+    drop(env);
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

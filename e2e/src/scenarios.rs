@@ -1,0 +1,964 @@
+//! The scenarios: each replays what real components do, with their identities and request forms,
+//! and checks what is stored and what the client was told.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cluster::wait_for;
+use crate::deploy::{self, Deployed, VARIANT_LABEL};
+use crate::kubectl::*;
+use crate::Env;
+
+pub struct Scenario {
+    pub name: &'static str,
+    pub run: fn(&mut Env) -> Result<(), String>,
+}
+
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "incident 1: a stale whole-list taint patch keeps the user's taint (restore)",
+        run: incident_1_restore,
+    },
+    Scenario {
+        name: "incident 1 in deny mode: refused, and a retry after re-reading succeeds",
+        run: incident_1_deny,
+    },
+    Scenario {
+        name: "incident 2: a controller's uncordon of a person's cordon is undone",
+        run: incident_2,
+    },
+    Scenario {
+        name: "incident 3: Karpenter's registration, the startup taints' removal, a racing re-add",
+        run: incident_3,
+    },
+    Scenario {
+        name: "incident 4: the hostpath helper pod gets its tolerations, another SA's pod not",
+        run: incident_4,
+    },
+    Scenario {
+        name: "incident 5: flannel v0.24.4 applied gets the master twin; re-applying is a no-op",
+        run: incident_5,
+    },
+    Scenario {
+        name: "restrictions: a tenant's Pod CREATE, Pod UPDATE, Deployment and CronJob refused",
+        run: restrictions,
+    },
+    Scenario {
+        name: "gatekeeper builds: refusals where the waPC build restores, nothing mutated",
+        run: gatekeeper,
+    },
+    Scenario {
+        name: "audit endpoint: a stored Pod and a stored Node as the audit scanner sends them",
+        run: audit_endpoint,
+    },
+    Scenario {
+        name: "audit log: restores, strips and refusals leave their audit annotations",
+        run: audit_log,
+    },
+    Scenario {
+        name: "concurrency: stale patches race fresh updates; no protected taint lost or doubled",
+        run: concurrency,
+    },
+    Scenario {
+        name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
+        run: failure_policy,
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Objects and what to read from them
+
+fn taint(key: &str, value: &str, effect: &str) -> Value {
+    let mut t = json!({"key": key, "effect": effect});
+    if !value.is_empty() {
+        t["value"] = json!(value);
+    }
+    t
+}
+
+fn dedicated() -> Value {
+    taint("example.com/dedicated", "gpu", "NoSchedule")
+}
+fn not_ready(effect: &str) -> Value {
+    taint("node.kubernetes.io/not-ready", "", effect)
+}
+fn uninitialized() -> Value {
+    taint(
+        "node.cloudprovider.kubernetes.io/uninitialized",
+        "true",
+        "NoSchedule",
+    )
+}
+fn unregistered() -> Value {
+    taint("karpenter.sh/unregistered", "", "NoExecute")
+}
+fn ebs_not_ready() -> Value {
+    taint("ebs.csi.aws.com/agent-not-ready", "", "NoExecute")
+}
+
+fn node(name: &str, variant: &str, taints: &[Value]) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {VARIANT_LABEL: variant, "kubernetes.io/hostname": name}},
+        "spec": {"taints": taints},
+    })
+}
+
+/// `key=value:Effect` of each stored taint, in order.
+fn taints(node: &Value) -> Vec<String> {
+    node["spec"]["taints"]
+        .as_array()
+        .map(|list| list.iter().map(describe_taint).collect())
+        .unwrap_or_default()
+}
+
+fn describe_taint(t: &Value) -> String {
+    let value = t["value"].as_str().unwrap_or("");
+    let key = t["key"].as_str().unwrap_or("");
+    let effect = t["effect"].as_str().unwrap_or("");
+    if value.is_empty() {
+        format!("{key}:{effect}")
+    } else {
+        format!("{key}={value}:{effect}")
+    }
+}
+
+fn described(list: &[Value]) -> Vec<String> {
+    list.iter().map(describe_taint).collect()
+}
+
+fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object["metadata"]["annotations"][key].as_str()
+}
+
+fn cordoned(node: &Value) -> bool {
+    node["spec"]["unschedulable"].as_bool() == Some(true)
+}
+
+/// The keys of an object's tolerations, `*` for an empty key.
+fn toleration_keys(pod_spec: &Value) -> Vec<String> {
+    pod_spec["tolerations"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|t| {
+                    t["key"]
+                        .as_str()
+                        .filter(|k| !k.is_empty())
+                        .unwrap_or("*")
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `got` as a set equals `want` as a set, or what is stored versus expected.
+fn same_set(what: &str, got: &[String], want: &[String]) -> Result<(), String> {
+    let mut g = got.to_vec();
+    let mut w = want.to_vec();
+    g.sort();
+    w.sort();
+    if g == w {
+        Ok(())
+    } else {
+        Err(format!("{what}: stored {got:?}, expected {want:?}"))
+    }
+}
+
+fn check(holds: bool, explain: impl FnOnce() -> String) -> Result<(), String> {
+    if holds {
+        Ok(())
+    } else {
+        Err(explain())
+    }
+}
+
+fn told(out: &Out, text: &str, what: &str) -> Result<(), String> {
+    check(
+        out.stderr.contains(text) || out.stdout.contains(text),
+        || {
+            format!(
+                "{what}: the client was not told {text:?}; it got {}",
+                out.describe()
+            )
+        },
+    )
+}
+
+fn refused(out: &Out, text: &str, what: &str) -> Result<(), String> {
+    check(!out.ok, || {
+        format!("{what}: accepted, expected a refusal; {}", out.describe())
+    })?;
+    told(out, text, what)
+}
+
+fn patch(taints: &[Value]) -> String {
+    json!({"spec": {"taints": taints}}).to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setup
+
+/// RBAC for every actor, the namespaces, and the webhooks; returns once every webhook answers.
+pub fn prepare(env: &Env, deployed: &[Deployed]) -> Result<(), String> {
+    let k = &env.kubectl;
+    let mut subjects: Vec<Value> = ACTORS
+        .iter()
+        .map(|a| json!({"kind": "User", "name": a.user, "apiGroup": "rbac.authorization.k8s.io"}))
+        .collect();
+    subjects.push(
+        json!({"kind": "Group", "name": "system:nodes", "apiGroup": "rbac.authorization.k8s.io"}),
+    );
+    // The actors' own grants are not under test; the policies judge identities, not RBAC.
+    k.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "e2e-actor"},
+        "rules": [{"apiGroups": ["", "apps", "batch"], "resources": ["*"], "verbs": ["*"]}]
+    }))?;
+    k.apply(&json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "e2e-actors"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-actor"},
+        "subjects": subjects
+    }))?;
+    for ns in ["tenant-a", "kube-flannel", "gpu-team"] {
+        k.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    }
+    let ca = std::fs::read(&env.cluster.webhook_ca).map_err(|e| e.to_string())?;
+    for d in deployed {
+        k.apply(&deploy::webhook_configuration(
+            d,
+            env.cluster.policy_server_port,
+            &ca,
+        ))?;
+    }
+    wait_for_webhooks(env)
+}
+
+/// Webhook configuration changes reach the API server's informer after a moment: probe each
+/// policy with a dry-run request until its effect shows.
+fn wait_for_webhooks(env: &Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let limit = Duration::from_secs(60);
+    for variant in ["restore", "deny"] {
+        let mut probe = node(&format!("probe-{variant}"), variant, &[]);
+        probe["spec"]["unschedulable"] = json!(true);
+        let text = probe.to_string();
+        wait_for(
+            &format!("taint-preservation ({variant}) webhook"),
+            limit,
+            || {
+                let out = k.run(
+                    None,
+                    &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                    Some(&text),
+                );
+                out.ok && out.stdout.contains("taintguard.io/cordoned-by")
+            },
+        )?;
+    }
+    k.ok(
+        None,
+        &["apply", "-f", "-"],
+        Some(&node("probe-gatekeeper", "gatekeeper", &[dedicated()]).to_string()),
+    )?;
+    wait_for("taint-preservation (gatekeeper) webhook", limit, || {
+        let out = k.run(
+            Some(NODE_CONTROLLER),
+            &[
+                "patch",
+                "node",
+                "probe-gatekeeper",
+                "--dry-run=server",
+                "-p",
+                &patch(&[]),
+            ],
+            None,
+        );
+        !out.ok && out.stderr.contains("taint-preservation")
+    })?;
+    for variant in ["wapc", "gatekeeper"] {
+        let pod = tenant_pod("probe", variant, &[dedicated_toleration()]).to_string();
+        wait_for(
+            &format!("toleration-injection ({variant}) webhook"),
+            limit,
+            || {
+                let out = k.run(
+                    Some(TENANT),
+                    &["create", "--dry-run=server", "-f", "-"],
+                    Some(&pod),
+                );
+                !out.ok && out.stderr.contains("toleration-injection")
+            },
+        )?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// taint-preservation
+
+fn incident_1_restore(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    k.apply(&node("inc1-restore", "restore", &[dedicated()]))?;
+    // The node-lifecycle-controller's patch: the whole list, computed from a stale copy.
+    let stale = [not_ready("NoSchedule"), not_ready("NoExecute")];
+    let out = k.ok(
+        Some(NODE_CONTROLLER),
+        &["patch", "node", "inc1-restore", "-p", &patch(&stale)],
+        None,
+    )?;
+    told(
+        &out,
+        "kept protected taint example.com/dedicated=gpu:NoSchedule",
+        "the controller",
+    )?;
+    let stored = k.get("node", "inc1-restore", None)?;
+    let mut want = described(&stale);
+    want.push(describe_taint(&dedicated()));
+    same_set("taints", &taints(&stored), &want)
+}
+
+fn incident_1_deny(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    k.apply(&node("inc1-deny", "deny", &[dedicated()]))?;
+    let stale = [not_ready("NoSchedule")];
+    let out = k.run(
+        Some(NODE_CONTROLLER),
+        &["patch", "node", "inc1-deny", "-p", &patch(&stale)],
+        None,
+    );
+    refused(
+        &out,
+        "may not remove protected taint example.com/dedicated=gpu:NoSchedule",
+        "the stale patch",
+    )?;
+    let stored = k.get("node", "inc1-deny", None)?;
+    same_set(
+        "taints after the refusal",
+        &taints(&stored),
+        &described(&[dedicated()]),
+    )?;
+    // As fixed controllers do: re-read, recompute from the fresh copy, patch with its version.
+    let mut fresh: Vec<Value> = stored["spec"]["taints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    fresh.push(not_ready("NoSchedule"));
+    let retry = json!({"metadata": {"resourceVersion": stored["metadata"]["resourceVersion"]},
+                       "spec": {"taints": fresh}});
+    k.ok(
+        Some(NODE_CONTROLLER),
+        &["patch", "node", "inc1-deny", "-p", &retry.to_string()],
+        None,
+    )?;
+    let stored = k.get("node", "inc1-deny", None)?;
+    same_set(
+        "taints after the retry",
+        &taints(&stored),
+        &described(&[dedicated(), not_ready("NoSchedule")]),
+    )
+}
+
+fn incident_2(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    k.apply(&node("inc2", "restore", &[]))?;
+    k.ok(Some(ALICE), &["cordon", "inc2"], None)?;
+    let stored = k.get("node", "inc2", None)?;
+    check(cordoned(&stored), || {
+        "alice's cordon was not stored".to_owned()
+    })?;
+    check(
+        annotation(&stored, "taintguard.io/cordoned-by") == Some(ALICE.user),
+        || {
+            format!(
+                "owner record: stored {:?}, expected {:?}",
+                annotation(&stored, "taintguard.io/cordoned-by"),
+                ALICE.user
+            )
+        },
+    )?;
+    let out = k.ok(Some(GPU_OPERATOR), &["uncordon", "inc2"], None)?;
+    told(
+        &out,
+        "kept node inc2 cordoned (cordoned by \"alice@example.com\")",
+        "the GPU operator",
+    )?;
+    let stored = k.get("node", "inc2", None)?;
+    check(cordoned(&stored), || {
+        "the GPU operator's uncordon was stored".to_owned()
+    })?;
+    k.ok(Some(ALICE), &["uncordon", "inc2"], None)?;
+    let stored = k.get("node", "inc2", None)?;
+    check(!cordoned(&stored), || {
+        "the owner's uncordon was not stored".to_owned()
+    })?;
+    check(
+        annotation(&stored, "taintguard.io/cordoned-by").is_none(),
+        || "the owner record stayed after the owner's uncordon".to_owned(),
+    )?;
+    // An admin may lift anyone's cordon.
+    k.ok(Some(ALICE), &["cordon", "inc2"], None)?;
+    k.ok(None, &["uncordon", "inc2"], None)?;
+    let stored = k.get("node", "inc2", None)?;
+    check(
+        !cordoned(&stored) && annotation(&stored, "taintguard.io/cordoned-by").is_none(),
+        || {
+            format!(
+                "after the admin's uncordon: unschedulable {:?}, record {:?}",
+                stored["spec"]["unschedulable"],
+                annotation(&stored, "taintguard.io/cordoned-by")
+            )
+        },
+    )
+}
+
+fn incident_3(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    const RECORD: &str = "taintguard.io/removed-startup-taints";
+    // The kubelet registers the node with Karpenter's and the cloud provider's startup taints.
+    let registered = node("inc3", "restore", &[unregistered(), uninitialized()]);
+    k.ok(
+        Some(kubelet("inc3")),
+        &["create", "-f", "-"],
+        Some(&registered.to_string()),
+    )?;
+    // Karpenter's registration: GET, then UPDATE with the resourceVersion it read, removing
+    // `unregistered` and applying the NodePool's startup taint and taint.
+    let mut copy = k.get("node", "inc3", None)?;
+    copy["spec"]["taints"] = json!([uninitialized(), ebs_not_ready(), dedicated()]);
+    let out = k.ok(
+        Some(KARPENTER),
+        &["replace", "-f", "-"],
+        Some(&copy.to_string()),
+    )?;
+    check(!out.stderr.contains("taint-preservation"), || {
+        format!("registration warned: {}", out.describe())
+    })?;
+    let stored = k.get("node", "inc3", None)?;
+    same_set(
+        "taints after registration",
+        &taints(&stored),
+        &described(&[uninitialized(), ebs_not_ready(), dedicated()]),
+    )?;
+    // The cloud controller removes `uninitialized` (JSON merge patch: the list replaced).
+    k.ok(
+        Some(CLOUD_NODE_CONTROLLER),
+        &[
+            "patch",
+            "node",
+            "inc3",
+            "--type",
+            "merge",
+            "-p",
+            &patch(&[ebs_not_ready(), dedicated()]),
+        ],
+        None,
+    )?;
+    // The CSI node plugin removes its taint with a JSON patch.
+    let remove = json!([{"op": "test", "path": "/spec/taints/0/key", "value": "ebs.csi.aws.com/agent-not-ready"},
+                        {"op": "remove", "path": "/spec/taints/0"}]);
+    k.ok(
+        Some(EBS_CSI_NODE),
+        &[
+            "patch",
+            "node",
+            "inc3",
+            "--type",
+            "json",
+            "-p",
+            &remove.to_string(),
+        ],
+        None,
+    )?;
+    let stored = k.get("node", "inc3", None)?;
+    same_set(
+        "taints after the startup taints' removal",
+        &taints(&stored),
+        &described(&[dedicated()]),
+    )?;
+    check(
+        annotation(&stored, RECORD) == Some("ebs.csi.aws.com/agent-not-ready:NoExecute"),
+        || format!("removal record: stored {:?}", annotation(&stored, RECORD)),
+    )?;
+    // Karpenter < 1.5 races with a copy from before the removals: both startup taints come back.
+    let out = k.ok(
+        Some(KARPENTER),
+        &[
+            "patch",
+            "node",
+            "inc3",
+            "--type",
+            "merge",
+            "-p",
+            &patch(&[uninitialized(), ebs_not_ready(), dedicated()]),
+        ],
+        None,
+    )?;
+    told(&out, "stripped re-added one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule", "Karpenter")?;
+    told(
+        &out,
+        "stripped re-added one-shot startup taint ebs.csi.aws.com/agent-not-ready:NoExecute",
+        "Karpenter",
+    )?;
+    let stored = k.get("node", "inc3", None)?;
+    same_set(
+        "taints after the racing re-add",
+        &taints(&stored),
+        &described(&[dedicated()]),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// toleration-injection
+
+fn dedicated_toleration() -> Value {
+    json!({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"})
+}
+
+fn tenant_pod(name: &str, variant: &str, tolerations: &[Value]) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "tenant-a", "labels": {VARIANT_LABEL: variant, "app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}], "tolerations": tolerations},
+    })
+}
+
+fn helper_pod(variant: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": "hostpath-provisioner-node1-", "namespace": "kube-system",
+                     "labels": {"microk8s.hostpath.io/managed-by": "node1", VARIANT_LABEL: variant}},
+        "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": "node1"},
+                 "containers": [{"name": "hostpath-provisioner", "image": "busybox:1.28.4",
+                                 "command": ["mkdir", "-m", "0777", "-p", "/data/pv"]}]},
+    })
+}
+
+/// Creates `pod` as `who`; the stored pod.
+fn create_pod(env: &Env, who: Option<Actor>, pod: &Value) -> Result<Value, String> {
+    let out = env.kubectl.ok(
+        who,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&pod.to_string()),
+    )?;
+    let created: Value = serde_json::from_str(&out.stdout).map_err(|e| e.to_string())?;
+    let name = created["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let ns = created["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    env.kubectl.get("pod", &name, Some(&ns))
+}
+
+const HOSTPATH_KEYS: [&str; 4] = [
+    "nvidia.com/gpu",
+    "dedicated",
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+];
+
+fn incident_4(env: &mut Env) -> Result<(), String> {
+    let stored = create_pod(env, Some(HOSTPATH_PROVISIONER), &helper_pod("wapc"))?;
+    let keys = toleration_keys(&stored["spec"]);
+    for key in HOSTPATH_KEYS {
+        check(keys.iter().any(|k| k == key), || {
+            format!("helper pod: stored tolerations {keys:?} lack {key}")
+        })?;
+    }
+    let other = create_pod(env, Some(OTHER_PROVISIONER), &helper_pod("wapc"))?;
+    let keys = toleration_keys(&other["spec"]);
+    check(
+        !keys.iter().any(|k| HOSTPATH_KEYS.contains(&k.as_str())),
+        || format!("another service account's pod got tolerations: {keys:?}"),
+    )
+}
+
+fn incident_5(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let path = env
+        .repo
+        .join("policies/toleration-injection/examples/requests/flannel-v0.24.4-daemonset.json");
+    let review: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let mut manifest = review["request"]["object"].clone();
+    for field in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+    ] {
+        manifest["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove(field));
+    }
+    manifest.as_object_mut().map(|m| m.remove("status"));
+    let text = manifest.to_string();
+    k.ok(None, &["apply", "-f", "-"], Some(&text))?;
+    let stored = k.get("daemonset", "kube-flannel-ds", Some("kube-flannel"))?;
+    let keys = toleration_keys(&stored["spec"]["template"]["spec"]);
+    let masters = keys
+        .iter()
+        .filter(|k| *k == "node-role.kubernetes.io/master")
+        .count();
+    check(masters == 1, || {
+        format!("stored tolerations {keys:?}: expected one master twin, found {masters}")
+    })?;
+    let again = k.ok(None, &["apply", "-f", "-"], Some(&text))?;
+    let restored = k.get("daemonset", "kube-flannel-ds", Some("kube-flannel"))?;
+    check(again.stdout.contains("unchanged"), || {
+        format!("re-apply was not a no-op: {}", again.describe())
+    })?;
+    check(
+        restored["spec"]["template"]["spec"]["tolerations"]
+            == stored["spec"]["template"]["spec"]["tolerations"]
+            && restored["metadata"]["generation"] == stored["metadata"]["generation"],
+        || {
+            format!(
+                "re-apply changed the DaemonSet: {:?} -> {:?}",
+                stored["spec"]["template"]["spec"]["tolerations"],
+                restored["spec"]["template"]["spec"]["tolerations"]
+            )
+        },
+    )
+}
+
+fn restrictions(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let out = k.run(
+        Some(TENANT),
+        &["create", "-f", "-"],
+        Some(&tenant_pod("greedy", "wapc", &[dedicated_toleration()]).to_string()),
+    );
+    refused(
+        &out,
+        "may not tolerate dedicated=gpu:NoSchedule",
+        "the tenant's Pod CREATE",
+    )?;
+    create_pod(env, Some(TENANT), &tenant_pod("web", "wapc", &[]))?;
+    let add =
+        json!([{"op": "add", "path": "/spec/tolerations/-", "value": dedicated_toleration()}]);
+    let out = k.run(
+        Some(TENANT),
+        &[
+            "patch",
+            "pod",
+            "web",
+            "-n",
+            "tenant-a",
+            "--type",
+            "json",
+            "-p",
+            &add.to_string(),
+        ],
+        None,
+    );
+    refused(
+        &out,
+        "may not add a toleration of dedicated=gpu:NoSchedule",
+        "the tenant's Pod UPDATE",
+    )?;
+    let stored = k.get("pod", "web", Some("tenant-a"))?;
+    let keys = toleration_keys(&stored["spec"]);
+    check(!keys.iter().any(|k| k == "dedicated"), || {
+        format!("the refused toleration was stored: {keys:?}")
+    })?;
+    let template = |restart: &str| {
+        json!({"metadata": {"labels": {"app": "greedy"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.28.4"}], "restartPolicy": restart,
+                 "tolerations": [dedicated_toleration()]}})
+    };
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "greedy", "namespace": "tenant-a"},
+        "spec": {"selector": {"matchLabels": {"app": "greedy"}}, "template": template("Always")}});
+    // Kubernetes 1.20 serves CronJobs as batch/v1beta1 only.
+    let cronjob = json!({"apiVersion": "batch/v1beta1", "kind": "CronJob",
+        "metadata": {"name": "greedy", "namespace": "tenant-a"},
+        "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": template("OnFailure")}}}});
+    for (what, object) in [("Deployment", deployment), ("CronJob", cronjob)] {
+        let out = k.run(
+            Some(TENANT),
+            &["create", "-f", "-"],
+            Some(&object.to_string()),
+        );
+        refused(
+            &out,
+            "may not tolerate dedicated=gpu:NoSchedule",
+            &format!("the tenant's {what}"),
+        )?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engines, audit, failure
+
+fn gatekeeper(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    k.apply(&node("gk-node", "gatekeeper", &[dedicated()]))?;
+    let out = k.run(
+        Some(NODE_CONTROLLER),
+        &[
+            "patch",
+            "node",
+            "gk-node",
+            "-p",
+            &patch(&[not_ready("NoSchedule")]),
+        ],
+        None,
+    );
+    refused(
+        &out,
+        "may not remove protected taint example.com/dedicated=gpu:NoSchedule",
+        "the stale patch",
+    )?;
+    k.ok(Some(ALICE), &["cordon", "gk-node"], None)?;
+    let stored = k.get("node", "gk-node", None)?;
+    check(
+        cordoned(&stored) && annotation(&stored, "taintguard.io/cordoned-by").is_none(),
+        || {
+            format!(
+                "a gatekeeper build mutated the cordon: annotations {}",
+                stored["metadata"]["annotations"]
+            )
+        },
+    )?;
+    let out = k.run(Some(GPU_OPERATOR), &["uncordon", "gk-node"], None);
+    refused(
+        &out,
+        "may not uncordon node gk-node",
+        "the GPU operator's uncordon",
+    )?;
+    same_set(
+        "taints",
+        &taints(&k.get("node", "gk-node", None)?),
+        &described(&[dedicated()]),
+    )?;
+    let helper = create_pod(env, Some(HOSTPATH_PROVISIONER), &helper_pod("gatekeeper"))?;
+    let keys = toleration_keys(&helper["spec"]);
+    check(
+        !keys.iter().any(|k| HOSTPATH_KEYS.contains(&k.as_str())),
+        || format!("a gatekeeper build injected tolerations: {keys:?}"),
+    )?;
+    let out = k.run(
+        Some(TENANT),
+        &["create", "-f", "-"],
+        Some(&tenant_pod("greedy-gk", "gatekeeper", &[dedicated_toleration()]).to_string()),
+    );
+    refused(
+        &out,
+        "may not tolerate dedicated=gpu:NoSchedule",
+        "the tenant's pod",
+    )
+}
+
+/// The AdmissionReview Kubewarden's audit scanner sends for a stored object.
+fn audit_review(object: &Value, kind: &str) -> Value {
+    let gvk = json!({"group": "", "version": "v1", "kind": kind});
+    let mut request = json!({
+        "uid": object["metadata"]["uid"], "kind": gvk, "requestKind": gvk,
+        "resource": {"group": "", "version": "v1", "resource": kind},
+        "name": object["metadata"]["name"], "operation": "CREATE", "userInfo": {},
+        "object": object, "dryRun": false,
+    });
+    if let Some(ns) = object["metadata"]["namespace"].as_str() {
+        request["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+}
+
+fn audit_endpoint(env: &mut Env) -> Result<(), String> {
+    // An allowed principal (the admin, in system:masters) may run a pod on dedicated nodes from
+    // tenant-a; the audit cannot know who created it and reports it (policy README).
+    let pod = create_pod(
+        env,
+        None,
+        &tenant_pod("admins-gpu-job", "wapc", &[dedicated_toleration()]),
+    )?;
+    let answer = env.cluster.post_to_policy_server(
+        "/audit/clusterwide-toleration-injection",
+        &audit_review(&pod, "Pod").to_string(),
+    )?;
+    let answer: Value = serde_json::from_str(&answer).map_err(|e| format!("{e}: {answer}"))?;
+    let response = &answer["response"];
+    let message = response["status"]["message"].as_str().unwrap_or_default();
+    check(
+        response["allowed"] == json!(false)
+            && message.contains("Pod tenant-a/admins-gpu-job tolerates dedicated=gpu:NoSchedule")
+            && message.contains("background audit"),
+        || format!("audit of the stored pod answered {response}"),
+    )?;
+    // A stored, cordoned Node without an owner record: nothing to judge, nothing proposed.
+    let node = env.kubectl.get("node", "gk-node", None)?;
+    let answer = env.cluster.post_to_policy_server(
+        "/audit/clusterwide-taint-preservation",
+        &audit_review(&node, "Node").to_string(),
+    )?;
+    let answer: Value = serde_json::from_str(&answer).map_err(|e| format!("{e}: {answer}"))?;
+    let response = &answer["response"];
+    check(
+        response["allowed"] == json!(true) && response["patch"].is_null(),
+        || format!("audit of the stored node answered {response}"),
+    )
+}
+
+fn audit_log(env: &mut Env) -> Result<(), String> {
+    let log =
+        std::fs::read_to_string(&env.cluster.audit_log).map_err(|e| format!("audit log: {e}"))?;
+    let events: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let wanted = [
+        (
+            "inc1-restore",
+            "clusterwide-taint-preservation.kubewarden.admission/kept-taints",
+            "example.com/dedicated=gpu:NoSchedule",
+        ),
+        (
+            "inc1-restore",
+            "clusterwide-taint-preservation.kubewarden.admission/requested-by",
+            NODE_CONTROLLER.user,
+        ),
+        (
+            "inc1-deny",
+            "clusterwide-taint-preservation-deny.kubewarden.admission/refused",
+            "remove protected taint example.com/dedicated=gpu:NoSchedule",
+        ),
+        (
+            "inc2",
+            "clusterwide-taint-preservation.kubewarden.admission/kept-cordon",
+            "cordoned by \"alice@example.com\"",
+        ),
+        (
+            "inc2",
+            "clusterwide-taint-preservation.kubewarden.admission/requested-by",
+            GPU_OPERATOR.user,
+        ),
+        (
+            "inc3",
+            "clusterwide-taint-preservation.kubewarden.admission/recorded-taint-removals",
+            "ebs.csi.aws.com/agent-not-ready:NoExecute",
+        ),
+        (
+            "inc3",
+            "clusterwide-taint-preservation.kubewarden.admission/stripped-taints",
+            "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule",
+        ),
+        (
+            "",
+            "clusterwide-toleration-injection.kubewarden.admission/injected-tolerations",
+            "nvidia.com/gpu:NoSchedule (Exists) (rule \"hostpath-provisioner-helpers\")",
+        ),
+    ];
+    for (object, key, text) in wanted {
+        let found = events.iter().any(|e| {
+            (object.is_empty() || e["objectRef"]["name"] == json!(object))
+                && e["annotations"][key]
+                    .as_str()
+                    .is_some_and(|v| v.contains(text))
+        });
+        check(found, || {
+            format!("no audit event for {object:?} has annotation {key} containing {text:?}")
+        })?;
+    }
+    Ok(())
+}
+
+fn concurrency(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let team = taint("example.com/team", "a", "NoSchedule");
+    k.apply(&node("race", "restore", &[team]))?;
+    let stale = patch(&[not_ready("NoSchedule")]);
+    let errors: Vec<String> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for i in 0..3 {
+            // A person adds a taint the way controller-runtime clients update: GET, change,
+            // UPDATE with the resourceVersion read, and on a 409 Conflict read again.
+            handles.push(s.spawn(move || -> Result<(), String> {
+                let mine = taint(&format!("example.com/t{i}"), "", "NoSchedule");
+                for _ in 0..30 {
+                    let mut copy = k.get("node", "race", None)?;
+                    copy["spec"]["taints"]
+                        .as_array_mut()
+                        .ok_or("no taints")?
+                        .push(mine.clone());
+                    let out = k.run(
+                        Some(ALICE),
+                        &["replace", "-f", "-"],
+                        Some(&copy.to_string()),
+                    );
+                    if out.ok {
+                        return Ok(());
+                    }
+                    if !out.stderr.contains("the object has been modified") {
+                        return Err(format!("update t{i}: {}", out.describe()));
+                    }
+                }
+                Err(format!("update t{i}: still conflicting after 30 tries"))
+            }));
+            // The stale controller patches the whole list from its old copy, with no version.
+            let stale = stale.clone();
+            handles.push(s.spawn(move || -> Result<(), String> {
+                for _ in 0..4 {
+                    k.ok(
+                        Some(NODE_CONTROLLER),
+                        &["patch", "node", "race", "-p", &stale],
+                        None,
+                    )?;
+                }
+                Ok(())
+            }));
+        }
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().unwrap_or(Err("panicked".into())).err())
+            .collect()
+    });
+    check(errors.is_empty(), || errors.join("; "))?;
+    let stored = taints(&k.get("node", "race", None)?);
+    let want = [
+        "example.com/team=a:NoSchedule",
+        "example.com/t0:NoSchedule",
+        "example.com/t1:NoSchedule",
+        "example.com/t2:NoSchedule",
+        "node.kubernetes.io/not-ready:NoSchedule",
+    ];
+    same_set("taints after the race", &stored, &want.map(str::to_owned))
+}
+
+fn failure_policy(env: &mut Env) -> Result<(), String> {
+    env.cluster.stop_policy_server();
+    let k = &env.kubectl;
+    let out = k.run(
+        None,
+        &["label", "node", "inc2", "e2e.taintguard.io/touched=yes"],
+        None,
+    );
+    refused(
+        &out,
+        "failed calling webhook",
+        "a Node write with policy-server down",
+    )?;
+    let status =
+        json!({"status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}).to_string();
+    env.cluster
+        .api(
+            "PATCH",
+            "/api/v1/nodes/inc2/status",
+            "application/merge-patch+json",
+            &status,
+        )
+        .map_err(|e| format!("a nodes/status write with policy-server down failed: {e}"))?;
+    let stored = k.get("node", "inc2", None)?;
+    check(stored["status"]["capacity"]["pods"] == json!("110"), || {
+        format!("status not stored: {}", stored["status"])
+    })
+}
