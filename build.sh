@@ -12,6 +12,10 @@
 #                       host; writes benchmarks/results.md and benchmarks/latency.svg (--quick: a
 #                       tenth of the rounds; --only: the inputs whose policy and name contain TEXT;
 #                       either only prints)
+#   ./build.sh e2e      build, then run the end-to-end suite: etcd, kube-apiserver and Kubewarden's
+#                       policy-server on loopback, the incidents replayed by their real actors
+#                       (docs/e2e.md; needs those binaries, found through KUBEBUILDER_ASSETS,
+#                       KUBECTL, POLICY_SERVER, KWCTL, else PATH)
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
@@ -262,11 +266,21 @@ run_benchmarks() {
     "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm"
 }
 
+# The end-to-end suite (e2e/): it starts and stops everything itself and prints one line per
+# scenario and `N passed, N failed`.
+run_e2e() {
+  build_policies
+  cargo build -q -p taintguard-e2e
+  say "end-to-end: kube-apiserver, etcd and policy-server on loopback"
+  target/debug/taintguard-e2e
+}
+
 case "${1:-build}" in
   build) build_policies; build_js; evaluate_examples; write_manifests ;;
   test) run_tests ;;
   push) shift; push_policies "$@" ;;
   bench) shift; run_benchmarks "$@" ;;
+  e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build|test|push REF_PREFIX [TAG]|bench [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG]|bench [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
 esac

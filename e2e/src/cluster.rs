@@ -21,7 +21,7 @@ pub fn clean_up_on_signals() {
     let _ = ctrlc::set_handler(|| {
         let (pids, dir) = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
         for pid in pids.iter().rev() {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
+            kill(*pid);
         }
         sleep(Duration::from_secs(1));
         if let Some(dir) = dir {
@@ -30,6 +30,14 @@ pub fn clean_up_on_signals() {
         eprintln!("e2e: interrupted; processes stopped, run folder deleted");
         std::process::exit(130);
     });
+}
+
+/// Sends SIGTERM to `pid`, quietly: it may have exited already.
+fn kill(pid: u32) {
+    let _ = Command::new("kill")
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status();
 }
 
 pub fn free_port() -> Result<u16, String> {
@@ -94,7 +102,7 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         // kube-apiserver before etcd: with etcd gone first it takes a minute to exit.
         while let Some(mut p) = self.processes.pop() {
-            let _ = Command::new("kill").arg(p.child.id().to_string()).status();
+            kill(p.child.id());
             let _ = p.child.wait();
         }
         if std::env::var_os("TAINTGUARD_E2E_KEEP").is_none() {
@@ -389,7 +397,7 @@ impl Cluster {
             .position(|p| p.name == "policy-server")
         {
             let mut p = self.processes.remove(i);
-            let _ = Command::new("kill").arg(p.child.id().to_string()).status();
+            kill(p.child.id());
             let _ = p.child.wait();
         }
     }
