@@ -61,6 +61,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: concurrency,
     },
     Scenario {
+        name: "kwctl (burrego) runs the gatekeeper builds on every example as our OPA host does",
+        run: kwctl_gatekeeper_parity,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },
@@ -932,6 +936,107 @@ fn concurrency(env: &mut Env) -> Result<(), String> {
         "node.kubernetes.io/not-ready:NoSchedule",
     ];
     same_set("taints after the race", &stored, &want.map(str::to_owned))
+}
+
+/// Every example request with every example settings file through `kwctl run -e gatekeeper`
+/// (Kubewarden's own OPA engine, burrego), against the deny-mode verdicts of the waPC build that
+/// the OPA host tests (`wasm-tests/js/opa`) hold every OPA call sequence to.
+fn kwctl_gatekeeper_parity(env: &mut Env) -> Result<(), String> {
+    let kwctl = env
+        .bins
+        .kwctl
+        .clone()
+        .ok_or("kwctl not found: set KWCTL or put it on PATH")?;
+    let verdicts_bin = env.repo.join("target/debug/wapc-verdicts");
+    let out = std::process::Command::new(&verdicts_bin)
+        .output()
+        .map_err(|e| format!("{}: {e}; run ./build.sh first", verdicts_bin.display()))?;
+    let cases: Vec<Value> =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("wapc-verdicts: {e}"))?;
+    let dir = env.cluster.file("kwctl");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let jobs: Vec<(usize, &Value)> = cases.iter().enumerate().collect();
+    let differences: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(jobs.len().div_ceil(2).max(1))
+            .map(|chunk| {
+                let (kwctl, dir, repo) = (&kwctl, &dir, &env.repo);
+                s.spawn(move || {
+                    let mut differences = Vec::new();
+                    for (i, case) in chunk {
+                        if let Err(e) = kwctl_case(kwctl, dir, repo, *i, case) {
+                            differences.push(e);
+                        }
+                    }
+                    differences
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    check(differences.is_empty(), || {
+        format!(
+            "{} of {} differ:\n{}",
+            differences.len(),
+            cases.len(),
+            differences.join("\n")
+        )
+    })
+}
+
+fn kwctl_case(
+    kwctl: &std::path::Path,
+    dir: &std::path::Path,
+    repo: &std::path::Path,
+    i: usize,
+    case: &Value,
+) -> Result<(), String> {
+    let name = format!(
+        "{} {} [{}]",
+        case["policy"].as_str().unwrap_or(""),
+        case["request"],
+        case["settings"]
+    );
+    let request = dir.join(format!("request-{i}.json"));
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": case["review"]});
+    std::fs::write(&request, review.to_string()).map_err(|e| e.to_string())?;
+    let module = repo.join("dist").join(format!(
+        "{}.gatekeeper.wasm",
+        case["policy"].as_str().unwrap_or("")
+    ));
+    let out = std::process::Command::new(kwctl)
+        .args([
+            "run",
+            "-e",
+            "gatekeeper",
+            "--settings-json",
+            &case["parameters"].to_string(),
+            "--request-path",
+        ])
+        .arg(&request)
+        .arg(format!("file://{}", module.display()))
+        .output()
+        .map_err(|e| format!("{name}: cannot run kwctl: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer: Value = serde_json::from_str(&stdout).map_err(|_| {
+        format!(
+            "{name}: kwctl answered no verdict ({}): {}{}",
+            out.status,
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    let want_allowed = case["accepted"].as_bool().unwrap_or(false);
+    let got_allowed = answer["allowed"].as_bool().unwrap_or(false);
+    let got_message = answer["status"]["message"].as_str().unwrap_or("");
+    let want_message = case["message"].as_str().unwrap_or("");
+    if got_allowed != want_allowed || (!want_allowed && got_message != want_message) {
+        return Err(format!("{name}: kwctl allowed={got_allowed} {got_message:?}; the OPA host allowed={want_allowed} {want_message:?}"));
+    }
+    Ok(())
 }
 
 fn failure_policy(env: &mut Env) -> Result<(), String> {
