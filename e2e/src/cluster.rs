@@ -326,13 +326,7 @@ impl Cluster {
         let crt = self.dir.join("certs/apiserver.crt");
         let readyz = format!("https://127.0.0.1:{}/readyz", self.api_port);
         let auth = format!("Authorization: Bearer {}", self.token);
-        let limit = Duration::from_secs(90);
-        let mut gone = None;
-        let ready = wait_for("kube-apiserver", limit, || {
-            if let Some(e) = self.exited("kube-apiserver") {
-                gone = Some(e);
-                return true;
-            }
+        self.wait_running("kube-apiserver", Duration::from_secs(90), || {
             crt.is_file()
                 && curl(&[
                     "-sf",
@@ -343,11 +337,22 @@ impl Cluster {
                     &readyz,
                 ])
                 .is_ok_and(|b| b.trim() == "ok")
+        })
+    }
+
+    /// Polls `ready` while process `name` runs; its exit, with its log's tail, is the error.
+    fn wait_running(
+        &mut self,
+        name: &'static str,
+        limit: Duration,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<(), String> {
+        let mut gone = None;
+        let waited = wait_for(name, limit, || {
+            gone = self.exited(name);
+            gone.is_some() || ready()
         });
-        match gone {
-            Some(e) => Err(e),
-            None => ready,
-        }
+        gone.map_or(waited, Err)
     }
 
     /// Starts policy-server with `policies.yml` (already written into the run's folder).
@@ -375,18 +380,9 @@ impl Cluster {
                 .env("NO_COLOR", "1"),
         )?;
         let readiness = format!("http://127.0.0.1:{}/readiness", self.readiness_port);
-        let mut gone = None;
-        let ready = wait_for("policy-server", Duration::from_secs(180), || {
-            if let Some(e) = self.exited("policy-server") {
-                gone = Some(e);
-                return true;
-            }
+        self.wait_running("policy-server", Duration::from_secs(180), || {
             curl(&["-sf", &readiness]).is_ok()
-        });
-        match gone {
-            Some(e) => Err(e),
-            None => ready,
-        }
+        })
     }
 
     /// Stops policy-server, for the failure-policy scenario.

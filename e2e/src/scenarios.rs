@@ -639,18 +639,22 @@ fn incident_5(env: &mut Env) -> Result<(), String> {
     told(&again, "daemonset.apps/kube-flannel-ds", "kubectl apply")
 }
 
-fn restrictions(env: &mut Env) -> Result<(), String> {
-    let k = &env.kubectl;
-    let out = k.run(
-        Some(TENANT),
-        &["create", "-f", "-"],
-        Some(&tenant_pod("greedy", "wapc", &[dedicated_toleration()]).to_string()),
-    );
+/// A tenant's pod tolerating a restricted taint is refused at CREATE.
+fn tenant_pod_refused(env: &Env, name: &str, variant: &str) -> Result<(), String> {
+    let pod = tenant_pod(name, variant, &[dedicated_toleration()]).to_string();
+    let out = env
+        .kubectl
+        .run(Some(TENANT), &["create", "-f", "-"], Some(&pod));
     refused(
         &out,
         "may not tolerate dedicated=gpu:NoSchedule",
-        "the tenant's Pod CREATE",
-    )?;
+        &format!("the tenant's Pod CREATE ({variant})"),
+    )
+}
+
+fn restrictions(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    tenant_pod_refused(env, "greedy", "wapc")?;
     create_pod(env, Some(TENANT), &tenant_pod("web", "wapc", &[]))?;
     let add =
         json!([{"op": "add", "path": "/spec/tolerations/-", "value": dedicated_toleration()}]);
@@ -744,16 +748,7 @@ fn gatekeeper(env: &mut Env) -> Result<(), String> {
         !keys.iter().any(|k| HOSTPATH_KEYS.contains(&k.as_str())),
         || format!("a gatekeeper build injected tolerations: {keys:?}"),
     )?;
-    let out = k.run(
-        Some(TENANT),
-        &["create", "-f", "-"],
-        Some(&tenant_pod("greedy-gk", "gatekeeper", &[dedicated_toleration()]).to_string()),
-    );
-    refused(
-        &out,
-        "may not tolerate dedicated=gpu:NoSchedule",
-        "the tenant's pod",
-    )?;
+    tenant_pod_refused(env, "greedy-gk", "gatekeeper")?;
     // The UPDATEs go to policy-server's webhook endpoint directly: the kube-apiserver 1.20.2
     // built here hands validating webhooks an `oldObject` equal to `object` (docs/e2e.md), so
     // through it no validating webhook can see what an UPDATE changed.
