@@ -303,7 +303,18 @@ fn wait_for_webhooks(env: &Env) -> Result<(), String> {
 
 fn incident_1_restore(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
-    k.apply(&node("inc1-restore", "restore", &[dedicated()]))?;
+    k.apply(&node("inc1-restore", "restore", &[]))?;
+    // A person taints the node (kubectl sends the whole new list).
+    k.ok(
+        Some(ALICE),
+        &[
+            "taint",
+            "nodes",
+            "inc1-restore",
+            "example.com/dedicated=gpu:NoSchedule",
+        ],
+        None,
+    )?;
     // The node-lifecycle-controller's patch: the whole list, computed from a stale copy.
     let stale = [not_ready("NoSchedule"), not_ready("NoExecute")];
     let out = k.ok(
