@@ -171,6 +171,11 @@ fn same_set(what: &str, got: &[String], want: &[String]) -> Result<(), String> {
     }
 }
 
+/// The node's stored taints are `want`, in any order.
+fn stored_taints_are(what: &str, node: &Value, want: &[Value]) -> Result<(), String> {
+    same_set(what, &taints(node), &described(want))
+}
+
 fn check(holds: bool, explain: impl FnOnce() -> String) -> Result<(), String> {
     if holds {
         Ok(())
@@ -348,11 +353,7 @@ fn incident_1_deny(env: &mut Env) -> Result<(), String> {
         "the stale patch",
     )?;
     let stored = k.get("node", "inc1-deny", None)?;
-    same_set(
-        "taints after the refusal",
-        &taints(&stored),
-        &described(&[dedicated()]),
-    )?;
+    stored_taints_are("taints after the refusal", &stored, &[dedicated()])?;
     // As fixed controllers do: re-read, recompute from the fresh copy, patch with its version.
     let mut fresh: Vec<Value> = stored["spec"]["taints"]
         .as_array()
@@ -367,10 +368,10 @@ fn incident_1_deny(env: &mut Env) -> Result<(), String> {
         None,
     )?;
     let stored = k.get("node", "inc1-deny", None)?;
-    same_set(
+    stored_taints_are(
         "taints after the retry",
-        &taints(&stored),
-        &described(&[dedicated(), not_ready("NoSchedule")]),
+        &stored,
+        &[dedicated(), not_ready("NoSchedule")],
     )
 }
 
@@ -450,10 +451,10 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
         format!("registration warned: {}", out.describe())
     })?;
     let stored = k.get("node", "inc3", None)?;
-    same_set(
+    stored_taints_are(
         "taints after registration",
-        &taints(&stored),
-        &described(&[uninitialized(), ebs_not_ready(), dedicated()]),
+        &stored,
+        &[uninitialized(), ebs_not_ready(), dedicated()],
     )?;
     // The cloud controller removes `uninitialized` (JSON merge patch: the list replaced).
     k.ok(
@@ -486,10 +487,10 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
         None,
     )?;
     let stored = k.get("node", "inc3", None)?;
-    same_set(
+    stored_taints_are(
         "taints after the startup taints' removal",
-        &taints(&stored),
-        &described(&[dedicated()]),
+        &stored,
+        &[dedicated()],
     )?;
     check(
         annotation(&stored, RECORD) == Some("ebs.csi.aws.com/agent-not-ready:NoExecute"),
@@ -516,11 +517,7 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
         "Karpenter",
     )?;
     let stored = k.get("node", "inc3", None)?;
-    same_set(
-        "taints after the racing re-add",
-        &taints(&stored),
-        &described(&[dedicated()]),
-    )
+    stored_taints_are("taints after the racing re-add", &stored, &[dedicated()])
 }
 
 // ---------------------------------------------------------------------------------------------
