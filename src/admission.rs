@@ -3,9 +3,6 @@
 
 use serde::Deserialize;
 
-use serde_json::value::RawValue;
-
-use crate::json::scan::{once, Bail, Scan, Scanner};
 use crate::json::{JsonStr, Raw};
 use crate::principal::Principal;
 
@@ -72,95 +69,6 @@ impl<'a> AdmissionRequest<'a> {
     /// Reads the request from `text`, an `AdmissionRequest` JSON object.
     pub fn parse(text: &'a str) -> Result<AdmissionRequest<'a>, MalformedRequest> {
         serde_json::from_str(text).map_err(|e| MalformedRequest(describe_error(text, &e)))
-    }
-
-    /// [`AdmissionRequest::parse`] for text serde_json already accepted as a JSON value, which
-    /// is then read in one pass where that reads the same.
-    pub fn parse_raw(raw: &'a RawValue) -> Result<AdmissionRequest<'a>, MalformedRequest> {
-        let text = raw.get();
-        match Self::scan(text) {
-            Ok(request) => Ok(request),
-            Err(_) => Self::parse(text),
-        }
-    }
-
-    /// The request in one [`Scanner`] pass, where that reads exactly what the derived reader
-    /// reads; otherwise it gives up and serde decides, errors included. `text` must be a value
-    /// serde_json accepted: the scanner does not check what it skips.
-    fn scan(text: &'a str) -> Scan<AdmissionRequest<'a>> {
-        let (mut uid, mut kind, mut sub_resource, mut name, mut namespace) =
-            (None, None, None, None, None);
-        let (mut operation, mut user_info, mut object, mut old_object) = (None, None, None, None);
-        let plain = |s: &mut Scanner<'a>| s.plain_string().map(JsonStr::borrowed);
-        let optional =
-            |s: &mut Scanner<'a>| s.plain_string_or_null().map(|v| v.map(JsonStr::borrowed));
-        let mut s = Scanner::new(text);
-        s.object(|s, key| match key {
-            "uid" => once(&mut uid, plain(s)?),
-            "kind" => {
-                let (mut group, mut version, mut kind_name) = (None, None, None);
-                s.object(|s, key| match key {
-                    "group" => once(&mut group, plain(s)?),
-                    "version" => once(&mut version, plain(s)?),
-                    "kind" => once(&mut kind_name, plain(s)?),
-                    _ => s.skip_value().map(drop),
-                })?;
-                let gvk = GroupVersionKind {
-                    group: group.unwrap_or_default(),
-                    version: version.unwrap_or_default(),
-                    kind: kind_name.unwrap_or_default(),
-                };
-                once(&mut kind, gvk)
-            }
-            "subResource" => once(&mut sub_resource, optional(s)?),
-            "name" => once(&mut name, optional(s)?),
-            "namespace" => once(&mut namespace, optional(s)?),
-            "operation" => {
-                let op = match s.plain_string()? {
-                    "CREATE" => Operation::Create,
-                    "UPDATE" => Operation::Update,
-                    "DELETE" => Operation::Delete,
-                    "CONNECT" => Operation::Connect,
-                    _ => return Err(Bail),
-                };
-                once(&mut operation, op)
-            }
-            "userInfo" => {
-                let (mut username, mut groups) = (None, None);
-                s.object(|s, key| match key {
-                    "username" => once(&mut username, plain(s)?),
-                    "groups" => {
-                        let mut list = Vec::new();
-                        s.array(|s| {
-                            list.push(plain(s)?);
-                            Ok(())
-                        })?;
-                        once(&mut groups, list)
-                    }
-                    _ => s.skip_value().map(drop),
-                })?;
-                let info = UserInfo {
-                    username: username.unwrap_or_default(),
-                    groups: groups.unwrap_or_default(),
-                };
-                once(&mut user_info, info)
-            }
-            "object" => once(&mut object, s.skip_value()?),
-            "oldObject" => once(&mut old_object, s.skip_value()?),
-            _ => s.skip_value().map(drop),
-        })?;
-        s.end()?;
-        Ok(AdmissionRequest {
-            uid: uid.unwrap_or_default(),
-            kind: kind.ok_or(Bail)?,
-            sub_resource: sub_resource.flatten(),
-            name: name.flatten(),
-            namespace: namespace.flatten(),
-            operation: operation.ok_or(Bail)?,
-            user_info: user_info.ok_or(Bail)?,
-            object: Raw(object),
-            old_object: Raw(old_object),
-        })
     }
 
     pub fn principal(&self) -> Principal<'_> {
@@ -247,89 +155,5 @@ mod tests {
             let err = AdmissionRequest::parse(text).unwrap_err();
             assert!(err.to_string().contains(want), "{text}: {err}");
         }
-    }
-
-    /// Where the one-pass reader answers, it answers what the derived reader answers.
-    fn same_as_serde(text: &str) -> bool {
-        match AdmissionRequest::scan(text) {
-            Ok(fast) => {
-                let slow = AdmissionRequest::parse(text)
-                    .unwrap_or_else(|e| panic!("scan read what serde refuses ({e}): {text}"));
-                assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{text}");
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    #[test]
-    fn scan_reads_what_serde_reads() {
-        let base = r#"{"uid":"u1","kind":{"group":"apps","version":"v1","kind":"Deployment"},"subResource":"status","name":"n","namespace":"ns","operation":"UPDATE","userInfo":{"username":"alice","groups":["g1","g2"],"extra":{"k":["v"]}},"object":{"a":"b\"c"},"oldObject":null,"dryRun":false}"#;
-        assert!(same_as_serde(base), "the common shape takes the fast path");
-        let variants: &[(&str, &str)] = &[
-            (r#""uid":"u1","#, ""),
-            (r#""uid":"u1","#, r#""uid":null,"#),
-            (r#""uid":"u1","#, r#""uid":"u\u0031","#),
-            (r#""uid":"u1","#, r#""uid":"u1","uid":"u2","#),
-            (r#""group":"apps","#, r#""group":null,"#),
-            (r#""group":"apps","#, ""),
-            (r#""kind":{"group""#, r#""kind":null,"k":{"group""#),
-            (r#""kind":{"group""#, r#""k":{"group""#),
-            (r#""subResource":"status","#, r#""subResource":null,"#),
-            (r#""subResource":"status","#, ""),
-            (r#""name":"n","#, r#""name":1,"#),
-            (r#""namespace":"ns","#, r#""namespace":null,"#),
-            (r#""operation":"UPDATE""#, r#""operation":"PATCH""#),
-            (r#""operation":"UPDATE""#, r#""operation":{"UPDATE":null}"#),
-            (r#""operation":"UPDATE""#, r#""operation":"CONNECT""#),
-            (r#""operation":"UPDATE","#, ""),
-            (r#""username":"alice","#, r#""username":null,"#),
-            (r#""username":"alice","#, ""),
-            (r#""groups":["g1","g2"]"#, r#""groups":null"#),
-            (r#""groups":["g1","g2"]"#, r#""groups":["g1",null]"#),
-            (r#""groups":["g1","g2"]"#, r#""groups":[]"#),
-            (r#""userInfo":{"#, r#""userInfo":null,"u":{"#),
-            (r#""object":{"a":"b\"c"}"#, r#""object": null"#),
-            (r#""object":{"a":"b\"c"}"#, r#""object" :  [1, 2] "#),
-            (r#""oldObject":null,"#, ""),
-            (
-                r#""oldObject":null,"#,
-                r#""oldObject":null,"oldObject":{},"#,
-            ),
-            (r#""dryRun""#, r#""\ud800""#),
-            (",", " ,\n "),
-        ];
-        for text in crate::testkit::gen::variants(base, variants) {
-            same_as_serde(&text);
-        }
-    }
-
-    #[test]
-    fn scan_reads_generated_requests_as_serde_does() {
-        let mut fast = 0;
-        for generate in [
-            crate::testkit::gen::taint_preservation,
-            crate::testkit::gen::toleration_injection,
-        ] {
-            for request in crate::testkit::gen::fixed_requests(generate) {
-                if serde_json::from_str::<serde_json::Value>(&request).is_ok() {
-                    fast += usize::from(same_as_serde(&request));
-                }
-            }
-        }
-        assert!(fast > 0, "no generated request took the fast path");
-    }
-
-    #[test]
-    fn reads_only_what_it_needs() {
-        let text = r#"{"uid":"1","kind":{"group":"","version":"v1","kind":"Node"},"resource":{"resource":"nodes"},
-            "operation":"UPDATE","userInfo":{"username":"alice","groups":["a","b"],"extra":{"x":["y"]}},
-            "object":{"metadata":{}},"oldObject":null,"dryRun":false,"options":{"kind":"UpdateOptions"}}"#;
-        let req = AdmissionRequest::parse(text).unwrap();
-        assert!(req.is_core("Node"));
-        assert_eq!(req.operation, Operation::Update);
-        assert_eq!(req.principal().groups.len(), 2);
-        assert_eq!(req.object.value(), Some(r#"{"metadata":{}}"#));
-        assert_eq!(req.old_object.value(), None);
     }
 }

@@ -22,5 +22,5 @@ pub mod toleration;
 pub mod toleration_injection;
 pub mod verdict;
 
-pub use policy::Policy;
-pub use verdict::Verdict;
+pub use policy::{Policy, PolicyExt};
+pub use verdict::{Decision, Verdict};

@@ -4,7 +4,6 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::glob::Glob;
-use crate::json::scan::{once, Scan, Scanner};
 use crate::json::JsonStr;
 use crate::settings::{taint_key_glob, Fields, Json, SettingsError};
 
@@ -74,24 +73,6 @@ pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Err
             })
         })
         .collect()
-}
-
-/// Reads one `spec.taints` entry in a [`Scanner`] pass, giving up wherever [`parse_taints`]
-/// might read it differently.
-pub fn scan_taint<'a>(s: &mut Scanner<'a>) -> Scan<Taint<'a>> {
-    let (mut key, mut value, mut effect) = (None, None, None);
-    let raw = s.object(|s, member| match member {
-        "key" => once(&mut key, s.plain_string()?),
-        "value" => once(&mut value, s.plain_string_or_null()?),
-        "effect" => once(&mut effect, s.plain_string()?),
-        _ => s.skip_value().map(drop),
-    })?;
-    Ok(Taint {
-        key: JsonStr::borrowed(key.unwrap_or_default()),
-        value: JsonStr::borrowed(value.flatten().unwrap_or_default()),
-        effect: JsonStr::borrowed(effect.unwrap_or_default()),
-        raw,
-    })
 }
 
 /// Validates an effect name.

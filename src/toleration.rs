@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::json::scan::{once, Scan, Scanner};
 use crate::json::{write_str, JsonStr};
 use crate::settings::{Fields, Json, SettingsError};
 use crate::taint::effect;
@@ -74,39 +73,6 @@ pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde
             })
         })
         .collect()
-}
-
-/// Reads one `tolerations` entry in a [`Scanner`] pass, giving up wherever
-/// [`parse_tolerations`] might read it differently.
-pub fn scan_toleration<'a>(s: &mut Scanner<'a>) -> Scan<Toleration<'a>> {
-    let (mut key, mut operator, mut value, mut effect, mut seconds) =
-        (None, None, None, None, None);
-    s.object(|s, member| match member {
-        "key" => once(&mut key, s.plain_string_or_null()?),
-        "operator" => once(&mut operator, s.plain_string_or_null()?),
-        "value" => once(&mut value, s.plain_string_or_null()?),
-        "effect" => once(&mut effect, s.plain_string_or_null()?),
-        "tolerationSeconds" => {
-            let read = match s.peek() {
-                Some(b'n') => s.null().map(|_| None)?,
-                _ => Some(s.integer()?),
-            };
-            once(&mut seconds, read)
-        }
-        _ => s.skip_value().map(drop),
-    })?;
-    let text = |t: Option<Option<&'a str>>| Cow::Borrowed(t.flatten().unwrap_or_default());
-    Ok(Toleration {
-        key: text(key),
-        operator: match operator.flatten() {
-            None | Some("") | Some("Equal") => Operator::Equal,
-            Some("Exists") => Operator::Exists,
-            Some(_) => Operator::Unknown,
-        },
-        value: text(value),
-        effect: text(effect),
-        seconds: seconds.flatten(),
-    })
 }
 
 impl Toleration<'_> {

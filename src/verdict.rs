@@ -1,15 +1,48 @@
 //! What a policy answers for one request, independent of how an engine wants it written.
 
-/// The outcome of evaluating one admission request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+use serde::ser::Serializer;
+use serde_json::value::RawValue;
+
+/// Whether a request is admitted, and as what. Each engine writes these three cases its own way;
+/// there is no fourth (a rejection always has its code and message, a mutation is always an
+/// admission).
+#[derive(Debug, Clone)]
+pub enum Decision {
+    /// Admitted as sent.
+    Accept,
+    /// Admitted as this object: the request's object text with the policy's edits spliced in,
+    /// checked to be JSON when the verdict was made, so engines copy it as it is.
+    Mutate(Box<RawValue>),
+    /// Refused. `code` is HTTP-style: 403 refused, 400 malformed input or settings.
+    Reject { code: u16, message: String },
+}
+
+impl PartialEq for Decision {
+    fn eq(&self, other: &Decision) -> bool {
+        match (self, other) {
+            (Decision::Accept, Decision::Accept) => true,
+            (Decision::Mutate(a), Decision::Mutate(b)) => a.get() == b.get(),
+            (
+                Decision::Reject { code, message },
+                Decision::Reject {
+                    code: other_code,
+                    message: other_message,
+                },
+            ) => code == other_code && message == other_message,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Decision {}
+
+/// The outcome of evaluating one admission request: the decision, and what goes with any
+/// decision (Kubewarden and the API server carry warnings and audit annotations on admissions
+/// and refusals alike).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
-    pub accepted: bool,
-    pub message: Option<String>,
-    /// HTTP-style status code for rejections (403 refused, 400 malformed input).
-    pub code: Option<u16>,
-    /// The full mutated object as JSON text: the request's object with the policy's edits spliced
-    /// in. `None` when nothing is changed.
-    pub mutated_object: Option<String>,
+    pub decision: Decision,
+    /// Shown to the requester (kubectl prints them).
     pub warnings: Vec<String>,
     /// Key/value pairs for the API server's audit log.
     pub audit_annotations: Vec<(String, String)>,
@@ -17,18 +50,85 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn accept() -> Verdict {
-        Verdict {
-            accepted: true,
-            ..Verdict::default()
+        Verdict::from(Decision::Accept)
+    }
+
+    /// Admits `object` (JSON text) instead of the object sent. Text that is not JSON would be a
+    /// bug in the policy's edits; it is refused (500) rather than handed to an engine.
+    pub fn mutate(object: String) -> Verdict {
+        match RawValue::from_string(object) {
+            Ok(object) => Verdict::from(Decision::Mutate(object)),
+            Err(e) => Verdict::reject(
+                500,
+                format!("internal error: the mutated object is not JSON ({e})"),
+            ),
         }
     }
 
     pub fn reject(code: u16, message: impl Into<String>) -> Verdict {
-        Verdict {
-            accepted: false,
-            code: Some(code),
-            message: Some(message.into()),
-            ..Verdict::default()
+        Verdict::from(Decision::Reject {
+            code,
+            message: message.into(),
+        })
+    }
+
+    /// The same verdict for an engine that cannot mutate: a mutation becomes a plain admission.
+    pub fn without_mutation(mut self) -> Verdict {
+        if let Decision::Mutate(_) = self.decision {
+            self.decision = Decision::Accept;
+        }
+        self
+    }
+
+    pub fn accepted(&self) -> bool {
+        !matches!(self.decision, Decision::Reject { .. })
+    }
+
+    /// The object to admit instead of the one sent, if the policy changed it.
+    pub fn mutated_object(&self) -> Option<&str> {
+        self.mutated_json().map(RawValue::get)
+    }
+
+    /// [`Verdict::mutated_object`], for writing into a response as it is.
+    pub fn mutated_json(&self) -> Option<&RawValue> {
+        match &self.decision {
+            Decision::Mutate(object) => Some(object),
+            _ => None,
         }
     }
+
+    /// A rejection's code.
+    pub fn code(&self) -> Option<u16> {
+        match self.decision {
+            Decision::Reject { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// A rejection's message.
+    pub fn message(&self) -> Option<&str> {
+        match &self.decision {
+            Decision::Reject { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+}
+
+impl From<Decision> for Verdict {
+    fn from(decision: Decision) -> Verdict {
+        Verdict {
+            decision,
+            warnings: Vec::new(),
+            audit_annotations: Vec::new(),
+        }
+    }
+}
+
+/// Writes key/value pairs as a JSON object (audit annotations), in their order: for
+/// `#[serde(serialize_with = "...")]` in the engines' responses.
+pub fn serialize_pairs<S: Serializer>(
+    pairs: &[(String, String)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }

@@ -6,8 +6,6 @@
 //! original text. Nothing is re-serialised, so key order, formatting and fields that no Kubernetes
 //! version we know of has all survive a mutation.
 
-pub mod scan;
-pub mod skip;
 mod splice;
 mod text;
 

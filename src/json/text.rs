@@ -58,8 +58,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
 /// insertion would then write the key a second time. `Raw` keeps the `null` text so that an edit
 /// replaces it instead.
 ///
-/// The text is that of a `&RawValue` (a value serde_json accepted), or a span of one that the
-/// views' one-pass reader (`json::scan`) took from such a value.
+/// The text is that of a `&RawValue`: a value serde_json accepted.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Raw<'a>(pub Option<&'a str>);
 

@@ -25,6 +25,7 @@
 mod eval;
 pub mod parse;
 mod scan;
+mod skip;
 
 use std::borrow::Cow;
 

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::json::skip;
+use super::skip;
 
 /// serde_json's recursion limit: it refuses the 128th nested array or object.
 pub const MAX_DEPTH: usize = 128;

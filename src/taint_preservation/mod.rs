@@ -42,10 +42,7 @@ impl Policy for TaintPreservation {
     /// What restore mode would put back is a violation; the owner record of a new cordon, which
     /// only a mutation can write, is left out.
     fn evaluate_validating(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        Verdict {
-            mutated_object: None,
-            ..run(request, settings, Mode::Deny)
-        }
+        run(request, settings, Mode::Deny).without_mutation()
     }
 }
 
@@ -266,10 +263,11 @@ fn judge(
         unschedulable: keep_cordoned.then_some(true),
         annotations,
     };
-    let mut verdict = Verdict::accept();
-    if !edits.is_empty() {
-        verdict.mutated_object = Some(new.apply(&edits)?);
-    }
+    let mut verdict = if edits.is_empty() {
+        Verdict::accept()
+    } else {
+        Verdict::mutate(new.apply(&edits)?)
+    };
     verdict.audit_annotations = restore_audit(&findings, &node_name, &recorded, &who);
     verdict.warnings = findings
         .iter()

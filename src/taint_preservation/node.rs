@@ -4,9 +4,8 @@
 use serde::Deserialize;
 
 use crate::admission::describe_error;
-use crate::json::scan::{once, Scan, Scanner};
 use crate::json::{members, JsonStr, Raw, Splice};
-use crate::taint::{parse_taints, scan_taint, Taint};
+use crate::taint::{parse_taints, Taint};
 
 #[derive(Deserialize)]
 struct NodeDoc<'a> {
@@ -69,58 +68,6 @@ impl<'a> NodeView<'a> {
     /// Views a Node; `which` (`object`, `oldObject`) prefixes error messages. `text` is a
     /// value serde_json accepted (the request's `object` or `oldObject`).
     pub fn parse(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
-        match Self::scan(text) {
-            Ok(view) => Ok(view),
-            Err(_) => Self::parse_serde(text, which),
-        }
-    }
-
-    /// The view in one pass over the text, where that reads exactly what
-    /// [`NodeView::parse_serde`] reads; otherwise it gives up and `parse_serde` decides.
-    fn scan(text: &'a str) -> Scan<NodeView<'a>> {
-        let (mut name, mut metadata, mut annotations) = (None, None, None);
-        let (mut spec, mut taints_raw, mut unschedulable) = (None, None, None);
-        let mut taints = Vec::new();
-        let mut s = Scanner::new(text);
-        s.object(|s, key| match key {
-            "metadata" => {
-                let text = s.object_or_null(|s, key| match key {
-                    "name" => once(&mut name, s.plain_string_or_null()?),
-                    "annotations" => once(&mut annotations, s.skip_value()?),
-                    _ => s.skip_value().map(drop),
-                })?;
-                once(&mut metadata, text)
-            }
-            "spec" => {
-                let text = s.object_or_null(|s, key| match key {
-                    "taints" => {
-                        let text = s.array_or_null(|s| {
-                            taints.push(scan_taint(s)?);
-                            Ok(())
-                        })?;
-                        once(&mut taints_raw, text)
-                    }
-                    "unschedulable" => once(&mut unschedulable, s.skip_value()?),
-                    _ => s.skip_value().map(drop),
-                })?;
-                once(&mut spec, text)
-            }
-            _ => s.skip_value().map(drop),
-        })?;
-        s.end()?;
-        Ok(NodeView {
-            text,
-            name: name.flatten().map(JsonStr::borrowed),
-            metadata,
-            annotations,
-            spec,
-            taints_raw,
-            unschedulable,
-            taints,
-        })
-    }
-
-    fn parse_serde(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
         let err = |field: &str, e: serde_json::Error| {
             format!("{which}{field}: {}", describe_error(text, &e))
         };
@@ -294,106 +241,4 @@ fn object_text<'k>(members: impl IntoIterator<Item = (&'k str, &'k str)>) -> Str
     }
     out.push('}');
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::admission::AdmissionRequest;
-    use crate::testkit::gen;
-
-    /// Everything a view holds, to compare the two readers.
-    fn summary(view: &NodeView<'_>) -> String {
-        format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-            view.text,
-            view.name,
-            view.metadata,
-            view.annotations,
-            view.spec,
-            view.taints_raw,
-            view.unschedulable,
-            view.taints
-        )
-    }
-
-    /// Where the one-pass reader answers, it answers what the serde reader answers.
-    fn same_as_serde(text: &str) -> bool {
-        match NodeView::scan(text) {
-            Ok(fast) => {
-                let slow = NodeView::parse_serde(text, "object")
-                    .unwrap_or_else(|e| panic!("scan read what serde refuses ({e}): {text}"));
-                assert_eq!(summary(&fast), summary(&slow), "{text}");
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    #[test]
-    fn scan_reads_what_serde_reads() {
-        let base = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"b"},"annotations":{"x":"{\"y\":1}"}},"spec":{"podCIDR":"10.0.0.0/24","taints":[{"key":"k","value":"v","effect":"NoSchedule","timeAdded":null},{"effect":"NoExecute","key":"k2"}],"unschedulable":true},"status":{"images":[{"names":["a\\b"]}]}}"#;
-        assert!(same_as_serde(base), "the common shape takes the fast path");
-        let variants: &[(&str, &str)] = &[
-            (r#""name":"n1""#, r#""name":null"#),
-            (r#""name":"n1""#, r#""name":"n\u0031""#),
-            (r#""name":"n1""#, r#""name":7"#),
-            (r#""name":"n1""#, r#""name":"n1","name":"n2""#),
-            (r#""value":"v""#, r#""value":null"#),
-            (r#""key":"k","#, r#""key":null,"#),
-            (r#""key":"k","#, ""),
-            (r#""key":"k","#, r#""key":"k","key":"j","#),
-            (r#""effect":"NoSchedule""#, r#""effect":"No\u0053chedule""#),
-            (r#""taints":["#, r#""taints":[[1],"#),
-            (r#""taints":["#, r#""t\u0061ints":["#),
-            (r#""unschedulable":true"#, r#""unschedulable":null"#),
-            (r#""unschedulable":true"#, r#""unschedulable":"yes""#),
-            (
-                r#""unschedulable":true"#,
-                r#""unschedulable":true,"unschedulable":false"#,
-            ),
-            (r#""podCIDR""#, r#""\ud800""#),
-            (r#""apiVersion""#, r#""\ud800""#),
-            (r#""images""#, r#""\ud800""#),
-            (r#""metadata":{"#, r#""metadata":null,"m":{"#),
-            (r#""spec":{"#, r#""spec":null,"s":{"#),
-            (r#""spec":{"#, r#""spec":[],"s":{"#),
-            (r#""kind":"Node","#, r#""kind":"Node","metadata":{},"#),
-            (
-                r#""annotations":{"x":"{\"y\":1}"}"#,
-                r#""annotations":null"#,
-            ),
-            (r#""annotations":{"x":"{\"y\":1}"}"#, r#""annotations":[1]"#),
-            (
-                r#""taints":[{"key":"k","value":"v","effect":"NoSchedule","timeAdded":null},{"effect":"NoExecute","key":"k2"}]"#,
-                r#""taints":null"#,
-            ),
-            (
-                r#""taints":[{"key":"k","value":"v","effect":"NoSchedule","timeAdded":null},{"effect":"NoExecute","key":"k2"}]"#,
-                r#""taints" : [ ] "#,
-            ),
-            (",", " ,\n "),
-            (":", " : "),
-        ];
-        for text in gen::variants(base, variants) {
-            same_as_serde(&text);
-        }
-    }
-
-    #[test]
-    fn scan_reads_generated_nodes_as_serde_does() {
-        let mut fast = 0;
-        for request in gen::fixed_requests(gen::taint_preservation) {
-            let Ok(request) = AdmissionRequest::parse(&request) else {
-                continue;
-            };
-            for text in [request.object.value(), request.old_object.value()]
-                .into_iter()
-                .flatten()
-            {
-                fast += usize::from(same_as_serde(text));
-            }
-        }
-        assert!(fast > 0, "no generated node took the fast path");
-    }
 }

@@ -1,6 +1,7 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::policy::PolicyExt;
 
 const ADMIN: (&str, &[&str]) = (
     "kubernetes-admin",
@@ -307,8 +308,8 @@ fn taint_preservation_cases() {
         let verdict = TaintPreservation::validate(&req, &settings.to_string());
         match want {
             Want::Untouched => {
-                assert!(verdict.accepted, "{name}: {verdict:?}");
-                assert_eq!(verdict.mutated_object, None, "{name}");
+                assert!(verdict.accepted(), "{name}: {verdict:?}");
+                assert_eq!(verdict.mutated_object(), None, "{name}");
                 assert!(
                     verdict.warnings.is_empty(),
                     "{name}: {:?}",
@@ -316,19 +317,18 @@ fn taint_preservation_cases() {
                 );
             }
             Want::Mutated(expected) => {
-                assert!(verdict.accepted, "{name}: {verdict:?}");
+                assert!(verdict.accepted(), "{name}: {verdict:?}");
                 let text = verdict
-                    .mutated_object
-                    .as_deref()
+                    .mutated_object()
                     .unwrap_or_else(|| panic!("{name}: not mutated"));
                 let got: Value =
                     serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"));
                 assert_eq!(got, expected, "{name}");
             }
             Want::Denied(parts) => {
-                assert!(!verdict.accepted, "{name}: {verdict:?}");
-                assert_eq!(verdict.code, Some(403), "{name}");
-                let message = verdict.message.unwrap();
+                assert!(!verdict.accepted(), "{name}: {verdict:?}");
+                assert_eq!(verdict.code(), Some(403), "{name}");
+                let message = verdict.message().unwrap();
                 for part in parts {
                     assert!(message.contains(part), "{name}: {part:?} not in {message}");
                 }
@@ -347,7 +347,7 @@ fn mutation_keeps_text_outside_the_edit() {
     );
     let verdict = TaintPreservation::validate(&req, "{}");
     assert_eq!(
-        verdict.mutated_object.as_deref(),
+        verdict.mutated_object(),
         Some(
             r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [{"key":"a.io/x","effect":"NoSchedule"}] , "a": 2 } }"#
         )
@@ -396,8 +396,7 @@ fn missing_places_are_created() {
     ];
     for (old, new, want) in cases {
         let verdict = TaintPreservation::validate(&request("UPDATE", who, Some(&old), &new), "{}");
-        let got: Value =
-            serde_json::from_str(verdict.mutated_object.as_deref().expect("mutated")).unwrap();
+        let got: Value = serde_json::from_str(verdict.mutated_object().expect("mutated")).unwrap();
         assert_eq!(got, want, "from {new}");
     }
 }
@@ -414,9 +413,9 @@ fn bad_input_is_rejected_with_the_field() {
     ];
     for (req, want) in cases {
         let verdict = TaintPreservation::validate(&req, "{}");
-        assert!(!verdict.accepted);
-        assert_eq!(verdict.code, Some(400));
-        let message = verdict.message.unwrap();
+        assert!(!verdict.accepted());
+        assert_eq!(verdict.code(), Some(400));
+        let message = verdict.message().unwrap();
         assert!(message.contains(want), "{want:?} not in {message}");
     }
 }
@@ -563,8 +562,8 @@ fn validating_half_reports_what_restore_would_repair() {
     ];
     for (req, accepted) in cases {
         let verdict = TaintPreservation::validate_half(&req, "{}", crate::policy::Half::Validating);
-        assert_eq!(verdict.accepted, accepted, "{verdict:?}");
-        assert_eq!(verdict.mutated_object, None);
+        assert_eq!(verdict.accepted(), accepted, "{verdict:?}");
+        assert_eq!(verdict.mutated_object(), None);
     }
 }
 

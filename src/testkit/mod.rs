@@ -15,7 +15,7 @@ pub use fixtures::{bundled_requests, bundled_settings};
 use crate::admission::AdmissionRequest;
 use crate::json::JsonStr;
 use crate::json::Splice;
-use crate::policy::{Half, Policy};
+use crate::policy::{Half, Policy, PolicyExt};
 use crate::settings::parse_settings_json;
 use crate::taint::Taint;
 use crate::taint_preservation::TaintPreservation;
@@ -39,19 +39,19 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
     let verdict = P::validate(request, settings);
     let validating = P::validate_half(request, settings, Half::Validating);
     for (half, v) in [("mutating", &verdict), ("validating", &validating)] {
-        let explained = matches!(v.code, Some(400 | 403)) && v.message.is_some();
-        if !v.accepted && !explained {
+        let explained = matches!(v.code(), Some(400 | 403)) && v.message().is_some();
+        if !v.accepted() && !explained {
             return Err(format!("{half} rejection without code or message: {v:?}"));
         }
     }
-    if validating.mutated_object.is_some() {
+    if validating.mutated_object().is_some() {
         return Err("the validating half mutated".into());
     }
-    if verdict.accepted && !validating.accepted && verdict.mutated_object.is_none() {
+    if verdict.accepted() && !validating.accepted() && verdict.mutated_object().is_none() {
         return Err("the validating half rejects what the mutating half accepts untouched".into());
     }
-    if let Some(mutated) = &verdict.mutated_object {
-        if !verdict.accepted {
+    if let Some(mutated) = verdict.mutated_object() {
+        if !verdict.accepted() {
             return Err("a rejection carries a mutated object".into());
         }
         // RawValue capture does not check `\u` escapes (a lone surrogate passes), so an object
@@ -65,7 +65,7 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
             }
         }
         let again = P::validate(&with_object(request, mutated)?, settings);
-        if !again.accepted || again.mutated_object.is_some() {
+        if !again.accepted() || again.mutated_object().is_some() {
             return Err(format!(
                 "not idempotent: its own output {mutated} gives {again:?}"
             ));
@@ -88,7 +88,7 @@ pub fn with_object(request: &str, object: &str) -> Result<String, String> {
 
 /// The object before and after, as trees; `None` when the verdict changes nothing.
 fn before_after(request: &str, verdict: &Verdict) -> Result<Option<(Tree, Tree)>, String> {
-    let Some(mutated) = &verdict.mutated_object else {
+    let Some(mutated) = verdict.mutated_object() else {
         return Ok(None);
     };
     let parsed = AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
@@ -145,7 +145,7 @@ fn protected_taints_survive(
     let Ok(parsed) = AdmissionRequest::parse(request) else {
         return Ok(());
     };
-    if !verdict.accepted
+    if !verdict.accepted()
         || !parsed.is_core("Node")
         || parsed.operation != crate::admission::Operation::Update
     {
@@ -155,7 +155,7 @@ fn protected_taints_survive(
     if settings.permitted.allows(&who) {
         return Ok(());
     }
-    let admitted = verdict.mutated_object.as_deref().or(parsed.object.value());
+    let admitted = verdict.mutated_object().or(parsed.object.value());
     let (Some(old), Some(new)) = (taints_of(parsed.old_object.value()), taints_of(admitted)) else {
         return Ok(());
     };
@@ -207,7 +207,7 @@ pub fn check_toleration_injection(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TolerationInjection>(request, settings)?;
     // Injection repairs nothing, so an engine that cannot mutate judges exactly alike.
     let validating = TolerationInjection::validate_half(request, settings, Half::Validating);
-    let judged = |v: &Verdict| (v.accepted, v.code, v.message.clone());
+    let judged = |v: &Verdict| (v.accepted(), v.code(), v.message().map(str::to_owned));
     if judged(&validating) != judged(&verdict) {
         return Err(format!(
             "the validating half judges {validating:?}, the mutating half {verdict:?}"

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{check_taint_preservation, check_toleration_injection, gen};
-use crate::policy::Policy;
+use crate::policy::PolicyExt;
 use crate::toleration_injection::TolerationInjection;
 
 fn config(cases: u32) -> ProptestConfig {
@@ -55,9 +55,10 @@ fn after_aliasing(toleration: &Value) -> Vec<Value> {
         "namespace": "n", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": object});
     let settings = json!({"aliases": {"groups": [GROUP]}});
     let verdict = TolerationInjection::validate(&request.to_string(), &settings.to_string());
-    assert!(verdict.accepted, "{verdict:?}");
-    let text = verdict.mutated_object.unwrap_or_else(|| object.to_string());
-    let value: Value = serde_json::from_str(&text).unwrap();
+    assert!(verdict.accepted(), "{verdict:?}");
+    let original = object.to_string();
+    let text = verdict.mutated_object().unwrap_or(&original);
+    let value: Value = serde_json::from_str(text).unwrap();
     let mut list = value["spec"]["template"]["spec"]["tolerations"]
         .as_array()
         .unwrap()
@@ -124,7 +125,7 @@ fn generated_cases_reach_every_verdict() {
         ];
         for (policy, verdict) in cases.into_iter().enumerate() {
             let Ok(v) = verdict else { continue };
-            let kind = match (v.accepted, v.mutated_object.is_some()) {
+            let kind = match (v.accepted(), v.mutated_object().is_some()) {
                 (false, _) => 0,
                 (true, true) => 1,
                 (true, false) => 2,

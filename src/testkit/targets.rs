@@ -5,7 +5,7 @@ use arbitrary::Unstructured;
 
 use super::{bundled_requests, bundled_settings, check_both, gen};
 use super::{check_taint_preservation, check_toleration_injection, Checked};
-use crate::policy::Policy;
+use crate::policy::PolicyExt;
 use crate::taint_preservation::TaintPreservation;
 use crate::toleration_injection::TolerationInjection;
 

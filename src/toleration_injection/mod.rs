@@ -273,14 +273,12 @@ fn judge(
         })
         .collect();
     Verdict {
-        accepted: true,
-        mutated_object: Some(mutated),
         warnings: described
             .iter()
             .map(|d| [TolerationInjection::NAME, ": added toleration ", d].concat())
             .collect(),
         audit_annotations: vec![("injected-tolerations".to_owned(), described.join("; "))],
-        ..Verdict::default()
+        ..Verdict::mutate(mutated)
     }
 }
 

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::policy::Half;
+use crate::policy::{Half, PolicyExt};
 
 const CP: &str = "node-role.kubernetes.io/control-plane";
 const MASTER: &str = "node-role.kubernetes.io/master";
@@ -58,7 +58,7 @@ fn pod_update(user: &str, namespace: &str, old: &Value, new: &Value) -> String {
 }
 
 fn added(verdict: &Verdict, kind: &str, before: usize) -> Vec<Value> {
-    let Some(text) = &verdict.mutated_object else {
+    let Some(text) = verdict.mutated_object() else {
         return Vec::new();
     };
     let v: Value = serde_json::from_str(text).unwrap();
@@ -103,15 +103,14 @@ fn every_kind_gets_alias_twins_in_its_pod_spec() {
         let obj = object(kind, Some(json!([{"key": CP, "effect": "NoSchedule"}])));
         let verdict =
             TolerationInjection::validate(&request("CREATE", "alice", "kube-system", &obj), "{}");
-        assert!(verdict.accepted, "{kind}");
+        assert!(verdict.accepted(), "{kind}");
         assert_eq!(
             added(&verdict, kind, 1),
             vec![json!({"key": MASTER, "operator": "Equal", "effect": "NoSchedule"})],
             "{kind}"
         );
         // Nothing but the appended toleration changed.
-        let mut got: Value =
-            serde_json::from_str(verdict.mutated_object.as_ref().unwrap()).unwrap();
+        let mut got: Value = serde_json::from_str(verdict.mutated_object().unwrap()).unwrap();
         got.pointer_mut(&format!("{}/tolerations", pod_spec_pointer(kind)))
             .unwrap()
             .as_array_mut()
@@ -333,7 +332,7 @@ fn injection_cases() {
     ];
     for (name, settings, req, kind, want) in cases {
         let verdict = TolerationInjection::validate(&req, &settings.to_string());
-        assert!(verdict.accepted, "{name}: {verdict:?}");
+        assert!(verdict.accepted(), "{name}: {verdict:?}");
         let before: Value = serde_json::from_str::<Value>(&req).unwrap()["object"]
             .pointer(&format!("{}/tolerations", pod_spec_pointer(kind)))
             .and_then(Value::as_array)
@@ -361,7 +360,7 @@ fn the_validating_half_injects_nothing_and_says_so() {
         &helper_pod(),
     );
     let mutating = TolerationInjection::validate(&helper, &settings);
-    assert!(mutating.mutated_object.is_some(), "{mutating:?}");
+    assert!(mutating.mutated_object().is_some(), "{mutating:?}");
     let validating = TolerationInjection::validate_half(&helper, &settings, Half::Validating);
     assert_eq!(
         validating,
@@ -387,7 +386,7 @@ fn injection_is_idempotent() {
         Some(json!([{"key": CP, "effect": "NoSchedule"}])),
     );
     let first = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
-    let mutated: Value = serde_json::from_str(first.mutated_object.as_ref().unwrap()).unwrap();
+    let mutated: Value = serde_json::from_str(first.mutated_object().unwrap()).unwrap();
     let second = TolerationInjection::validate(&request("UPDATE", "alice", "ops", &mutated), "{}");
     assert_eq!(second, Verdict::accept());
 }
@@ -471,16 +470,16 @@ fn restrictions() {
                 TolerationInjection::validate_half(&req.to_string(), &settings.to_string(), half);
             match denied {
                 Some(part) => {
-                    assert!(!verdict.accepted, "{name}");
-                    assert_eq!(verdict.code, Some(403));
-                    let message = verdict.message.unwrap();
+                    assert!(!verdict.accepted(), "{name}");
+                    assert_eq!(verdict.code(), Some(403));
+                    let message = verdict.message().unwrap();
                     assert!(message.contains(part), "{name}: {part:?} not in {message}");
                     assert!(
                         message.contains(&format!("Deployment {namespace}/x")),
                         "{message}"
                     );
                 }
-                None => assert!(verdict.accepted, "{name}: {verdict:?}"),
+                None => assert!(verdict.accepted(), "{name}: {verdict:?}"),
             }
         }
     }
@@ -580,8 +579,8 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
             let verdict = TolerationInjection::validate_half(&req.to_string(), &settings, half);
             match denied {
                 Some(part) => {
-                    assert_eq!(verdict.code, Some(403), "{name}: {verdict:?}");
-                    let message = verdict.message.unwrap();
+                    assert_eq!(verdict.code(), Some(403), "{name}: {verdict:?}");
+                    let message = verdict.message().unwrap();
                     assert!(message.contains(part), "{name}: {part:?} not in {message}");
                     assert!(message.contains(&format!("Pod {namespace}/x")), "{message}");
                 }
@@ -599,8 +598,8 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
     .unwrap();
     without_old.as_object_mut().unwrap().remove("oldObject");
     let verdict = TolerationInjection::validate(&without_old.to_string(), &settings);
-    assert_eq!(verdict.code, Some(400), "{verdict:?}");
-    assert!(verdict.message.unwrap().contains("without oldObject"));
+    assert_eq!(verdict.code(), Some(400), "{verdict:?}");
+    assert!(verdict.message().unwrap().contains("without oldObject"));
 }
 
 /// Kubewarden's background audit sends a stored object as a CREATE with an empty `userInfo` and
@@ -626,8 +625,8 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
     };
     for half in [Half::Mutating, Half::Validating] {
         let verdict = TolerationInjection::validate_half(&audit("tenant-a"), &settings, half);
-        assert_eq!(verdict.code, Some(403), "{verdict:?}");
-        let message = verdict.message.unwrap();
+        assert_eq!(verdict.code(), Some(403), "{verdict:?}");
+        let message = verdict.message().unwrap();
         for part in [
             "Pod tenant-a/x tolerates dedicated:* (Exists)",
             "background audit",
@@ -725,9 +724,9 @@ fn malformed_objects_are_rejected() {
     let mut obj = object("Deployment", None);
     obj["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"});
     let verdict = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
-    assert_eq!(verdict.code, Some(400));
+    assert_eq!(verdict.code(), Some(400));
     assert!(verdict
-        .message
+        .message()
         .unwrap()
         .contains("object.spec.template.spec.tolerations"));
 }
@@ -774,19 +773,19 @@ fn aliasing_does_not_bypass_restrictions() {
         obj["metadata"]["namespace"] = json!(namespace);
         let req = request("CREATE", "alice", namespace, &obj);
         let verdict = TolerationInjection::validate(&req, &settings.to_string());
-        assert!(verdict.accepted, "{name}: {verdict:?}");
+        assert!(verdict.accepted(), "{name}: {verdict:?}");
         let keys: Vec<String> = added(&verdict, "DaemonSet", 1)
             .iter()
             .map(|t| t["key"].as_str().unwrap_or("").to_owned())
             .collect();
         assert_eq!(keys, want, "{name}");
-        if let Some(mutated) = &verdict.mutated_object {
+        if let Some(mutated) = verdict.mutated_object() {
             let again = TolerationInjection::validate(
                 &crate::testkit::with_object(&req, mutated).unwrap(),
                 &settings.to_string(),
             );
             assert!(
-                again.accepted && again.mutated_object.is_none(),
+                again.accepted() && again.mutated_object().is_none(),
                 "{name}: {again:?}"
             );
         }
@@ -830,11 +829,11 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
             let verdict = TolerationInjection::validate(&req, &settings.to_string());
             match code {
                 Some(code) => {
-                    assert!(!verdict.accepted, "{depth}: {verdict:?}");
-                    assert_eq!(verdict.code, Some(code));
-                    assert!(verdict.message.unwrap().contains("recursion limit"));
+                    assert!(!verdict.accepted(), "{depth}: {verdict:?}");
+                    assert_eq!(verdict.code(), Some(code));
+                    assert!(verdict.message().unwrap().contains("recursion limit"));
                 }
-                None => assert!(verdict.mutated_object.is_some(), "{depth}: {verdict:?}"),
+                None => assert!(verdict.mutated_object().is_some(), "{depth}: {verdict:?}"),
             }
         }
     }

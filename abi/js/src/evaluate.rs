@@ -1,10 +1,10 @@
 //! Text in, text out: what `evaluate()` does, free of any JavaScript type so that it runs in
 //! host unit tests. `lib.rs` only converts values at the boundary.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use taintguard::json::{write_str, write_str_array, write_str_map};
+use taintguard::verdict::serialize_pairs;
 use taintguard::Verdict;
 
 use crate::registry::Entry;
@@ -37,12 +37,11 @@ pub fn admission_request(input: &str) -> Result<&str, String> {
 }
 
 /// Evaluates `input` (AdmissionReview or AdmissionRequest text) with `settings` text and writes
-/// the result object the package returns:
-/// `{accepted, message, code, warnings, auditAnnotations, mutatedObject, patch, patchType}`.
+/// the result object the package returns.
 pub fn evaluate(policy: &Entry, input: &str, settings: &str) -> Result<String, String> {
     let request = admission_request(input)?;
     let verdict = (policy.evaluate)(request, settings)?;
-    let patch = match &verdict.mutated_object {
+    let patch = match verdict.mutated_object() {
         Some(mutated) => Some(patch(request, mutated)?),
         None => None,
     };
@@ -58,48 +57,45 @@ fn patch(request: &str, mutated: &str) -> Result<json_patch::Patch, String> {
         object: Value,
     }
     let original: Object = serde_json::from_str(request).map_err(|e| format!("request: {e}"))?;
-    // The core splices edits into the request's own text, so this cannot fail short of a bug;
-    // still an error rather than a trap.
+    // The core checked that the mutated object is JSON; this fails only on what a `Value` cannot
+    // hold.
     let mutated: Value = serde_json::from_str(mutated)
         .map_err(|e| format!("internal error: mutated object is not JSON: {e}"))?;
     Ok(json_patch::diff(&original.object, &mutated))
 }
 
-fn push_null_or(out: &mut String, value: Option<&str>, write: fn(&mut String, &str)) {
-    match value {
-        Some(v) => write(out, v),
-        None => out.push_str("null"),
-    }
+/// The object `evaluate()` returns (`Verdict` in the package's TypeScript declarations).
+/// `mutatedObject` is the core's text verbatim: key order and number formatting survive, and
+/// the page's diff shows only what the policy changed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsVerdict<'a> {
+    accepted: bool,
+    message: Option<&'a str>,
+    code: Option<u16>,
+    warnings: &'a [String],
+    #[serde(serialize_with = "serialize_pairs")]
+    audit_annotations: &'a [(String, String)],
+    mutated_object: Option<&'a RawValue>,
+    patch: Option<&'a json_patch::Patch>,
+    patch_type: Option<&'static str>,
 }
 
-/// Written by hand so that `mutatedObject` is the core's text verbatim: key order and number
-/// formatting survive, and the page's diff shows only what the policy changed.
 fn result_json(verdict: &Verdict, patch: Option<&json_patch::Patch>) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(r#"{{"accepted":{},"message":"#, verdict.accepted));
-    push_null_or(&mut out, verdict.message.as_deref(), write_str);
-    out.push_str(r#","code":"#);
-    out.push_str(&verdict.code.map_or("null".to_owned(), |c| c.to_string()));
-    out.push_str(r#","warnings":"#);
-    write_str_array(&mut out, &verdict.warnings);
-    out.push_str(r#","auditAnnotations":"#);
-    write_str_map(&mut out, &verdict.audit_annotations);
-    out.push_str(r#","mutatedObject":"#);
-    push_null_or(
-        &mut out,
-        verdict.mutated_object.as_deref(),
-        String::push_str,
-    );
     // policy-server sends no patch when the diff is empty; neither do we.
-    match patch.filter(|p| !p.0.is_empty()) {
-        Some(patch) => {
-            out.push_str(r#","patch":"#);
-            out.push_str(&serde_json::to_string(patch).expect("a patch serialises"));
-            out.push_str(r#","patchType":"JSONPatch"}"#);
-        }
-        None => out.push_str(r#","patch":null,"patchType":null}"#),
-    }
-    out
+    let patch = patch.filter(|p| !p.0.is_empty());
+    let result = JsVerdict {
+        accepted: verdict.accepted(),
+        message: verdict.message(),
+        code: verdict.code(),
+        warnings: &verdict.warnings,
+        audit_annotations: &verdict.audit_annotations,
+        mutated_object: verdict.mutated_json(),
+        patch,
+        patch_type: patch.map(|_| "JSONPatch"),
+    };
+    // Cannot fail: every map key is a string.
+    serde_json::to_string(&result).expect("verdicts serialise")
 }
 
 #[cfg(test)]
@@ -201,10 +197,8 @@ mod tests {
     #[test]
     fn result_keeps_the_mutated_text_verbatim() {
         let verdict = Verdict {
-            accepted: true,
-            mutated_object: Some(r#"{"z":1,"a":1.50}"#.into()),
             audit_annotations: vec![("k".into(), "v\"".into())],
-            ..Verdict::default()
+            ..Verdict::mutate(r#"{"z":1,"a":1.50}"#.into())
         };
         let text = result_json(&verdict, None);
         assert!(

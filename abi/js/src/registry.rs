@@ -1,11 +1,10 @@
 //! The policies the package ships. Adding one is one `entry!` line.
 
 use serde_json::Value;
-use taintguard::admission::AdmissionRequest;
-use taintguard::settings::parse_settings_json;
+use taintguard::policy::Half;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
-use taintguard::{Policy, Verdict};
+use taintguard::{Policy, PolicyExt, Verdict};
 
 use crate::defaults;
 
@@ -56,16 +55,10 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
     })
 }
 
-/// `Policy::validate` turns bad settings and malformed requests into 400 verdicts, because an
-/// engine can only show a verdict. A library caller is better served by an exception, so the
-/// two steps are done here and their errors returned; the messages are the ones the Kubewarden
-/// build puts in its 400 rejections.
+/// Engines get bad settings and malformed requests as 400 verdicts, because they can only show
+/// a verdict; a library caller is better served by an exception with the same message.
 fn evaluate<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    let settings = parse_settings_json(settings)
-        .and_then(|value| P::settings(&value))
-        .map_err(|e| format!("{}: invalid {e}", P::NAME))?;
-    let request = AdmissionRequest::parse(request).map_err(|e| format!("{}: {e}", P::NAME))?;
-    Ok(P::evaluate(&request, &settings))
+    P::try_validate(request, settings, Half::Mutating)
 }
 
 fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
@@ -114,9 +107,14 @@ mod tests {
                     "taint-preservation" => TaintPreservation::validate(request, settings),
                     _ => TolerationInjection::validate(request, settings),
                 };
-                if core.code == Some(400) {
+                if core.code() == Some(400) {
                     let err = (entry.evaluate)(request, settings).unwrap_err();
-                    assert_eq!(Some(err), core.message, "{} {settings}", entry.name);
+                    assert_eq!(
+                        Some(err.as_str()),
+                        core.message(),
+                        "{} {settings}",
+                        entry.name
+                    );
                 } else {
                     assert_eq!((entry.evaluate)(request, settings), Ok(core));
                 }

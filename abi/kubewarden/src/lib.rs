@@ -1,4 +1,4 @@
-//! Kubewarden adapter: runs a taintguard [`Policy`] behind the waPC operations Kubewarden's
+//! Kubewarden adapter: runs a taintguard [`Policy`](taintguard::Policy) behind the waPC operations Kubewarden's
 //! policy-server and kwctl invoke (`validate`, `validate_settings`, `protocol_version`).
 //!
 //! Payloads and answers follow `../shared/reference/kubewarden-abi.md` §2: `validate` receives
@@ -8,10 +8,10 @@
 //!
 //! A policy crate is one line: `taintguard_kubewarden::policy!(MyPolicy);`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use taintguard::json::{write_str, write_str_array, write_str_map};
-use taintguard::{Policy, Verdict};
+use taintguard::verdict::serialize_pairs;
+use taintguard::{PolicyExt, Verdict};
 
 pub use wapc_guest;
 
@@ -27,7 +27,7 @@ macro_rules! policy {
     };
 }
 
-pub fn register<P: Policy>() {
+pub fn register<P: PolicyExt>() {
     wapc_guest::register_function("validate", validate::<P>);
     wapc_guest::register_function("validate_settings", validate_settings::<P>);
     wapc_guest::register_function("protocol_version", protocol_version);
@@ -47,16 +47,16 @@ struct ValidationRequest<'a> {
 
 /// Every outcome, malformed payloads included, is a `ValidationResponse`: a rejection here is an
 /// answer the API server can show, where a guest error would only say "internal server error".
-fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
+fn validate<P: PolicyExt>(payload: &[u8]) -> wapc_guest::CallResult {
     Ok(validate_payload::<P>(payload))
 }
 
 /// The answer to one `validate` payload (public for the profiling example).
 #[doc(hidden)]
-pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
+pub fn validate_payload<P: PolicyExt>(payload: &[u8]) -> Vec<u8> {
     let verdict = match serde_json::from_slice::<ValidationRequest>(payload) {
-        Ok(envelope) => P::validate_raw(
-            envelope.request,
+        Ok(envelope) => P::validate(
+            envelope.request.get(),
             envelope.settings.map_or("{}", RawValue::get),
         ),
         Err(e) => Verdict::reject(
@@ -64,99 +64,105 @@ pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
             format!("{}: malformed validation payload: {e}", P::NAME),
         ),
     };
-    validation_response(&verdict).into_bytes()
+    to_json(&ValidationResponse::from(&verdict))
 }
 
-fn validate_settings<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
+fn validate_settings<P: PolicyExt>(payload: &[u8]) -> wapc_guest::CallResult {
     let text = String::from_utf8_lossy(payload);
-    Ok(settings_response(P::validate_settings(&text).map_err(|e| e.to_string())).into_bytes())
+    let response = match P::validate_settings(&text) {
+        Ok(()) => SettingsResponse {
+            valid: true,
+            message: None,
+        },
+        Err(e) => SettingsResponse {
+            valid: false,
+            message: Some(e.to_string()),
+        },
+    };
+    Ok(to_json(&response))
 }
 
-/// Writes `{"valid":true}` or `{"valid":false,"message":"…"}`.
-pub fn settings_response(result: Result<(), String>) -> String {
-    match result {
-        Ok(()) => r#"{"valid":true}"#.to_owned(),
-        Err(message) => {
-            let mut out = String::from(r#"{"valid":false,"message":"#);
-            write_str(&mut out, &message);
-            out.push('}');
-            out
+/// The answer to `validate_settings`.
+#[derive(Serialize)]
+struct SettingsResponse {
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+/// Kubewarden's `ValidationResponse`. The mutated object is the core's JSON text, copied as it
+/// is rather than re-serialised.
+#[derive(Serialize)]
+struct ValidationResponse<'a> {
+    accepted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mutated_object: Option<&'a RawValue>,
+    #[serde(
+        skip_serializing_if = "<[_]>::is_empty",
+        serialize_with = "serialize_pairs"
+    )]
+    audit_annotations: &'a [(String, String)],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    warnings: &'a [String],
+}
+
+impl<'a> From<&'a Verdict> for ValidationResponse<'a> {
+    fn from(verdict: &'a Verdict) -> Self {
+        ValidationResponse {
+            accepted: verdict.accepted(),
+            message: verdict.message(),
+            code: verdict.code(),
+            mutated_object: verdict.mutated_json(),
+            audit_annotations: &verdict.audit_annotations,
+            warnings: &verdict.warnings,
         }
     }
 }
 
-/// Writes a Kubewarden `ValidationResponse`. The mutated object is already JSON text (the request's
-/// object with edits spliced in), so it is copied, not re-serialised.
-pub fn validation_response(verdict: &Verdict) -> String {
-    // Room for everything, escapes aside, so that the mutated object is copied once.
-    let mutated = verdict.mutated_object.as_deref().map_or(0, str::len);
-    let message = verdict.message.as_deref().map_or(0, str::len);
-    let lists: usize = verdict.warnings.iter().map(|w| w.len() + 3).sum::<usize>()
-        + verdict
-            .audit_annotations
-            .iter()
-            .map(|(k, v)| k.len() + v.len() + 6)
-            .sum::<usize>();
-    let mut out = String::with_capacity(128 + mutated + message + lists);
-    out.push_str(if verdict.accepted {
-        r#"{"accepted":true"#
-    } else {
-        r#"{"accepted":false"#
-    });
-    if let Some(message) = &verdict.message {
-        out.push_str(r#","message":"#);
-        write_str(&mut out, message);
-    }
-    if let Some(code) = verdict.code {
-        out.push_str(&format!(r#","code":{code}"#));
-    }
-    if let Some(object) = &verdict.mutated_object {
-        out.push_str(r#","mutated_object":"#);
-        out.push_str(object);
-    }
-    if !verdict.audit_annotations.is_empty() {
-        out.push_str(r#","audit_annotations":"#);
-        write_str_map(&mut out, &verdict.audit_annotations);
-    }
-    if !verdict.warnings.is_empty() {
-        out.push_str(r#","warnings":"#);
-        write_str_array(&mut out, &verdict.warnings);
-    }
-    out.push('}');
-    out
+/// Serialising these types cannot fail: every map key is a string.
+fn to_json(value: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).expect("responses serialise")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn response(verdict: Verdict) -> String {
+        String::from_utf8(to_json(&ValidationResponse::from(&verdict))).unwrap()
+    }
+
     #[test]
-    fn responses_are_valid_json_with_kubewarden_keys() {
-        let verdict = Verdict {
-            accepted: true,
-            message: Some("m \"q\"".into()),
-            code: Some(200),
-            mutated_object: Some(r#"{"b":1,"a":2}"#.into()),
-            warnings: vec!["w1".into(), "w2".into()],
-            audit_annotations: vec![("k".into(), "v".into())],
+    fn responses_have_kubewarden_keys_and_copy_the_object_verbatim() {
+        let mutated = Verdict {
+            warnings: vec!["w1".into(), "w2\"".into()],
+            audit_annotations: vec![("k".into(), "v".into()), ("a".into(), "b".into())],
+            ..Verdict::mutate(r#"{"b":1,"a":2.50}"#.into())
         };
-        let text = validation_response(&verdict);
-        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let cases = [
+            (
+                mutated,
+                r#"{"accepted":true,"mutated_object":{"b":1,"a":2.50},"audit_annotations":{"k":"v","a":"b"},"warnings":["w1","w2\""]}"#,
+            ),
+            (Verdict::accept(), r#"{"accepted":true}"#),
+            (
+                Verdict::reject(403, "m \"q\""),
+                r#"{"accepted":false,"message":"m \"q\"","code":403}"#,
+            ),
+        ];
+        for (verdict, want) in cases {
+            assert_eq!(response(verdict), want);
+        }
+        let invalid = SettingsResponse {
+            valid: false,
+            message: Some("x\ny".into()),
+        };
         assert_eq!(
-            value,
-            serde_json::json!({"accepted":true,"message":"m \"q\"","code":200,"mutated_object":{"b":1,"a":2},
-                               "audit_annotations":{"k":"v"},"warnings":["w1","w2"]})
-        );
-        assert!(
-            text.contains(r#"{"b":1,"a":2}"#),
-            "mutated object copied verbatim"
-        );
-        assert_eq!(
-            validation_response(&Verdict::accept()),
-            r#"{"accepted":true}"#
-        );
-        assert_eq!(
-            settings_response(Err("x\ny".into())),
+            String::from_utf8(to_json(&invalid)).unwrap(),
             r#"{"valid":false,"message":"x\ny"}"#
         );
     }

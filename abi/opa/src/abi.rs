@@ -15,7 +15,7 @@ use std::ffi::CStr;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use taintguard::Policy;
+use taintguard::PolicyExt;
 
 use crate::evaluate::{evaluate, Entrypoint, ENTRYPOINTS_JSON};
 use crate::heap::{self, BumpHeap};
@@ -276,7 +276,7 @@ fn entrypoint(id: i32) -> Entrypoint {
 }
 
 /// `eval(ctx)`: evaluates the context's entrypoint and stores the result value; returns 0.
-pub fn eval<P: Policy>(ctx: i32) -> i32 {
+pub fn eval<P: PolicyExt>(ctx: i32) -> i32 {
     install_panic_hook();
     // SAFETY: hosts pass back contexts this module returned.
     let context = unsafe { context(ctx) };
@@ -292,7 +292,7 @@ pub fn eval<P: Policy>(ctx: i32) -> i32 {
 /// `opa_eval`: the one-call evaluation of ABI 1.2. The input bytes lie just below `heap_ptr`,
 /// so the heap restarts there; an empty input is an undefined one. Returns the result set as a
 /// NUL-terminated string (JSON is also valid Rego value syntax, so `format` changes nothing).
-pub fn opa_eval<P: Policy>(
+pub fn opa_eval<P: PolicyExt>(
     reserved: i32,
     entrypoint_id: i32,
     data: i32,

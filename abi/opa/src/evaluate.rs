@@ -11,19 +11,14 @@
 //! that says what is wrong.
 
 use std::borrow::Cow;
-use std::rc::Rc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use taintguard::admission::describe_error;
-use taintguard::json::{members, write_str, write_str_array, write_str_map, JsonStr, Raw};
-#[cfg(not(target_arch = "wasm32"))]
-use taintguard::policy::cached_settings;
-#[cfg(target_arch = "wasm32")]
-use taintguard::policy::cached_settings_kept_by;
+use taintguard::json::{members, write_str, JsonStr, Raw};
 use taintguard::policy::Half;
-use taintguard::settings::SettingsError;
-use taintguard::{Policy, Verdict};
+use taintguard::verdict::serialize_pairs;
+use taintguard::{Decision, PolicyExt, Verdict};
 
 /// The module's entrypoints. Kubewarden always runs id 0, whatever the mode; the input's shape
 /// tells the modes apart, so the OPA-mode entrypoint is only reachable by name (the JS SDK).
@@ -53,7 +48,7 @@ impl Entrypoint {
 
 /// Evaluates `entrypoint`. `input` and `data` are the JSON bytes the host gave (`None` when it
 /// gave none); the answer is the result set as JSON text.
-pub fn evaluate<P: Policy>(
+pub fn evaluate<P: PolicyExt>(
     entrypoint: Entrypoint,
     input: Option<&[u8]>,
     data: Option<&[u8]>,
@@ -65,8 +60,8 @@ pub fn evaluate<P: Policy>(
 }
 
 /// The input of the gatekeeper entrypoint. Other members (Gatekeeper's `constraint`, …) are
-/// skipped unread. The request is kept as a `RawValue` (absent or `null`: `None`): serde_json has
-/// checked it, so the policy reads it in one pass ([`AdmissionRequest::parse_raw`]).
+/// skipped unread. The request is kept as a `RawValue` (absent or `null`: `None`) for the policy
+/// to read.
 #[derive(Deserialize)]
 struct GatekeeperInput<'a> {
     #[serde(borrow, default)]
@@ -119,45 +114,48 @@ fn gatekeeper_input(input: Option<&[u8]>) -> Result<(&RawValue, &str), String> {
     Ok((review, input.parameters.value().unwrap_or("{}")))
 }
 
-/// Settings built from `text`, or those built last from the same text. In the module they are
-/// kept in the heap's kept region, which the hosts' heap resets spare (see `heap`).
-fn settings<P: Policy>(text: &str) -> Result<Rc<P::Settings>, SettingsError> {
-    #[cfg(target_arch = "wasm32")]
-    return cached_settings_kept_by::<P>(text, crate::heap::keep);
-    #[cfg(not(target_arch = "wasm32"))]
-    cached_settings::<P>(text)
-}
-
 /// The validating half on a request serde_json has checked, and settings text.
-fn validate<P: Policy>(request: &RawValue, settings_text: &str) -> Verdict {
-    P::validate_checked_half(request, settings_text, settings::<P>, Half::Validating)
+fn validate<P: PolicyExt>(request: &RawValue, settings_text: &str) -> Verdict {
+    P::validate_half(request.get(), settings_text, Half::Validating)
 }
 
-fn violations<P: Policy>(input: Option<&[u8]>) -> String {
+/// A Rego result set of one result: `[{"result": <result>}]`.
+fn result_set(result: impl Serialize) -> String {
+    #[derive(Serialize)]
+    struct Result<T> {
+        result: T,
+    }
+    // Cannot fail: every map key is a string.
+    serde_json::to_string(&[Result { result }]).expect("results serialise")
+}
+
+/// One Gatekeeper violation.
+#[derive(Serialize)]
+struct Violation<'a> {
+    msg: &'a str,
+    details: ViolationDetails<'a>,
+}
+
+#[derive(Serialize)]
+struct ViolationDetails<'a> {
+    policy: &'a str,
+    code: u16,
+}
+
+fn violations<P: PolicyExt>(input: Option<&[u8]>) -> String {
     let verdict = match gatekeeper_input(input) {
         Ok((review, parameters)) => validate::<P>(review, parameters),
         Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
     };
-    if verdict.accepted {
-        return r#"[{"result":[]}]"#.to_owned();
-    }
-    let mut out = String::from(r#"[{"result":[{"msg":"#);
-    write_str(&mut out, &rejection_message::<P>(&verdict));
-    out.push_str(r#","details":{"policy":"#);
-    write_str(&mut out, P::NAME);
-    if let Some(code) = verdict.code {
-        out.push_str(&format!(r#","code":{code}"#));
-    }
-    out.push_str("}}]}]");
-    out
-}
-
-/// A rejection always carries a message; a policy that forgot one still gets a readable `msg`
-/// (Gatekeeper requires a string, Kubewarden would show an empty message).
-fn rejection_message<P: Policy>(verdict: &Verdict) -> Cow<'_, str> {
-    match verdict.message.as_deref() {
-        Some(message) if !message.is_empty() => Cow::Borrowed(message),
-        _ => Cow::Owned(format!("{}: request rejected", P::NAME)),
+    match verdict.decision {
+        Decision::Reject { code, message } => result_set([Violation {
+            msg: &message,
+            details: ViolationDetails {
+                policy: P::NAME,
+                code,
+            },
+        }]),
+        Decision::Accept | Decision::Mutate(_) => result_set([(); 0]),
     }
 }
 
@@ -209,7 +207,38 @@ fn opa_input(input: Option<&[u8]>) -> Result<&RawValue, String> {
         .ok_or_else(|| format!("input has no `request`; expected {OPA_SHAPE}"))
 }
 
-fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> String {
+/// The `AdmissionReview` the OPA entrypoint answers, whose `response` Kubewarden reads.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdmissionReview<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: AdmissionResponse<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdmissionResponse<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Status<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    warnings: &'a [String],
+    #[serde(
+        skip_serializing_if = "<[_]>::is_empty",
+        serialize_with = "serialize_pairs"
+    )]
+    audit_annotations: &'a [(String, String)],
+}
+
+#[derive(Serialize)]
+struct Status<'a> {
+    message: &'a str,
+    code: u16,
+}
+
+fn admission_review<P: PolicyExt>(input: Option<&[u8]>, data: Option<&[u8]>) -> String {
     let (uid, verdict) = match opa_input(input) {
         Ok(request) => (
             uid(request.get()),
@@ -223,44 +252,24 @@ fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> Str
             Verdict::reject(400, format!("{}: {problem}", P::NAME)),
         ),
     };
-    let mut out = String::from(
-        r#"[{"result":{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"#,
-    );
-    write_str(&mut out, &uid);
-    out.push_str(if verdict.accepted {
-        r#","allowed":true"#
-    } else {
-        r#","allowed":false"#
-    });
-    let message = if verdict.accepted {
-        verdict.message.as_deref().map(Cow::Borrowed)
-    } else {
-        Some(rejection_message::<P>(&verdict))
+    let status = match &verdict.decision {
+        Decision::Reject { code, message } => Some(Status {
+            message,
+            code: *code,
+        }),
+        Decision::Accept | Decision::Mutate(_) => None,
     };
-    if message.is_some() || verdict.code.is_some() {
-        out.push_str(r#","status":{"#);
-        if let Some(message) = &message {
-            out.push_str(r#""message":"#);
-            write_str(&mut out, message);
-        }
-        if let Some(code) = verdict.code {
-            if message.is_some() {
-                out.push(',');
-            }
-            out.push_str(&format!(r#""code":{code}"#));
-        }
-        out.push('}');
-    }
-    if !verdict.warnings.is_empty() {
-        out.push_str(r#","warnings":"#);
-        write_str_array(&mut out, &verdict.warnings);
-    }
-    if !verdict.audit_annotations.is_empty() {
-        out.push_str(r#","auditAnnotations":"#);
-        write_str_map(&mut out, &verdict.audit_annotations);
-    }
-    out.push_str("}}}]");
-    out
+    result_set(AdmissionReview {
+        api_version: "admission.k8s.io/v1",
+        kind: "AdmissionReview",
+        response: AdmissionResponse {
+            uid: &uid,
+            allowed: verdict.accepted(),
+            status,
+            warnings: &verdict.warnings,
+            audit_annotations: &verdict.audit_annotations,
+        },
+    })
 }
 
 #[cfg(test)]

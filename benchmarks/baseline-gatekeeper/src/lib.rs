@@ -15,42 +15,22 @@
 //! baseline parses both, which is the whole input but for the two-key envelope the adapter has
 //! already walked.
 
-use std::rc::Rc;
-
-use serde_json::value::RawValue;
-use taintguard::admission::AdmissionRequest;
-use taintguard::policy::Half;
+use taintguard::policy::{Half, PolicyExt};
 use taintguard::settings::SettingsError;
-use taintguard::{Policy, Verdict};
+use taintguard::Verdict;
 
+/// Not a [`taintguard::Policy`]: it implements what the adapter calls directly, so that its
+/// work is its own parse into `Value`s and not the policies' readers.
 pub struct Baseline;
 
-impl Policy for Baseline {
+impl PolicyExt for Baseline {
     const NAME: &'static str = "baseline";
-    type Settings = ();
 
-    // Never called: the adapter's entries are overridden below.
-    fn settings(_: &taintguard::settings::Json<'_>) -> Result<(), SettingsError> {
+    fn validate_settings(_: &str) -> Result<(), SettingsError> {
         Ok(())
     }
 
-    fn evaluate(_: &AdmissionRequest<'_>, _: &()) -> Verdict {
-        Verdict::accept()
-    }
-
-    /// What the OPA adapter calls: the request arrives as the adapter's `RawValue`, and the
-    /// settings builder (which keeps settings between evaluations) goes unused, as a policy
-    /// written the usual way would parse everything every time.
-    fn validate_checked_half(
-        request: &RawValue,
-        settings: &str,
-        _: fn(&str) -> Result<Rc<()>, SettingsError>,
-        half: Half,
-    ) -> Verdict {
-        Self::validate_half(request.get(), settings, half)
-    }
-
-    fn validate_half(request: &str, settings: &str, _: Half) -> Verdict {
+    fn try_validate(request: &str, settings: &str, _: Half) -> Result<Verdict, String> {
         let parsed = (
             serde_json::from_str::<serde_json::Value>(request),
             serde_json::from_str::<serde_json::Value>(settings),
@@ -58,8 +38,8 @@ impl Policy for Baseline {
         // Looking at one field keeps the parse from being optimised away and mirrors a policy's
         // first look; a request that is not even JSON is the one thing the baseline refuses.
         match parsed {
-            (Ok(request), Ok(_)) if request.get("operation").is_some() => Verdict::accept(),
-            _ => Verdict::reject(400, "baseline: the review is not an AdmissionRequest"),
+            (Ok(request), Ok(_)) if request.get("operation").is_some() => Ok(Verdict::accept()),
+            _ => Err("baseline: the review is not an AdmissionRequest".to_owned()),
         }
     }
 }
