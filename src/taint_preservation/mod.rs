@@ -177,8 +177,8 @@ fn judge(
     let mut recorded = Vec::new();
     if let Some(old) = &old {
         let key = settings.one_shot_record.as_str();
-        let before = RemovalRecord::parse(old.annotation(key)?.map(|(v, _)| v).as_deref());
-        let written = RemovalRecord::parse(new.annotation(key)?.map(|(v, _)| v).as_deref());
+        let before = RemovalRecord::parse(old.annotation(key)?.as_deref());
+        let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
         taint_findings(settings, &who, permitted, old, &new, &before, &mut findings);
         // The policy owns the record: a permitted principal may edit it, anyone else's edit is
         // undone. Removals seen now are added whoever made them.
@@ -207,10 +207,10 @@ fn judge(
         let was = old.as_ref().is_some_and(NodeView::cordoned);
         let is = new.cordoned();
         let old_owner = match &old {
-            Some(old) => old.annotation(owner_key)?.map(|(v, _)| v),
+            Some(old) => old.annotation(owner_key)?,
             None => None,
         };
-        let new_owner = new.annotation(owner_key)?.map(|(v, _)| v);
+        let new_owner = new.annotation(owner_key)?;
         match (was, is) {
             // A request without a requester (a background audit, docs/admission.md) names no owner.
             (false, true) if !who.username.is_empty() => {

@@ -98,8 +98,8 @@ impl<'a> NodeView<'a> {
         non_null(self.unschedulable) == Some("true")
     }
 
-    /// The string value of annotation `key`, with its raw text.
-    pub fn annotation(&self, key: &str) -> Result<Option<(String, &'a str)>, String> {
+    /// The string value of annotation `key`.
+    pub fn annotation(&self, key: &str) -> Result<Option<String>, String> {
         let Some(annotations) = non_null(self.annotations) else {
             return Ok(None);
         };
@@ -108,7 +108,7 @@ impl<'a> NodeView<'a> {
             if k.as_str() == key {
                 let value: JsonStr = serde_json::from_str(v.get())
                     .map_err(|e| format!("metadata.annotations.{key}: {e}"))?;
-                return Ok(Some((value.0.into_owned(), v.get())));
+                return Ok(Some(value.0.into_owned()));
             }
         }
         Ok(None)
