@@ -3,7 +3,7 @@
 //!
 //! The views of `object` and `oldObject` read a few members a few levels down. Through serde,
 //! each level is a `&RawValue` capture that the next level parses again, so the deepest members
-//! (taints, tolerations) were scanned six to nine times. This reader walks the text once and
+//! (taints, tolerations) would be scanned six to nine times. This reader walks the text once and
 //! hands out the byte spans of what it passes over.
 //!
 //! It is deliberately narrow: it gives up ([`Bail`]) on anything it does not decode exactly as
