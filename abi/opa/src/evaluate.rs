@@ -64,6 +64,16 @@ pub fn evaluate<P: Policy>(
     }
 }
 
+/// What `entrypoint` answers when the host's input cannot even be read (see `abi`): the same
+/// 400 a malformed input gets, naming `problem`.
+pub fn refuse<P: Policy>(entrypoint: Entrypoint, problem: &str) -> String {
+    let verdict = Verdict::reject(400, format!("{}: {problem}", P::NAME));
+    match entrypoint {
+        Entrypoint::Violation => violation_set::<P>(&verdict),
+        Entrypoint::Main => review_set::<P>("", &verdict),
+    }
+}
+
 /// The input of the gatekeeper entrypoint. Other members (Gatekeeper's `constraint`, …) are
 /// skipped unread. The request is kept as a `RawValue` (absent or `null`: `None`): serde_json has
 /// checked it, so the policy reads it in one pass ([`AdmissionRequest::parse_raw`]).
@@ -138,11 +148,16 @@ fn violations<P: Policy>(input: Option<&[u8]>) -> String {
         Ok((review, parameters)) => validate::<P>(review, parameters),
         Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
     };
+    violation_set::<P>(&verdict)
+}
+
+/// The gatekeeper result set for `verdict`: no violation, or one.
+fn violation_set<P: Policy>(verdict: &Verdict) -> String {
     if verdict.accepted {
         return r#"[{"result":[]}]"#.to_owned();
     }
     let mut out = String::from(r#"[{"result":[{"msg":"#);
-    write_str(&mut out, &rejection_message::<P>(&verdict));
+    write_str(&mut out, &rejection_message::<P>(verdict));
     out.push_str(r#","details":{"policy":"#);
     write_str(&mut out, P::NAME);
     if let Some(code) = verdict.code {
@@ -223,10 +238,15 @@ fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> Str
             Verdict::reject(400, format!("{}: {problem}", P::NAME)),
         ),
     };
+    review_set::<P>(&uid, &verdict)
+}
+
+/// The OPA-mode result set for `verdict`: an AdmissionReview answering the request `uid`.
+fn review_set<P: Policy>(uid: &str, verdict: &Verdict) -> String {
     let mut out = String::from(
         r#"[{"result":{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"#,
     );
-    write_str(&mut out, &uid);
+    write_str(&mut out, uid);
     out.push_str(if verdict.accepted {
         r#","allowed":true"#
     } else {
@@ -235,7 +255,7 @@ fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> Str
     let message = if verdict.accepted {
         verdict.message.as_deref().map(Cow::Borrowed)
     } else {
-        Some(rejection_message::<P>(&verdict))
+        Some(rejection_message::<P>(verdict))
     };
     if message.is_some() || verdict.code.is_some() {
         out.push_str(r#","status":{"#);
