@@ -2,7 +2,8 @@
 # Runs the cargo-fuzz targets for a bounded time each:  fuzz/run.sh [SECONDS] [TARGET...]
 #
 # cargo-fuzz passes nightly-only flags (-Zsanitizer, -Cpasses); RUSTC_BOOTSTRAP=1 lets the stable
-# toolchain accept them. The code under test is safe Rust, so no sanitizer is used (`-s none`);
+# toolchain rust-toolchain.toml pins accept them (`RUSTUP_TOOLCHAIN=nightly fuzz/run.sh` would run
+# a nightly instead: the variable overrides the file). The code under test is safe Rust, so no sanitizer is used (`-s none`);
 # debug assertions (`-a`) are on, so the splicer's overlap and span checks fire.
 #
 # A crash stops its target and fails the run; its input is in fuzz/artifacts/<target>/. Minimise it

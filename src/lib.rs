@@ -5,6 +5,9 @@
 //! (`abi/*`) turn engine payloads into calls of [`policy::Policy::validate`] and write the
 //! [`verdict::Verdict`] the way their engine expects.
 
+// Untrusted requests are read here; memory safety is the compiler's to prove, never a comment's.
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod glob;
 pub mod json;

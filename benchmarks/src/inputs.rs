@@ -116,7 +116,7 @@ fn node(taints: usize, images: usize, heartbeat: &str) -> Value {
 }
 
 /// A status UPDATE by the kubelet. `stale`: the kubelet writes from a cache that lacks the last
-/// protected taint (incident 1), so the policy restores it by splicing.
+/// protected taint (docs/incidents.md, incident 1), so the policy restores it by splicing.
 fn node_update(taints: usize, images: usize, stale: bool) -> Value {
     let old = node(taints, images, "2025-04-10T09:00:00Z");
     let mut new = node(taints, images, "2025-04-10T09:00:40Z");

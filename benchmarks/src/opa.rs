@@ -1,8 +1,8 @@
 //! Kubewarden's OPA host for the gatekeeper artifacts, emulated on wasmtime: burrego (Kubewarden
 //! policy-evaluator v0.30.4, `crates/burrego`), the engine behind the `gatekeeper` and `opa`
 //! execution modes. burrego itself is not a crate this build can install, so this follows the
-//! call sequence recorded in `../shared/reference/opa-abi.md`, §3.1 (set-up) and §3.2 (each
-//! evaluation), step by step; the numbers in the comments are that section's steps.
+//! call sequence in docs/abi.md ("burrego's call sequence": the set-up, then each evaluation),
+//! step by step; the numbers in the comments are that list's steps.
 //!
 //! policy-server builds a new burrego `Evaluator` for every request (`StackPre::rehydrate`), with
 //! the module compiled once: [`BurregoHost::evaluator`] is that, and an [`Evaluator`] kept
@@ -308,7 +308,7 @@ impl Evaluator {
         self.dump_object(|e| &e.builtins, "builtins")
     }
 
-    /// One evaluation (§3.2): `data` and `input` are the JSON bytes burrego serialises.
+    /// One evaluation: `data` and `input` are the JSON bytes burrego serialises.
     pub fn evaluate(
         &mut self,
         entrypoint: i32,

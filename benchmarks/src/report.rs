@@ -1,5 +1,5 @@
 //! The results as markdown: per-input ratios against the baseline, absolute figures, and module
-//! sizes, with the targets of issue 7 checked.
+//! sizes, with the targets (README, "Performance": per request, warm, module size) checked.
 
 use std::fmt::Write;
 
@@ -139,7 +139,7 @@ pub fn markdown(run: &Run) -> String {
          - `<policy>.gatekeeper` (`dist/<policy>.gatekeeper.wasm`, OPA ABI) in Kubewarden's \
          gatekeeper mode: an emulation of burrego (policy-evaluator 0.30.4) on wasmtime 38.0.4 \
          (`benchmarks/src/opa.rs`, following the call sequence in \
-         `../shared/reference/opa-abi.md` §3.1-3.2; burrego itself is not run). **Per request** is \
+         `docs/abi.md`, \"burrego's call sequence\"; burrego itself is not run). **Per request** is \
          a new burrego evaluator (store, 5-page host memory, linker, instantiation, \
          `builtins`/`entrypoints`, the empty data document pushed), one evaluation of entrypoint \
          0 with input `{{\"parameters\": settings, \"review\": request}}` and data `{{}}` \

@@ -4,7 +4,7 @@
 //! The object text was accepted by serde_json when the request was captured, but nothing here
 //! relies on that for safety: text that is not JSON gives an error, never a panic. Nesting is
 //! counted from the object's root the way serde_json counts it, and reading into a container
-//! nested deeper than [`MAX_DEPTH`] is an error, as parsing the object into a `Value` was.
+//! nested deeper than [`MAX_DEPTH`] is an error, as it is when serde_json parses it into a `Value`.
 
 use std::borrow::Cow;
 

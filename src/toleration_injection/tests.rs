@@ -793,8 +793,8 @@ fn aliasing_does_not_bypass_restrictions() {
 }
 
 /// An object nested deeper than serde_json's 128 levels passes the borrowed views (raw-value
-/// capture is iterative and uncounted). It used to be read as `null`, on which `exists: false`
-/// holds and injected tolerations; now a rule whose conditions read that deep rejects it as
+/// capture is iterative and uncounted). Read as `null`, it would satisfy `exists: false` and get
+/// injected tolerations; instead a rule whose conditions read that deep rejects it as
 /// malformed. Conditions that do not read that part, and rules without conditions, are
 /// unaffected.
 #[test]

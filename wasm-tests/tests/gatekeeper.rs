@@ -33,9 +33,8 @@ fn check_opa_refuses_what_a_host_cannot_load() {
         repo_root().join("target/opa/wasm32-unknown-unknown/release/toleration_injection.wasm"),
     )
     .expect("./build.sh leaves the linked module in target/opa");
-    // No policy's static data outgrows the hosts' 5 pages any more (toleration-injection's did,
-    // with the regex crate's Unicode tables), so one that does is made by raising the linked
-    // module's memory minimum from 2 pages to 7.
+    // No policy's static data outgrows the hosts' 5 pages, so a module whose data does is made
+    // by raising the linked module's memory minimum from 2 pages to 7.
     let import = b"\x03env\x06memory\x02\x00";
     let at = linked
         .windows(import.len() + 1)

@@ -1,7 +1,7 @@
 //! Kubewarden adapter: runs a taintguard [`Policy`](taintguard::Policy) behind the waPC operations Kubewarden's
 //! policy-server and kwctl invoke (`validate`, `validate_settings`, `protocol_version`).
 //!
-//! Payloads and answers follow `../shared/reference/kubewarden-abi.md` §2: `validate` receives
+//! Payloads and answers follow docs/abi.md ("Kubewarden waPC"): `validate` receives
 //! `{"request": AdmissionRequest, "settings": {...}}` and answers a `ValidationResponse` with
 //! snake_case keys; `validate_settings` receives the bare settings object and answers
 //! `{"valid": bool, "message": ...}`; `protocol_version` answers the JSON string `"v1"`.

@@ -59,6 +59,16 @@ pub fn evaluate<P: PolicyExt>(
     }
 }
 
+/// What `entrypoint` answers when the host's input cannot even be read (see `abi`): the same
+/// 400 a malformed input gets, naming `problem`.
+pub fn refuse<P: PolicyExt>(entrypoint: Entrypoint, problem: &str) -> String {
+    let verdict = Verdict::reject(400, format!("{}: {problem}", P::NAME));
+    match entrypoint {
+        Entrypoint::Violation => violation_set::<P>(&verdict),
+        Entrypoint::Main => review_set("", &verdict),
+    }
+}
+
 /// The input of the gatekeeper entrypoint. Other members (Gatekeeper's `constraint`, …) are
 /// skipped unread. The request is kept as a `RawValue` (absent or `null`: `None`) for the policy
 /// to read.
@@ -147,12 +157,17 @@ fn violations<P: PolicyExt>(input: Option<&[u8]>) -> String {
         Ok((review, parameters)) => validate::<P>(review, parameters),
         Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
     };
-    match verdict.decision {
+    violation_set::<P>(&verdict)
+}
+
+/// The gatekeeper result set for `verdict`: no violation, or one.
+fn violation_set<P: PolicyExt>(verdict: &Verdict) -> String {
+    match &verdict.decision {
         Decision::Reject { code, message } => result_set([Violation {
-            msg: &message,
+            msg: message,
             details: ViolationDetails {
                 policy: P::NAME,
-                code,
+                code: *code,
             },
         }]),
         Decision::Accept | Decision::Mutate(_) => result_set([(); 0]),
@@ -252,6 +267,11 @@ fn admission_review<P: PolicyExt>(input: Option<&[u8]>, data: Option<&[u8]>) -> 
             Verdict::reject(400, format!("{}: {problem}", P::NAME)),
         ),
     };
+    review_set(&uid, &verdict)
+}
+
+/// The OPA-mode result set for `verdict`: an AdmissionReview answering the request `uid`.
+fn review_set(uid: &str, verdict: &Verdict) -> String {
     let status = match &verdict.decision {
         Decision::Reject { code, message } => Some(Status {
             message,
@@ -263,7 +283,7 @@ fn admission_review<P: PolicyExt>(input: Option<&[u8]>, data: Option<&[u8]>) -> 
         api_version: "admission.k8s.io/v1",
         kind: "AdmissionReview",
         response: AdmissionResponse {
-            uid: &uid,
+            uid,
             allowed: verdict.accepted(),
             status,
             warnings: &verdict.warnings,

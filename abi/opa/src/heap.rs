@@ -23,7 +23,7 @@ extern "C" {
 }
 
 /// The lowest address the heap hands out, and the lowest mark it accepts.
-fn heap_start() -> usize {
+pub fn heap_start() -> usize {
     // Only the address of the linker symbol is taken, never its contents.
     (std::ptr::addr_of!(__heap_base) as usize + 15) & !15
 }
@@ -45,10 +45,16 @@ pub fn set_top(addr: usize) {
     TOP.store(addr.max(heap_start()), Relaxed);
 }
 
+/// The size of linear memory in bytes (a u64: 65,536 pages are 4 GiB, one more than a wasm32
+/// `usize` holds).
+pub fn memory_bytes() -> u64 {
+    wasm32::memory_size(0) as u64 * PAGE
+}
+
 /// Makes sure memory extends to `end`. Growth is measured against the *current* memory size: the
 /// JavaScript host grows memory itself for the inputs it writes.
 fn reserve(end: usize) -> bool {
-    let size = wasm32::memory_size(0) as u64 * PAGE;
+    let size = memory_bytes();
     let end = end as u64;
     end <= size || wasm32::memory_grow(0, (end - size).div_ceil(PAGE) as usize) != usize::MAX
 }

@@ -22,24 +22,31 @@ pub mod abi;
 #[cfg(target_arch = "wasm32")]
 mod heap;
 
-pub use evaluate::{evaluate, Entrypoint, ENTRYPOINTS_JSON};
+pub use evaluate::{evaluate, refuse, Entrypoint, ENTRYPOINTS_JSON};
 
 /// `opa_wasm_abi_version` and `opa_wasm_abi_minor_version`: 1.2 is the version that has
 /// `opa_eval`, the one-call evaluation the JavaScript SDK uses when it is offered.
 pub const ABI_VERSION: (i32, i32) = (1, 2);
 
 /// Exports `eval` and `opa_eval` for `$policy`; every other ABI function is policy-independent
-/// and exported by this crate itself.
+/// and exported by this crate itself. Both take addresses from the host, so both are
+/// `unsafe extern "C"` with the contract of `abi::eval` and `abi::opa_eval`; the expansion's
+/// `unsafe` is this crate's code, so a policy crate can still forbid `unsafe_code` in its own.
 #[macro_export]
 macro_rules! policy {
     ($policy:ty) => {
+        /// # Safety
+        /// The host's side of the OPA ABI: see `taintguard_opa::abi::eval`.
         #[no_mangle]
-        pub extern "C" fn eval(ctx: i32) -> i32 {
-            $crate::abi::eval::<$policy>(ctx)
+        pub unsafe extern "C" fn eval(ctx: i32) -> i32 {
+            // SAFETY: the caller's contract is this function's.
+            unsafe { $crate::abi::eval::<$policy>(ctx) }
         }
 
+        /// # Safety
+        /// The host's side of the OPA ABI: see `taintguard_opa::abi::opa_eval`.
         #[no_mangle]
-        pub extern "C" fn opa_eval(
+        pub unsafe extern "C" fn opa_eval(
             reserved: i32,
             entrypoint: i32,
             data: i32,
@@ -48,9 +55,12 @@ macro_rules! policy {
             heap_ptr: i32,
             format: i32,
         ) -> i32 {
-            $crate::abi::opa_eval::<$policy>(
-                reserved, entrypoint, data, input, input_len, heap_ptr, format,
-            )
+            // SAFETY: the caller's contract is this function's.
+            unsafe {
+                $crate::abi::opa_eval::<$policy>(
+                    reserved, entrypoint, data, input, input_len, heap_ptr, format,
+                )
+            }
         }
     };
 }

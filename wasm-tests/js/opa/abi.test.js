@@ -127,4 +127,107 @@ for (const policy of h.policies) {
     // The instance still evaluates after the traps.
     assert.deepEqual(sdk.evaluate({ review: h.wapcVerdicts().find((c) => c.accepted && c.policy === policy).review }), [{ result: [] }]);
   });
+
+  // Hosts pass raw addresses and lengths. Whatever they pass, the module must not read outside
+  // the bytes a host can have written (a negative length as an unsigned one is gigabytes): a
+  // range it cannot read is "not JSON" or a 400, and a handle that is not the module's own aborts
+  // through opa_abort, never a memory access out of bounds.
+  test(`${policy}: hostile lengths and addresses get a clean answer, never an out-of-bounds read`, async () => {
+    const accepted = h.wapcVerdicts().find((c) => c.accepted && c.policy === policy).review;
+    const burrego = h.burregoHost(h.gatekeeperWasm(policy));
+    const x = burrego.exports;
+    const memoryEnd = () => x.memory.buffer.byteLength;
+    const poke = (text, addr) => new Uint8Array(x.memory.buffer).set(Buffer.from(text), addr);
+    // burrego's opa_abort returns, so an abort ends in the module's own `unreachable`.
+    const aborts = (name, run, message) => {
+      const before = burrego.aborts.length;
+      assert.throws(run, (e) => e instanceof WebAssembly.RuntimeError && /unreachable/.test(e.message), name);
+      assert.deepEqual(burrego.aborts.slice(before), [message], name);
+    };
+
+    const text = '{"a": 1}';
+    const addr = x.opa_malloc(text.length);
+    poke(text, addr);
+    const value = x.opa_json_parse(addr, text.length);
+    assert.equal(h.cString(x.memory, x.opa_json_dump(value)), text);
+    // JSON where no host writes: above the heap pointer (never allocated), and in the stack.
+    const top = x.opa_heap_ptr_get();
+    poke('{}', top);
+    poke('{}', 1024);
+    const ranges = [
+      ['a negative length', addr, -1],
+      ['the most negative length', addr, -0x80000000],
+      ['a 2 GiB length', addr, 0x7fffffff],
+      ['a range past the end of memory', memoryEnd() - 1, 2],
+      ['a negative address', -8, 2],
+      ['JSON above the heap pointer', top, 2],
+      ['JSON in the stack', 1024, 2],
+    ];
+    for (const [name, at, length] of ranges) assert.equal(x.opa_json_parse(at, length), 0, name);
+    assert.deepEqual(burrego.aborts, []);
+
+    const handles = [
+      ['the text instead of its value', addr],
+      ['a misaligned address', value + 1],
+      ['a negative address', -4],
+      ['the end of memory', memoryEnd() - 4],
+      ['above the heap pointer', x.opa_heap_ptr_get() + 64],
+    ];
+    for (const [name, handle] of handles) {
+      aborts(name, () => x.opa_json_dump(handle), 'opa_json_dump: not a value this module returned');
+    }
+    const ctx = x.opa_eval_ctx_new();
+    aborts('a value as a context', () => x.opa_eval_ctx_set_input(value, value), 'opa_eval_ctx_set_input: not an evaluation context');
+    aborts('a negative context', () => x.opa_eval_ctx_set_data(-1, value), 'opa_eval_ctx_set_data: not an evaluation context');
+    aborts('a misaligned context', () => x.opa_eval_ctx_set_entrypoint(ctx + 2, 0), 'opa_eval_ctx_set_entrypoint: not an evaluation context');
+    aborts('no context', () => x.opa_eval_ctx_get_result(0), 'opa_eval_ctx_get_result: not an evaluation context');
+    aborts('text as a context', () => x.eval(addr), 'eval: not an evaluation context');
+    x.opa_eval_ctx_set_input(ctx, addr);
+    aborts('a context whose input is text', () => x.eval(ctx), "eval: the context's input is not a value");
+    x.opa_eval_ctx_set_input(ctx, value);
+    x.opa_eval_ctx_set_data(ctx, -8);
+    aborts('a context whose data is no value', () => x.eval(ctx), "eval: the context's data is not a value");
+    aborts('a negative heap pointer', () => x.opa_heap_ptr_set(-1), 'opa_heap_ptr_set: the address is beyond linear memory');
+    aborts('a heap pointer past memory', () => x.opa_heap_ptr_set(memoryEnd() + 1), 'opa_heap_ptr_set: the address is beyond linear memory');
+    aborts('a negative size', () => x.opa_malloc(-1), 'opa_malloc: failed');
+
+    // opa_eval, given the input as the SDK writes it: at the heap mark, without allocating.
+    const input = Buffer.from(JSON.stringify({ parameters: {}, review: accepted }));
+    const mark = x.opa_heap_ptr_get();
+    const evaluate = (entrypoint, at, length, heapPtr) => {
+      poke(input, mark);
+      return JSON.parse(h.cString(x.memory, x.opa_eval(0, entrypoint, 0, at, length, heapPtr, 0)));
+    };
+    const end = mark + input.length;
+    assert.deepEqual(evaluate(0, mark, input.length, end), [{ result: [] }], 'the well-formed call');
+    const inputs = [
+      ['a negative length', mark, -1, end, 'has a negative length (-1)'],
+      ['the most negative length', mark, -0x80000000, end, 'has a negative length'],
+      ['a length past the heap pointer', mark, 0x7fffffff, end, "is not in the module's heap"],
+      ['input above the heap pointer', mark, input.length, end - 1, "is not in the module's heap"],
+      ['input in the stack', 1024, input.length, end, "is not in the module's heap"],
+      ['a negative address', -input.length, input.length, end, "is not in the module's heap"],
+    ];
+    for (const [name, at, length, heapPtr, words] of inputs) {
+      const [violation, ...more] = h.violationsOf(assert, evaluate(0, at, length, heapPtr));
+      assert.equal(more.length, 0, name);
+      assert.equal(violation.details.code, 400, name);
+      assert.ok(violation.msg.startsWith(`${policy}: the host's input `) && violation.msg.includes(words), `${name}: ${violation.msg}`);
+      const [{ result: { response } }] = evaluate(1, at, length, heapPtr);
+      assert.equal(response.allowed, false, name);
+      assert.equal(response.status.code, 400, name);
+      assert.ok(response.status.message.includes(words), `${name}: ${response.status.message}`);
+    }
+    aborts('a heap pointer past memory', () => evaluate(0, mark, input.length, memoryEnd() + 1), 'opa_eval: the heap pointer is beyond linear memory');
+    assert.deepEqual(evaluate(0, mark, input.length, end), [{ result: [] }], 'the well-formed call, after all that');
+    assert.deepEqual(burrego.evaluate(0, { review: accepted }), [{ result: [] }]);
+
+    // The SDK's opa_abort throws the message.
+    const sdk = await loadPolicy(h.gatekeeperWasm(policy));
+    const s = sdk.wasmInstance.exports;
+    assert.equal(s.opa_json_parse(s.opa_heap_ptr_get(), -1), 0);
+    assert.throws(() => s.opa_json_dump(3), /opa_json_dump: not a value this module returned/);
+    assert.throws(() => s.eval(-4), /eval: not an evaluation context/);
+    assert.deepEqual(sdk.evaluate({ review: accepted }), [{ result: [] }]);
+  });
 }

@@ -25,7 +25,7 @@ const gatekeeperWasm = (policy) => readArtifact(`${policy}.gatekeeper.wasm`);
 
 let verdicts;
 // The waPC build's verdicts (deny mode) for every example request x settings pairing, computed
-// now from dist/<policy>.wasm by wasm-tests' `wapc-verdicts`.
+// at test time from dist/<policy>.wasm by wasm-tests' `wapc-verdicts`.
 function wapcVerdicts() {
   if (!verdicts) {
     const bin = path.join(root, 'target/debug/wapc-verdicts');
@@ -135,5 +135,6 @@ module.exports = {
   settings,
   violationsOf,
   burregoHost,
+  cString,
   PAGE,
 };

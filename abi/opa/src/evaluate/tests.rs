@@ -93,6 +93,29 @@ fn gatekeeper_bad_input_is_a_violation_that_says_so() {
     }
 }
 
+/// What the module answers when it cannot read the host's input at all: the 400 of a malformed
+/// input, in each entrypoint's shape.
+#[test]
+fn refusals_have_each_entrypoints_shape() {
+    let problem = "the host's input has a negative length (-1)";
+    let text = refuse::<TaintPreservation>(Entrypoint::Violation, problem);
+    let result: Value = serde_json::from_str(&text).unwrap();
+    let list = violations(&result);
+    assert_eq!(list.len(), 1, "{result}");
+    assert_eq!(list[0]["msg"], format!("taint-preservation: {problem}"));
+    assert_eq!(list[0]["details"]["code"], 400);
+
+    let text = refuse::<TaintPreservation>(Entrypoint::Main, problem);
+    let result: Value = serde_json::from_str(&text).unwrap();
+    let response = response(&result);
+    assert_eq!(response["allowed"], false, "{result}");
+    assert_eq!(response["uid"], "");
+    assert_eq!(
+        response["status"],
+        json!({"message": format!("taint-preservation: {problem}"), "code": 400})
+    );
+}
+
 #[test]
 fn gatekeeper_reports_what_restore_mode_would_restore() {
     let cases = [
