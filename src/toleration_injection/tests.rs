@@ -782,7 +782,7 @@ fn aliasing_does_not_bypass_restrictions() {
         assert_eq!(keys, want, "{name}");
         if let Some(mutated) = &verdict.mutated_object {
             let again = TolerationInjection::validate(
-                &crate::testkit::with_object(&req, mutated).unwrap(),
+                &taintguard_testkit::with_object(&req, mutated).unwrap(),
                 &settings.to_string(),
             );
             assert!(

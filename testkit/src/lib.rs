@@ -1,7 +1,10 @@
 //! Invariants every verdict must satisfy, whatever the input, and generators of hostile but
 //! structurally valid requests. Shared by the property tests (`cargo test`), the fuzz targets
-//! (`fuzz/`, feature `testkit`) and the replay of fuzz regressions, so all three check the same
-//! things. Not part of the policies' API.
+//! (`fuzz/`) and the replay of fuzz regressions, so all three check the same things. A crate of
+//! its own, so that nothing of it ships in the core.
+//!
+//! The core's unit tests use it too, through a dev-dependency cycle: they get another copy of the
+//! core than this crate's, so what they call here takes and gives JSON text only.
 
 mod fixtures;
 pub mod gen;
@@ -12,15 +15,15 @@ pub mod tree;
 
 pub use fixtures::{bundled_requests, bundled_settings};
 
-use crate::admission::AdmissionRequest;
-use crate::json::JsonStr;
-use crate::json::Splice;
-use crate::policy::{Half, Policy};
-use crate::settings::parse_settings_json;
-use crate::taint::Taint;
-use crate::taint_preservation::TaintPreservation;
-use crate::toleration_injection::TolerationInjection;
-use crate::verdict::Verdict;
+use taintguard::admission::AdmissionRequest;
+use taintguard::json::JsonStr;
+use taintguard::json::Splice;
+use taintguard::policy::{Half, Policy};
+use taintguard::settings::parse_settings_json;
+use taintguard::taint::Taint;
+use taintguard::taint_preservation::TaintPreservation;
+use taintguard::toleration_injection::TolerationInjection;
+use taintguard::verdict::Verdict;
 use tree::Tree;
 
 /// Which invariants a failure broke, with the input that broke them.
@@ -140,14 +143,14 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
 fn protected_taints_survive(
     request: &str,
     verdict: &Verdict,
-    settings: &crate::taint_preservation::Settings,
+    settings: &taintguard::taint_preservation::Settings,
 ) -> Checked {
     let Ok(parsed) = AdmissionRequest::parse(request) else {
         return Ok(());
     };
     if !verdict.accepted
         || !parsed.is_core("Node")
-        || parsed.operation != crate::admission::Operation::Update
+        || parsed.operation != taintguard::admission::Operation::Update
     {
         return Ok(());
     }

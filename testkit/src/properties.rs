@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{check_taint_preservation, check_toleration_injection, gen};
-use crate::policy::Policy;
-use crate::toleration_injection::TolerationInjection;
+use taintguard::policy::Policy;
+use taintguard::toleration_injection::TolerationInjection;
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -103,7 +103,7 @@ proptest! {
 /// The generators reach every kind of verdict, so the properties above are not vacuous.
 #[test]
 fn generated_cases_reach_every_verdict() {
-    use crate::taint_preservation::TaintPreservation;
+    use taintguard::taint_preservation::TaintPreservation;
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut bytes = || {
         (0..1024)
