@@ -8,12 +8,14 @@
 
 mod fixtures;
 pub mod gen;
+mod objects;
 #[cfg(test)]
 mod properties;
 pub mod targets;
 pub mod tree;
 
 pub use fixtures::{bundled_requests, bundled_settings};
+pub use objects::{assert_valid_object, valid_object, KINDS};
 
 use taintguard::admission::AdmissionRequest;
 use taintguard::json::JsonStr;
@@ -67,6 +69,7 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
                 return Err(format!("mutated object is not JSON: {e}"));
             }
         }
+        still_valid(request, mutated)?;
         let again = P::validate(&with_object(request, mutated)?, settings);
         if !again.accepted || again.mutated_object.is_some() {
             return Err(format!(
@@ -75,6 +78,22 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
         }
     }
     Ok(verdict)
+}
+
+/// A mutation of an object that decodes as its kind's Kubernetes type decodes as that type too.
+/// Generated objects need not decode (hostile members, a Deployment under `v1`), and what the
+/// policy was given invalid it cannot be asked to make valid.
+fn still_valid(request: &str, mutated: &str) -> Checked {
+    let Ok(parsed) = AdmissionRequest::parse(request) else {
+        return Ok(());
+    };
+    let kind = parsed.kind.kind.as_str();
+    match parsed.object.value() {
+        Some(object) if KINDS.contains(&kind) && valid_object(kind, object).is_ok() => {
+            valid_object(kind, mutated).map_err(|e| format!("the mutation broke the object: {e}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The request text with its `object` replaced by `object`.
