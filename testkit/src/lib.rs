@@ -15,6 +15,8 @@ pub mod targets;
 pub mod tree;
 
 pub use fixtures::{bundled_requests, bundled_settings};
+/// The version the kit decodes with, for tests that build objects with its types.
+pub use k8s_openapi;
 pub use objects::{assert_valid_object, valid_object, KINDS};
 
 use taintguard::admission::AdmissionRequest;
