@@ -8,7 +8,8 @@
 #
 # A crash stops its target and fails the run; its input is in fuzz/artifacts/<target>/. Minimise it
 # with `RUSTC_BOOTSTRAP=1 cargo fuzz tmin -s none -a <target> <file>` and keep it as a regression
-# fixture in fuzz/regressions/<target>/, which `cargo test` replays (tests/fuzz_regressions.rs).
+# fixture in fuzz/regressions/<target>/, which `cargo test -p taintguard-testkit` replays
+# (testkit/src/targets.rs).
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -156,4 +156,17 @@ mod tests {
             assert!(err.to_string().contains(want), "{text}: {err}");
         }
     }
+
+    #[test]
+    fn reads_only_what_it_needs() {
+        let text = r#"{"uid":"1","kind":{"group":"","version":"v1","kind":"Node"},"resource":{"resource":"nodes"},
+            "operation":"UPDATE","userInfo":{"username":"alice","groups":["a","b"],"extra":{"x":["y"]}},
+            "object":{"metadata":{}},"oldObject":null,"dryRun":false,"options":{"kind":"UpdateOptions"}}"#;
+        let req = AdmissionRequest::parse(text).unwrap();
+        assert!(req.is_core("Node"));
+        assert_eq!(req.operation, Operation::Update);
+        assert_eq!(req.principal().groups.len(), 2);
+        assert_eq!(req.object.value(), Some(r#"{"metadata":{}}"#));
+        assert_eq!(req.old_object.value(), None);
+    }
 }

@@ -18,9 +18,6 @@ pub mod principal;
 pub mod settings;
 pub mod taint;
 pub mod taint_preservation;
-#[cfg(any(test, feature = "testkit"))]
-#[doc(hidden)]
-pub mod testkit;
 pub mod toleration;
 pub mod toleration_injection;
 pub mod verdict;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
+use taintguard_testkit::{valid_object, KINDS};
 
 /// Who sends a request: a username and its groups.
 #[derive(Debug, Clone, Copy)]
@@ -178,7 +179,9 @@ impl Kubectl {
             .map(drop)
     }
 
-    /// The stored object, as JSON.
+    /// The stored object, as JSON. An object of a kind the policies mutate must decode as its
+    /// k8s-openapi type, which shows that what the API server stored after a mutation is a valid
+    /// object of its kind.
     pub fn get(
         &self,
         resource: &str,
@@ -190,6 +193,13 @@ impl Kubectl {
             args.extend(["-n", ns]);
         }
         let out = self.ok(None, &args, None)?;
-        serde_json::from_str(&out.stdout).map_err(|e| format!("kubectl get {resource} {name}: {e}"))
+        let object: Value = serde_json::from_str(&out.stdout)
+            .map_err(|e| format!("kubectl get {resource} {name}: {e}"))?;
+        let kind = object["kind"].as_str().unwrap_or_default();
+        if KINDS.contains(&kind) {
+            valid_object(kind, &out.stdout)
+                .map_err(|e| format!("kubectl get {resource} {name}: {e}"))?;
+        }
+        Ok(object)
     }
 }

@@ -1,9 +1,14 @@
 //! The scenarios: each replays what real components do, with their identities and request forms,
 //! and checks what is stored and what the client was told.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use taintguard_testkit::k8s_openapi::api::core::v1::{
+    Container, Node, NodeSpec, Pod, PodSpec, Taint, Toleration,
+};
+use taintguard_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::cluster::wait_for;
 use crate::deploy::{self, Deployed, VARIANT_LABEL};
@@ -73,12 +78,19 @@ pub const SCENARIOS: &[Scenario] = &[
 // ---------------------------------------------------------------------------------------------
 // Objects and what to read from them
 
+// Well-formed objects are built with the Kubernetes API's own types, and compared as JSON.
+
+fn to_json<T: serde::Serialize>(object: T) -> Value {
+    serde_json::to_value(object).expect("Kubernetes objects serialise")
+}
+
 fn taint(key: &str, value: &str, effect: &str) -> Value {
-    let mut t = json!({"key": key, "effect": effect});
-    if !value.is_empty() {
-        t["value"] = json!(value);
-    }
-    t
+    to_json(Taint {
+        key: key.into(),
+        value: (!value.is_empty()).then(|| value.into()),
+        effect: effect.into(),
+        time_added: None,
+    })
 }
 
 fn dedicated() -> Value {
@@ -101,11 +113,31 @@ fn ebs_not_ready() -> Value {
     taint("ebs.csi.aws.com/agent-not-ready", "", "NoExecute")
 }
 
+fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+    Some(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
 fn node(name: &str, variant: &str, taints: &[Value]) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {VARIANT_LABEL: variant, "kubernetes.io/hostname": name}},
-        "spec": {"taints": taints},
+    let taints = taints
+        .iter()
+        .map(|t| serde_json::from_value::<Taint>(t.clone()).expect("a taint"))
+        .collect();
+    to_json(Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: labels(&[(VARIANT_LABEL, variant), ("kubernetes.io/hostname", name)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            taints: Some(taints),
+            ..NodeSpec::default()
+        }),
+        ..Node::default()
     })
 }
 
@@ -524,25 +556,67 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
 // toleration-injection
 
 fn dedicated_toleration() -> Value {
-    json!({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"})
+    to_json(Toleration {
+        key: Some("dedicated".into()),
+        operator: Some("Equal".into()),
+        value: Some("gpu".into()),
+        effect: Some("NoSchedule".into()),
+        toleration_seconds: None,
+    })
 }
 
 fn tenant_pod(name: &str, variant: &str, tolerations: &[Value]) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "tenant-a", "labels": {VARIANT_LABEL: variant, "app": "web"}},
-        "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}], "tolerations": tolerations},
+    let tolerations = tolerations
+        .iter()
+        .map(|t| serde_json::from_value::<Toleration>(t.clone()).expect("a toleration"))
+        .collect();
+    to_json(Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("tenant-a".into()),
+            labels: labels(&[(VARIANT_LABEL, variant), ("app", "web")]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "web".into(),
+                image: Some("nginx:1.25".into()),
+                ..Container::default()
+            }],
+            tolerations: Some(tolerations),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
     })
 }
 
 fn helper_pod(variant: &str) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"generateName": "hostpath-provisioner-node1-", "namespace": "kube-system",
-                     "labels": {"microk8s.hostpath.io/managed-by": "node1", VARIANT_LABEL: variant}},
-        "spec": {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": "node1"},
-                 "containers": [{"name": "hostpath-provisioner", "image": "busybox:1.28.4",
-                                 "command": ["mkdir", "-m", "0777", "-p", "/data/pv"]}]},
+    to_json(Pod {
+        metadata: ObjectMeta {
+            generate_name: Some("hostpath-provisioner-node1-".into()),
+            namespace: Some("kube-system".into()),
+            labels: labels(&[
+                ("microk8s.hostpath.io/managed-by", "node1"),
+                (VARIANT_LABEL, variant),
+            ]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            node_selector: labels(&[("kubernetes.io/hostname", "node1")]),
+            containers: vec![Container {
+                name: "hostpath-provisioner".into(),
+                image: Some("busybox:1.28.4".into()),
+                command: Some(
+                    ["mkdir", "-m", "0777", "-p", "/data/pv"]
+                        .map(String::from)
+                        .to_vec(),
+                ),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
     })
 }
 

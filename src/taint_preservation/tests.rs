@@ -321,6 +321,7 @@ fn taint_preservation_cases() {
                 let text = verdict
                     .mutated_object()
                     .unwrap_or_else(|| panic!("{name}: not mutated"));
+                taintguard_testkit::assert_valid_object("Node", text);
                 let got: Value =
                     serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"));
                 assert_eq!(got, expected, "{name}");

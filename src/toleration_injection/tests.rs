@@ -27,11 +27,19 @@ fn object(kind: &str, tolerations: Option<Value>) -> Value {
         "CronJob" => {
             json!({"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": pod_spec}}}})
         }
+        // A ReplicationController's selector is a plain label map, not a LabelSelector.
+        "ReplicationController" => {
+            json!({"selector": {"app": "x"}, "template": {"metadata": {"labels": {"app": "x"}}, "spec": pod_spec}})
+        }
         _ => {
             json!({"selector": {"matchLabels": {"app": "x"}}, "template": {"metadata": {"labels": {"app": "x"}}, "spec": pod_spec}})
         }
     };
-    json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "namespace": "kube-system", "labels": {"app": "x"}}, "spec": spec})
+    let api_version = match gvk(kind)["group"].as_str().unwrap() {
+        "" => "v1".to_owned(),
+        group => format!("{group}/v1"),
+    };
+    json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "kube-system", "labels": {"app": "x"}}, "spec": spec})
 }
 
 fn pod_spec_pointer(kind: &str) -> &'static str {
@@ -61,6 +69,7 @@ fn added(verdict: &Verdict, kind: &str, before: usize) -> Vec<Value> {
     let Some(text) = verdict.mutated_object() else {
         return Vec::new();
     };
+    taintguard_testkit::assert_valid_object(kind, text);
     let v: Value = serde_json::from_str(text).unwrap();
     let list = v
         .pointer(&format!("{}/tolerations", pod_spec_pointer(kind)))
@@ -781,7 +790,7 @@ fn aliasing_does_not_bypass_restrictions() {
         assert_eq!(keys, want, "{name}");
         if let Some(mutated) = verdict.mutated_object() {
             let again = TolerationInjection::validate(
-                &crate::testkit::with_object(&req, mutated).unwrap(),
+                &taintguard_testkit::with_object(&req, mutated).unwrap(),
                 &settings.to_string(),
             );
             assert!(

@@ -45,11 +45,21 @@ impl WapcPolicy {
             .map_err(|e| e.to_string())
     }
 
-    /// `validate` on a fresh instance, with the payload policy-server builds.
+    /// `validate` on a fresh instance, with the payload policy-server builds. A mutated object
+    /// that does not decode as its kind's Kubernetes type is an error: the API server would
+    /// refuse the patched object.
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Value, String> {
-        let payload = json!({"request": admission_request(request), "settings": settings});
+        let request = admission_request(request);
+        let payload = json!({"request": request, "settings": settings});
         let out = self.call("validate", payload.to_string().as_bytes())?;
-        serde_json::from_slice(&out).map_err(|e| format!("validate answered invalid JSON: {e}"))
+        let response: Value = serde_json::from_slice(&out)
+            .map_err(|e| format!("validate answered invalid JSON: {e}"))?;
+        if let Some(mutated) = response.get("mutated_object").filter(|m| !m.is_null()) {
+            let kind = request["kind"]["kind"].as_str().unwrap_or_default();
+            taintguard_testkit::valid_object(kind, &mutated.to_string())
+                .map_err(|e| format!("validate mutated the object into an invalid one: {e}"))?;
+        }
+        Ok(response)
     }
 
     pub fn validate_settings(&self, settings: &Value) -> Result<Value, String> {

@@ -136,7 +136,11 @@ fn every_workload_kind_through_the_host() {
         ("batch", "CronJob", "/spec/jobTemplate/spec/template/spec"),
     ];
     for (group, kind, pointer) in kinds {
-        let mut object = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "w", "namespace": "ops"}});
+        let api_version = match group {
+            "" => "v1".to_owned(),
+            group => format!("{group}/v1"),
+        };
+        let mut object = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "w", "namespace": "ops"}});
         let pod_spec = json!({"containers": [{"name": "c", "image": "i"}], "tolerations": [{"key": MASTER, "operator": "Exists"}]});
         let mut cursor = &mut object;
         let steps: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();

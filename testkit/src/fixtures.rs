@@ -1,7 +1,8 @@
 //! The bundled example settings and requests, compiled in so that the fuzz targets start from
 //! realistic inputs without reading files.
 
-use crate::json::field;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 const SETTINGS: &[&str] = &[
     "{}",
@@ -36,13 +37,18 @@ pub fn bundled_settings() -> &'static [&'static str] {
 
 /// The `request` (an AdmissionRequest) of bundled AdmissionReviews of both policies.
 pub fn bundled_requests() -> Vec<&'static str> {
+    #[derive(Deserialize)]
+    struct Review<'a> {
+        #[serde(borrow)]
+        request: &'a RawValue,
+    }
     REVIEWS
         .iter()
         .map(|review| {
-            field(review, "request")
-                .ok()
-                .and_then(|r| r.value())
+            serde_json::from_str::<Review<'static>>(review)
                 .expect("bundled reviews carry a request")
+                .request
+                .get()
         })
         .collect()
 }

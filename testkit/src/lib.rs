@@ -1,26 +1,33 @@
 //! Invariants every verdict must satisfy, whatever the input, and generators of hostile but
 //! structurally valid requests. Shared by the property tests (`cargo test`), the fuzz targets
-//! (`fuzz/`, feature `testkit`) and the replay of fuzz regressions, so all three check the same
-//! things. Not part of the policies' API.
+//! (`fuzz/`) and the replay of fuzz regressions, so all three check the same things. A crate of
+//! its own, so that nothing of it ships in the core.
+//!
+//! The core's unit tests use it too, through a dev-dependency cycle: they get another copy of the
+//! core than this crate's, so what they call here takes and gives JSON text only.
 
 mod fixtures;
 pub mod gen;
+mod objects;
 #[cfg(test)]
 mod properties;
 pub mod targets;
 pub mod tree;
 
 pub use fixtures::{bundled_requests, bundled_settings};
+/// The version the kit decodes with, for tests that build objects with its types.
+pub use k8s_openapi;
+pub use objects::{assert_valid_object, valid_object, KINDS};
 
-use crate::admission::AdmissionRequest;
-use crate::json::JsonStr;
-use crate::json::Splice;
-use crate::policy::{Half, Policy, PolicyExt};
-use crate::settings::parse_settings_json;
-use crate::taint::Taint;
-use crate::taint_preservation::TaintPreservation;
-use crate::toleration_injection::TolerationInjection;
-use crate::verdict::Verdict;
+use taintguard::admission::AdmissionRequest;
+use taintguard::json::JsonStr;
+use taintguard::json::Splice;
+use taintguard::policy::{Half, Policy, PolicyExt};
+use taintguard::settings::parse_settings_json;
+use taintguard::taint::Taint;
+use taintguard::taint_preservation::TaintPreservation;
+use taintguard::toleration_injection::TolerationInjection;
+use taintguard::verdict::Verdict;
 use tree::Tree;
 
 /// Which invariants a failure broke, with the input that broke them.
@@ -64,6 +71,7 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
                 return Err(format!("mutated object is not JSON: {e}"));
             }
         }
+        still_valid(request, mutated)?;
         let again = P::validate(&with_object(request, mutated)?, settings);
         if !again.accepted() || again.mutated_object().is_some() {
             return Err(format!(
@@ -72,6 +80,22 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
         }
     }
     Ok(verdict)
+}
+
+/// A mutation of an object that decodes as its kind's Kubernetes type decodes as that type too.
+/// Generated objects need not decode (hostile members, a Deployment under `v1`), and what the
+/// policy was given invalid it cannot be asked to make valid.
+fn still_valid(request: &str, mutated: &str) -> Checked {
+    let Ok(parsed) = AdmissionRequest::parse(request) else {
+        return Ok(());
+    };
+    let kind = parsed.kind.kind.as_str();
+    match parsed.object.value() {
+        Some(object) if KINDS.contains(&kind) && valid_object(kind, object).is_ok() => {
+            valid_object(kind, mutated).map_err(|e| format!("the mutation broke the object: {e}"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The request text with its `object` replaced by `object`.
@@ -140,14 +164,14 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
 fn protected_taints_survive(
     request: &str,
     verdict: &Verdict,
-    settings: &crate::taint_preservation::Settings,
+    settings: &taintguard::taint_preservation::Settings,
 ) -> Checked {
     let Ok(parsed) = AdmissionRequest::parse(request) else {
         return Ok(());
     };
     if !verdict.accepted()
         || !parsed.is_core("Node")
-        || parsed.operation != crate::admission::Operation::Update
+        || parsed.operation != taintguard::admission::Operation::Update
     {
         return Ok(());
     }

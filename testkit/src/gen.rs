@@ -8,8 +8,7 @@
 use arbitrary::{Result, Unstructured};
 use serde_json::{json, Map, Value};
 
-use crate::json::write_str;
-use crate::taint_preservation::settings::DEFAULT_ONE_SHOT_RECORD_ANNOTATION;
+use taintguard::taint_preservation::settings::DEFAULT_ONE_SHOT_RECORD_ANNOTATION;
 
 const TAINT_KEYS: &[&str] = &[
     "example.com/dedicated",
@@ -571,7 +570,7 @@ fn write_value(
                 if i > 0 {
                     out.push_str(sep);
                 }
-                write_str(out, key);
+                out.push_str(&Value::from(key.as_str()).to_string());
                 out.push_str(if pretty { ": " } else { ":" });
                 write_value(u, item, pretty, out)?;
             }
@@ -580,39 +579,4 @@ fn write_value(
         scalar => out.push_str(&scalar.to_string()),
     }
     Ok(())
-}
-
-/// What `generate` makes of 400 fixed pseudo-random inputs (those it can make something of): the
-/// same many shapes on every run, for tests that compare two readers of one request.
-pub fn fixed_requests(
-    generate: fn(&mut Unstructured<'_>) -> Result<(String, String)>,
-) -> Vec<String> {
-    (0..400u32)
-        .filter_map(|seed| {
-            let bytes: Vec<u8> = (0..1024u32)
-                .map(|i| {
-                    (i.wrapping_mul(2_654_435_761)
-                        .wrapping_add(seed.wrapping_mul(40_503))
-                        >> 13) as u8
-                })
-                .collect();
-            generate(&mut Unstructured::new(&bytes))
-                .ok()
-                .map(|(request, _)| request)
-        })
-        .collect()
-}
-
-/// `base` with each `from` replaced by its `to`, once and everywhere, each also with whitespace
-/// around the whole text: the hand-made variants of one request that a reader must agree on. A
-/// replacement whose `from` is not in `base` (tables shared by several bases) makes none.
-pub fn variants(base: &str, replacements: &[(&str, &str)]) -> Vec<String> {
-    let mut texts = Vec::new();
-    for (from, to) in replacements.iter().filter(|(from, _)| base.contains(from)) {
-        for text in [base.replacen(from, to, 1), base.replace(from, to)] {
-            texts.push(format!(" \n{text}\t"));
-            texts.push(text);
-        }
-    }
-    texts
 }

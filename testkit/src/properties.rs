@@ -6,9 +6,9 @@ use arbitrary::Unstructured;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{check_taint_preservation, check_toleration_injection, gen};
-use crate::policy::PolicyExt;
-use crate::toleration_injection::TolerationInjection;
+use super::{check_taint_preservation, check_toleration_injection, gen, valid_object, KINDS};
+use taintguard::policy::PolicyExt;
+use taintguard::toleration_injection::TolerationInjection;
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -101,10 +101,20 @@ proptest! {
     }
 }
 
-/// The generators reach every kind of verdict, so the properties above are not vacuous.
+/// Whether the request's object decodes as its kind's Kubernetes type.
+fn decodes(request: &str) -> bool {
+    let Ok(r) = serde_json::from_str::<Value>(request) else {
+        return false;
+    };
+    let kind = r["kind"]["kind"].as_str().unwrap_or("");
+    KINDS.contains(&kind) && valid_object(kind, &r["object"].to_string()).is_ok()
+}
+
+/// The generators reach every kind of verdict, so the properties above are not vacuous, and
+/// mutate objects that decode, so that "a mutation keeps the object decodable" is not either.
 #[test]
 fn generated_cases_reach_every_verdict() {
-    use crate::taint_preservation::TaintPreservation;
+    use taintguard::taint_preservation::TaintPreservation;
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut bytes = || {
         (0..1024)
@@ -114,29 +124,32 @@ fn generated_cases_reach_every_verdict() {
             })
             .collect::<Vec<u8>>()
     };
-    let mut seen = [[0u32; 3]; 2];
+    let mut seen = [[0u32; 4]; 2];
     for _ in 0..300 {
         let data = bytes();
         let cases = [
             gen::taint_preservation(&mut Unstructured::new(&data))
-                .map(|(r, s)| TaintPreservation::validate(&r, &s)),
+                .map(|(r, s)| (TaintPreservation::validate(&r, &s), r)),
             gen::toleration_injection(&mut Unstructured::new(&data))
-                .map(|(r, s)| TolerationInjection::validate(&r, &s)),
+                .map(|(r, s)| (TolerationInjection::validate(&r, &s), r)),
         ];
         for (policy, verdict) in cases.into_iter().enumerate() {
-            let Ok(v) = verdict else { continue };
+            let Ok((v, request)) = verdict else { continue };
             let kind = match (v.accepted(), v.mutated_object().is_some()) {
                 (false, _) => 0,
                 (true, true) => 1,
                 (true, false) => 2,
             };
             seen[policy][kind] += 1;
+            if kind == 1 && decodes(&request) {
+                seen[policy][3] += 1;
+            }
         }
     }
     for (policy, counts) in seen.iter().enumerate() {
         assert!(
             counts.iter().all(|c| *c >= 10),
-            "policy {policy}: {counts:?} (rejected, mutated, accepted)"
+            "policy {policy}: {counts:?} (rejected, mutated, accepted, mutated and decodes)"
         );
     }
 }
