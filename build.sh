@@ -58,6 +58,18 @@ ensure_rust_components() {
 # the name section is 10-15% of a module and only serves debuggers (benchmarks/results.md).
 WASM_CARGO=(cargo --config 'target.wasm32-wasip1.rustflags=["-Dwarnings", "-Cstrip=symbols"]')
 
+# embed-metadata (tools/wasm-metadata) turns a linked module into an artifact. It has no wasm
+# host, so building the policies never compiles wasmtime.
+build_embed_metadata() {
+  cargo build -q -p taintguard-wasm-metadata --bin embed-metadata
+}
+
+# The host-side tools of wasm-tests (evaluate-examples, wapc-verdicts, limit-cases, ...): these
+# run the artifacts in wasmtime, the host policy-server embeds.
+build_host_tools() {
+  cargo build -q -p wasm-tests --bins
+}
+
 build_policies() {
   ensure_rust_targets wasm32-wasip1
   mkdir -p dist
@@ -65,7 +77,7 @@ build_policies() {
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-wasip1"
   "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 $(printf -- '-p %s ' "${names[@]}")
-  cargo build -q -p wasm-tests --bins
+  build_embed_metadata
   for policy in "${names[@]}"; do
     target/debug/embed-metadata "policies/$policy/metadata.yml" "policies/$policy/README.md" \
       "target/wasm32-wasip1/release/${policy//-/_}.wasm" "dist/$policy.wasm"
@@ -100,6 +112,7 @@ build_gatekeeper_artifacts() {
 opa_sdk_tests() {
   command -v node >/dev/null && command -v npm >/dev/null ||
     { echo "node (20 or newer) and npm are needed for the OPA SDK tests" >&2; exit 1; }
+  build_host_tools
   say "gatekeeper artifacts in @open-policy-agent/opa-wasm (node --test)"
   (cd wasm-tests/js/opa && npm ci --no-audit --no-fund --loglevel=error && node --test)
 }
@@ -159,6 +172,7 @@ build_js() {
 # the package against the waPC build on every example, the page in Chromium, and the example
 # of a user testing their own settings.
 run_js_tests() {
+  build_host_tools
   ensure_chromium
   ensure_npm_packages abi/js/tests
   ensure_npm_packages examples/node-test
@@ -181,6 +195,7 @@ run_js_tests() {
 
 evaluate_examples() {
   local policy
+  build_host_tools
   for policy in $(policies); do
     say "evaluating policies/$policy/examples through the waPC host"
     target/debug/evaluate-examples "policies/$policy" "dist/$policy.wasm"
@@ -270,6 +285,7 @@ run_benchmarks() {
 # scenario and `N passed, N failed`.
 run_e2e() {
   build_policies
+  build_host_tools
   cargo build -q -p taintguard-e2e
   say "end-to-end: kube-apiserver, etcd and policy-server on loopback"
   target/debug/taintguard-e2e

@@ -149,7 +149,7 @@ fn run(
 
     // The gatekeeper artifacts, in Kubewarden's gatekeeper mode (burrego).
     let read = |path: &Path| std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()));
-    let finished = wasm_tests::opa::finish(&read(baseline_gatekeeper)?)
+    let finished = taintguard_wasm_metadata::opa::finish(&read(baseline_gatekeeper)?)
         .map_err(|e| format!("{}: {e}", baseline_gatekeeper.display()))?;
     let baseline = OpaModule::from_bytes("baseline.gatekeeper", &finished)?;
     let empty_result_set = json!([{"result": []}]);

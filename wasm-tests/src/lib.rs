@@ -4,8 +4,6 @@
 pub mod examples;
 pub mod kubewarden;
 pub mod limits;
-pub mod metadata;
-pub mod opa;
 pub mod probe;
 
 use std::path::PathBuf;

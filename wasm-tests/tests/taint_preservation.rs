@@ -1,9 +1,10 @@
 //! dist/taint-preservation.wasm in the waPC host policy-server runs: a fresh instance per call.
 
 use serde_json::{json, Value};
+use taintguard_wasm_metadata::{section, wapc};
 use wasm_tests::examples::{self, outcome, Expect};
 use wasm_tests::kubewarden::{admission_request, admission_response, WapcPolicy};
-use wasm_tests::{metadata, read_artifact, repo_root};
+use wasm_tests::{read_artifact, repo_root};
 
 const ARTIFACT: &str = "taint-preservation.wasm";
 
@@ -285,8 +286,10 @@ fn protocol_version_and_embedded_metadata() {
         .call("protocol_version", b"")
         .unwrap();
     assert_eq!(answer, b"\"v1\"");
-    metadata::check_wapc(&bytes).unwrap();
-    let meta = metadata::read(&bytes).unwrap().expect("metadata section");
+    wapc::check(&bytes).unwrap();
+    let meta = section::read_json(&bytes)
+        .unwrap()
+        .expect("metadata section");
     assert_eq!(meta["protocolVersion"], "v1");
     assert_eq!(meta["executionMode"], "kubewarden-wapc");
     assert_eq!(meta["mutating"], true);

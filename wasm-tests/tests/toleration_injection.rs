@@ -1,9 +1,10 @@
 //! dist/toleration-injection.wasm in the waPC host policy-server runs: a fresh instance per call.
 
 use serde_json::{json, Value};
+use taintguard_wasm_metadata::{section, wapc};
 use wasm_tests::examples::{self, outcome, Expect};
 use wasm_tests::kubewarden::{admission_request, admission_response, WapcPolicy};
-use wasm_tests::{metadata, read_artifact, repo_root};
+use wasm_tests::{read_artifact, repo_root};
 
 const ARTIFACT: &str = "toleration-injection.wasm";
 const CP: &str = "node-role.kubernetes.io/control-plane";
@@ -301,8 +302,10 @@ fn malformed_requests_are_rejected_not_trapped() {
 #[test]
 fn embedded_metadata() {
     let bytes = read_artifact(ARTIFACT);
-    metadata::check_wapc(&bytes).unwrap();
-    let meta = metadata::read(&bytes).unwrap().expect("metadata section");
+    wapc::check(&bytes).unwrap();
+    let meta = section::read_json(&bytes)
+        .unwrap()
+        .expect("metadata section");
     assert_eq!(meta["protocolVersion"], "v1");
     assert_eq!(meta["mutating"], true);
     let resources: Vec<&str> = meta["rules"]

@@ -12,7 +12,6 @@
 
 mod defaults;
 pub mod evaluate;
-mod metadata;
 pub mod registry;
 
 use js_sys::JSON;
@@ -150,8 +149,8 @@ pub fn policies() -> Result<JsValue, JsError> {
         .map(|p| {
             serde_json::json!({
                 "name": p.name,
-                "description": metadata::description(p.metadata),
-                "mutating": metadata::mutating(p.metadata),
+                "description": p.facts.description,
+                "mutating": p.facts.mutating,
                 "defaultSettings": (p.default_settings)(),
             })
         })

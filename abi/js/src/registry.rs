@@ -8,12 +8,20 @@ use taintguard::{Policy, PolicyExt, Verdict};
 
 use crate::defaults;
 
+/// What the package reports from a policy's Kubewarden `metadata.yml` (read by build.rs).
+pub struct Facts {
+    /// The `io.kubewarden.policy.title` annotation.
+    pub title: &'static str,
+    /// The `io.kubewarden.policy.description` annotation.
+    pub description: &'static str,
+    pub mutating: bool,
+}
+
 /// One policy, with its trait methods turned into plain function pointers so that policies of
 /// different settings types can sit in one table.
 pub struct Entry {
     pub name: &'static str,
-    /// The policy's Kubewarden `metadata.yml`, for its description and whether it mutates.
-    pub metadata: &'static str,
+    pub facts: Facts,
     pub default_settings: fn() -> Value,
     /// Request and settings text in; the verdict, or an error message naming the bad field.
     pub evaluate: fn(&str, &str) -> Result<Verdict, String>,
@@ -24,7 +32,7 @@ macro_rules! entry {
     ($policy:ty, $dir:literal, $defaults:path) => {
         Entry {
             name: <$policy as Policy>::NAME,
-            metadata: include_str!(concat!("../../../policies/", $dir, "/metadata.yml")),
+            facts: include!(concat!(env!("OUT_DIR"), "/", $dir, ".rs")),
             default_settings: $defaults,
             evaluate: evaluate::<$policy>,
             validate_settings: validate_settings::<$policy>,
@@ -73,13 +81,12 @@ mod tests {
     fn names_are_unique_and_match_their_folders() {
         for (i, entry) in POLICIES.iter().enumerate() {
             assert!(POLICIES[..i].iter().all(|p| p.name != entry.name));
-            assert!(
-                entry
-                    .metadata
-                    .contains(&format!("io.kubewarden.policy.title: {}", entry.name)),
-                "{} embeds another policy's metadata",
+            assert_eq!(
+                entry.facts.title, entry.name,
+                "{} reports another policy's metadata",
                 entry.name
             );
+            assert!(!entry.facts.description.is_empty(), "{}", entry.name);
         }
     }
 

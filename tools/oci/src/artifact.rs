@@ -8,7 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::wasm::{self, Metadata};
+use taintguard_wasm_metadata::metadata::Metadata;
+use taintguard_wasm_metadata::section;
 
 #[derive(Debug)]
 pub struct Artifact {
@@ -61,7 +62,7 @@ impl Artifact {
         let (name, policy) = names(file_name)?;
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let metadata =
-            wasm::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            section::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(metadata.map(|metadata| Artifact {
             path: path.to_owned(),
             name,
@@ -79,7 +80,7 @@ impl Artifact {
                 "{}: the module has no `{}` section; Kubewarden cannot run it (build it with \
                  ./build.sh, which embeds the metadata)",
                 path.display(),
-                wasm::SECTION
+                section::SECTION
             )
         })
     }
@@ -128,7 +129,7 @@ pub fn discover(dist: &Path) -> Result<Vec<Artifact>, String> {
             None => eprintln!(
                 "note: skipping {}: it has no `{}` section, so it is not a Kubewarden policy",
                 path.display(),
-                wasm::SECTION
+                section::SECTION
             ),
         }
     }

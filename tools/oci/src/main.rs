@@ -7,7 +7,6 @@ mod manifests;
 mod reference;
 mod registry;
 mod verify;
-mod wasm;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

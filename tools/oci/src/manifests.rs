@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::artifact::Artifact;
-use crate::wasm::Rule;
+use taintguard_wasm_metadata::metadata::Rule;
 
 /// Where a manifest's module lives: by digest once pushed, else by tag.
 #[derive(Debug, Clone)]
@@ -417,7 +417,7 @@ pub fn created_at() -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wasm;
+    use taintguard_wasm_metadata::metadata::Metadata;
 
     fn artifact(metadata: &str) -> Artifact {
         Artifact {
@@ -425,7 +425,7 @@ mod tests {
             name: "demo".into(),
             policy: "demo".into(),
             bytes: Vec::new(),
-            metadata: serde_json::from_str::<wasm::Metadata>(metadata).unwrap(),
+            metadata: serde_json::from_str::<Metadata>(metadata).unwrap(),
         }
     }
 

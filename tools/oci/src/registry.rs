@@ -7,10 +7,10 @@ use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use taintguard_wasm_metadata::section;
 
 use crate::layout;
 use crate::reference::{self, Transport};
-use crate::wasm;
 
 pub const USERNAME_ENV: &str = "TAINTGUARD_REGISTRY_USERNAME";
 pub const PASSWORD_ENV: &str = "TAINTGUARD_REGISTRY_PASSWORD";
@@ -196,7 +196,7 @@ pub async fn pull_like_kubewarden(
         .ok_or_else(|| format!("{reference}: the manifest has no layers"))?
         .data
         .to_vec();
-    if !module.starts_with(wasm::MAGIC) {
+    if !module.starts_with(section::MAGIC) {
         return Err(format!("{reference}: the first layer is not a wasm module"));
     }
     let digest = image

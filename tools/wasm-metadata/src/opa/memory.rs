@@ -11,31 +11,17 @@
 //! [`HOST_PAGES`], and the start function (`__wasm_init_memory`, which zeroes `.bss`) first grows
 //! memory to the linker's minimum and copies the segments with `memory.init`.
 
+use wasm_encoder::{Encode, RawSection, Section as _};
 use wasmparser::{BinaryReader, DataKind, FunctionBody, Parser, Payload, TypeRef};
 
 use super::HOST_PAGES;
-use crate::metadata::leb128;
 
 fn err(e: wasmparser::BinaryReaderError) -> String {
     e.to_string()
 }
 
-fn sleb(mut n: i64, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        let done = (n == 0 && byte & 0x40 == 0) || (n == -1 && byte & 0x40 != 0);
-        out.push(if done { byte } else { byte | 0x80 });
-        if done {
-            return;
-        }
-    }
-}
-
-fn section(id: u8, content: &[u8], out: &mut Vec<u8>) {
-    out.push(id);
-    leb128(content.len() as u64, out);
-    out.extend_from_slice(content);
+fn section(id: u8, data: &[u8], out: &mut Vec<u8>) {
+    RawSection { id, data }.append_to(out);
 }
 
 /// One section of the module: id, where its header starts and where its content lies.
@@ -58,22 +44,22 @@ fn prologue(pages: u64, segments: &[Segment]) -> Vec<u8> {
     let mut code = Vec::new();
     // block; if memory.size >= pages: done; if memory.grow(pages - memory.size) == -1: trap
     code.extend_from_slice(&[0x02, 0x40, 0x3f, 0x00, 0x41]);
-    sleb(pages as i64, &mut code);
+    (pages as i64).encode(&mut code);
     code.extend_from_slice(&[0x4f, 0x0d, 0x00, 0x41]);
-    sleb(pages as i64, &mut code);
+    (pages as i64).encode(&mut code);
     code.extend_from_slice(&[
         0x3f, 0x00, 0x6b, 0x40, 0x00, 0x41, 0x7f, 0x47, 0x0d, 0x00, 0x00, 0x0b,
     ]);
     for segment in segments {
         // memory.init segment (dest = offset, source = 0, len); data.drop segment
         code.push(0x41);
-        sleb(segment.offset, &mut code);
+        segment.offset.encode(&mut code);
         code.extend_from_slice(&[0x41, 0x00, 0x41]);
-        sleb(segment.len as i64, &mut code);
+        (segment.len as i64).encode(&mut code);
         code.extend_from_slice(&[0xfc, 0x08]);
-        leb128(u64::from(segment.index), &mut code);
+        segment.index.encode(&mut code);
         code.extend_from_slice(&[0x00, 0xfc, 0x09]);
-        leb128(u64::from(segment.index), &mut code);
+        segment.index.encode(&mut code);
     }
     code
 }
@@ -159,7 +145,7 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
                 // The data count section, which `memory.init` requires, goes before the code.
                 if !sections.iter().any(|s| s.id == 12) {
                     let mut count = Vec::new();
-                    leb128(u64::from(data_count), &mut count);
+                    data_count.encode(&mut count);
                     section(12, &count, &mut out);
                 }
                 // Segments are read first so the prologue knows them.
@@ -172,7 +158,7 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
                     data_section.content.start,
                 ))
                 .map_err(err)?;
-                leb128(u64::from(reader.count()), &mut data);
+                reader.count().encode(&mut data);
                 for (index, segment) in reader.into_iter().enumerate() {
                     let segment = segment.map_err(err)?;
                     match segment.kind {
@@ -193,7 +179,7 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
                         _ => return Err("a data segment targets another memory".into()),
                     }
                     data.push(0x01);
-                    leb128(segment.data.len() as u64, &mut data);
+                    segment.data.len().encode(&mut data);
                     data.extend_from_slice(segment.data);
                 }
                 section(
@@ -235,7 +221,7 @@ fn code_with_prologue(
             locals.read().map_err(err)?;
         }
         let expr = locals.original_position();
-        leb128((size + prologue.len()) as u64, &mut out);
+        (size + prologue.len()).encode(&mut out);
         out.extend_from_slice(&wasm[body.start..expr]);
         out.extend_from_slice(prologue);
         out.extend_from_slice(&wasm[expr..body.end]);

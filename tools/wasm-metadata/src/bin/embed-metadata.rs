@@ -5,12 +5,12 @@
 //! `--execution-mode gatekeeper|opa` makes the artifact of the same policy for another engine
 //! from the one `metadata.yml`: the mode is overridden and `mutating` set to false (these modules
 //! run the validating half). For those modes the linked module is first finished as an OPA-ABI
-//! artifact (`wasm_tests::opa::finish`: real ABI version globals, static data that fits the
-//! hosts' 5 memory pages) and checked.
+//! artifact ([`opa::finish`]: real ABI version globals, static data that fits the hosts' 5
+//! memory pages) and checked.
 
 use std::process::ExitCode;
 
-use wasm_tests::{metadata, opa};
+use taintguard_wasm_metadata::{metadata, opa, section, wapc};
 
 const USAGE: &str =
     "usage: embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM";
@@ -24,20 +24,21 @@ fn run(args: &[String]) -> Result<(), String> {
         return Err(USAGE.into());
     };
     let read = |p: &str| std::fs::read(p).map_err(|e| format!("{p}: {e}"));
+    let text = |p: &str| String::from_utf8(read(p)?).map_err(|e| format!("{p}: {e}"));
     let mut wasm = read(input)?;
-    let yml = String::from_utf8(read(metadata_yml)?).map_err(|e| format!("{metadata_yml}: {e}"))?;
-    let usage = String::from_utf8(read(usage)?).map_err(|e| format!("{usage}: {e}"))?;
-    let mut meta = metadata::metadata_json(&yml, &usage)?;
+    let mut meta = metadata::metadata_json(&text(metadata_yml)?, &text(usage)?)
+        .map_err(|e| format!("{metadata_yml}: {e}"))?;
     if let Some(mode) = mode {
-        meta = metadata::for_execution_mode(meta, mode)?;
+        meta = metadata::for_execution_mode(meta, mode)
+            .map_err(|e| format!("--execution-mode: {e}"))?;
     }
     match meta["executionMode"].as_str() {
-        Some("kubewarden-wapc") => metadata::check_wapc(&wasm),
+        Some("kubewarden-wapc") => wapc::check(&wasm),
         Some("gatekeeper" | "opa") => opa::finish(&wasm).map(|finished| wasm = finished),
         _ => Ok(()),
     }
     .map_err(|e| format!("{input}: {e}"))?;
-    let out = metadata::embed(&wasm, &meta)?;
+    let out = section::embed(&wasm, &meta).map_err(|e| format!("{input}: {e}"))?;
     std::fs::write(output, out).map_err(|e| format!("{output}: {e}"))
 }
 

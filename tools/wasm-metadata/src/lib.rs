@@ -1,0 +1,13 @@
+//! From a linked policy module to a Kubewarden artifact, and the readers every other crate uses:
+//! the one reader of a policy's `metadata.yml` ([`metadata`]), the metadata section a module
+//! carries (`section`), what each execution mode's host needs of a module's interface (`wapc`,
+//! `opa`) and the post-link finishing of OPA-ABI modules (`opa::finish`).
+//! `src/bin/embed-metadata.rs` puts them together for `./build.sh`.
+
+pub mod metadata;
+#[cfg(feature = "module")]
+pub mod opa;
+#[cfg(feature = "module")]
+pub mod section;
+#[cfg(feature = "module")]
+pub mod wapc;

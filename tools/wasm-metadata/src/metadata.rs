@@ -1,0 +1,216 @@
+//! A policy's Kubewarden metadata. `metadata.yml` is read here and nowhere else: checked, with
+//! what Kubewarden assumes for an absent key filled in ([`read_yml`]); the JSON the module's
+//! metadata section carries is that plus the usage text ([`metadata_json`]); [`Metadata`] is the
+//! typed view of either, for the tools that publish and describe the artifacts.
+//!
+//! The section JSON stays a `serde_json` map rather than [`Metadata`]: keys this crate does not
+//! type (a rule's `scope`, say) reach Kubewarden unchanged, and the map's sorted keys keep the
+//! embedded bytes the same from build to build.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The execution mode Kubewarden assumes when `metadata.yml` names none.
+pub const DEFAULT_EXECUTION_MODE: &str = "kubewarden-wapc";
+
+/// Execution modes Kubewarden knows, and whether each speaks the waPC protocol.
+fn protocol_version(execution_mode: &str) -> Result<&'static str, String> {
+    match execution_mode {
+        "kubewarden-wapc" => Ok("v1"),
+        "opa" | "gatekeeper" | "wasi" => Ok("Unknown"),
+        other => Err(format!("unknown execution mode {other:?}")),
+    }
+}
+
+/// `metadata.yml` checked, with `protocolVersion` derived from the execution mode and Kubewarden's
+/// defaults for absent keys. Errors name the key; the caller names the file.
+pub fn read_yml(text: &str) -> Result<Map<String, Value>, String> {
+    let mut meta: Map<String, Value> = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    for required in ["rules", "mutating"] {
+        if !meta.contains_key(required) {
+            return Err(format!("`{required}` is required"));
+        }
+    }
+    let rules = meta["rules"].as_array().ok_or("`rules` must be a list")?;
+    for (i, rule) in rules.iter().enumerate() {
+        for list in ["apiGroups", "apiVersions", "resources", "operations"] {
+            if rule
+                .get(list)
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
+                return Err(format!("`rules[{i}].{list}` must be a non-empty list"));
+            }
+        }
+    }
+    let mode = meta
+        .entry("executionMode")
+        .or_insert_with(|| Value::from(DEFAULT_EXECUTION_MODE))
+        .as_str()
+        .ok_or("`executionMode` must be a string")?
+        .to_owned();
+    let protocol = protocol_version(&mode).map_err(|e| format!("`executionMode`: {e}"))?;
+    meta.insert("protocolVersion".into(), Value::from(protocol));
+    meta.entry("backgroundAudit").or_insert(Value::Bool(true));
+    meta.entry("policyType")
+        .or_insert_with(|| Value::from("kubernetes"));
+    meta.entry("contextAwareResources")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object()
+        .ok_or("`annotations` must be a map")?;
+    if let Some((key, _)) = annotations.iter().find(|(_, v)| !v.is_string()) {
+        return Err(format!("annotation {key:?} must be a string"));
+    }
+    Ok(meta)
+}
+
+/// The annotation `kwctl annotate --usage-path` adds: the policy's README.
+pub const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
+
+/// The metadata section's JSON: [`read_yml`] with `usage` added as the usage annotation.
+pub fn metadata_json(metadata_yml: &str, usage: &str) -> Result<Value, String> {
+    let mut meta = read_yml(metadata_yml)?;
+    if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
+        annotations.insert(USAGE_ANNOTATION.into(), Value::from(usage));
+    }
+    Ok(Value::Object(meta))
+}
+
+/// The metadata of the same policy built for another execution mode: the gatekeeper artifact
+/// runs only the validating half, so it is `mutating: false` whatever the waPC module is. Rules,
+/// annotations and everything else stay those of `metadata.yml`.
+pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> {
+    let protocol = protocol_version(mode)?;
+    let fields = meta.as_object_mut().ok_or("metadata must be an object")?;
+    fields.insert("executionMode".into(), Value::from(mode));
+    fields.insert("protocolVersion".into(), Value::from(protocol));
+    if mode != DEFAULT_EXECUTION_MODE {
+        fields.insert("mutating".into(), Value::Bool(false));
+    }
+    Ok(meta)
+}
+
+/// The parts of the metadata the tools need. Unknown keys are ignored, as Kubewarden does.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    pub rules: Vec<Rule>,
+    pub mutating: bool,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default = "default_background_audit")]
+    pub background_audit: bool,
+    #[serde(default = "default_execution_mode")]
+    pub execution_mode: String,
+    #[serde(default)]
+    pub context_aware_resources: Vec<Value>,
+}
+
+fn default_background_audit() -> bool {
+    true
+}
+
+fn default_execution_mode() -> String {
+    DEFAULT_EXECUTION_MODE.into()
+}
+
+/// One admission rule, in the field order `kwctl scaffold manifest` writes; any other key (a
+/// `scope`, say) is carried through unchanged.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    pub api_groups: Vec<String>,
+    pub api_versions: Vec<String>,
+    pub resources: Vec<String>,
+    pub operations: Vec<String>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl Metadata {
+    /// A policy's `metadata.yml`, read by [`read_yml`].
+    pub fn from_yml(text: &str) -> Result<Metadata, String> {
+        serde_json::from_value(Value::Object(read_yml(text)?)).map_err(|e| e.to_string())
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.get(key).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: &str =
+        "rules: [{apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n";
+
+    #[test]
+    fn fills_kubewarden_defaults_and_the_usage() {
+        let meta = metadata_json(&format!("{RULE}mutating: true\n"), "usage").unwrap();
+        assert_eq!(meta["executionMode"], "kubewarden-wapc");
+        assert_eq!(meta["protocolVersion"], "v1");
+        assert_eq!(meta["backgroundAudit"], true);
+        assert_eq!(meta["policyType"], "kubernetes");
+        assert_eq!(meta["contextAwareResources"], Value::Array(vec![]));
+        assert_eq!(meta["annotations"][USAGE_ANNOTATION], "usage");
+        let typed = Metadata::from_yml(&format!("{RULE}mutating: true\n")).unwrap();
+        assert!(typed.mutating && typed.background_audit);
+        assert_eq!(typed.rules[0].resources, ["pods"]);
+    }
+
+    #[test]
+    fn refuses_what_kubewarden_would_and_names_the_key() {
+        let cases = [
+            ("mutating: true\n".to_owned(), "`rules` is required"),
+            (RULE.to_owned(), "`mutating` is required"),
+            (
+                "rules: {}\nmutating: true\n".into(),
+                "`rules` must be a list",
+            ),
+            (
+                "rules: [{apiGroups: ['']}]\nmutating: true\n".into(),
+                "`rules[0].apiVersions` must be a non-empty list",
+            ),
+            (
+                format!("{RULE}mutating: true\nexecutionMode: rego\n"),
+                "`executionMode`: unknown execution mode \"rego\"",
+            ),
+            (
+                format!("{RULE}mutating: true\nannotations: {{a: 1}}\n"),
+                "annotation \"a\" must be a string",
+            ),
+            ("rules: [\n".into(), "line 2"),
+        ];
+        for (yml, want) in cases {
+            let err = read_yml(&yml).expect_err(want);
+            assert!(err.contains(want), "{yml}: {err}");
+        }
+    }
+
+    #[test]
+    fn another_mode_keeps_the_rest_and_never_mutates() {
+        let meta = metadata_json(&format!("{RULE}mutating: true\n"), "usage").unwrap();
+        assert!(for_execution_mode(meta.clone(), "rego").is_err());
+        let opa = for_execution_mode(meta.clone(), "opa").unwrap();
+        assert_eq!(
+            (
+                &opa["executionMode"],
+                &opa["mutating"],
+                &opa["protocolVersion"]
+            ),
+            (
+                &Value::from("opa"),
+                &Value::Bool(false),
+                &Value::from("Unknown")
+            )
+        );
+        assert_eq!(opa["rules"], meta["rules"]);
+        assert_eq!(opa["annotations"], meta["annotations"]);
+    }
+}
