@@ -71,6 +71,10 @@ pub const QUICK: Timing = Timing {
     rounds: 1,
 };
 
+/// Where a run keeps policy-server's configuration, downloads and log, and the request bodies,
+/// relative to the repository.
+pub const RUN_DIR: &str = "target/bench/real-host";
+
 /// The modules of one case, in the order each round runs them.
 pub const MODULES: [&str; 3] = ["null", "policy", "baseline"];
 
@@ -291,7 +295,7 @@ pub fn run(
     if cases.is_empty() {
         return Ok(Outcome::NotRun("no real-host input selected".to_owned()));
     }
-    let dir = repo.join("target/bench/real-host");
+    let dir = repo.join(RUN_DIR);
     let (prepared, entries) = prepare(&cases, modules, &dir)?;
     let script = repo.join("benchmarks/wrk/post.lua");
     let per_case = timing.warm_up_seconds as usize + timing.rounds * timing.seconds as usize;

@@ -58,6 +58,7 @@ pub struct PolicyServer {
     pub port: u16,
     /// What `policy-server --version` says, and the arguments it runs with.
     pub version: String,
+    /// Its arguments as the report shows them: ports and the run's folder as placeholders.
     pub args: Vec<String>,
     log: PathBuf,
 }
@@ -77,6 +78,25 @@ fn version(binary: &Path) -> Result<String, String> {
     Ok(text.lines().next().unwrap_or_default().trim().to_owned())
 }
 
+/// policy-server's arguments, with `file` naming a file of the run's folder. Defaults otherwise
+/// (workers, timeout protection): what users run. No certificate flags: plain HTTP on loopback, so
+/// the figures hold no TLS. No cluster: none of these policies is context-aware. Log level warn:
+/// at info it writes a line per request, a cost of the host alike for every module that would
+/// only pull the ratios towards 1.
+fn arguments(file: &dyn Fn(&str) -> String, port: &str, readiness: &str) -> Vec<String> {
+    vec![
+        format!("--policies={}", file("policies.yml")),
+        "--addr=127.0.0.1".to_owned(),
+        format!("--port={port}"),
+        format!("--readiness-probe-port={readiness}"),
+        format!("--policies-download-dir={}", file("downloads")),
+        format!("--sigstore-cache-dir={}", file("sigstore")),
+        "--ignore-kubernetes-connection-failure".to_owned(),
+        "--log-level=warn".to_owned(),
+        "--log-no-color".to_owned(),
+    ]
+}
+
 impl PolicyServer {
     /// Starts `binary` in `dir` (its `policies.yml`, downloads and log) serving `entries`, and
     /// waits until its readiness probe answers.
@@ -86,21 +106,7 @@ impl PolicyServer {
         fs::write(dir.join("policies.yml"), policies_yml(entries)?)
             .map_err(|e| format!("{}: {e}", file("policies.yml")))?;
         let (port, readiness) = (free_port()?, free_port()?);
-        // Defaults otherwise (workers, timeout protection): what users run. No certificate
-        // flags: plain HTTP on loopback, so the figures hold no TLS. No cluster: none of these
-        // policies is context-aware. Log level warn: at info it writes a line per request, a
-        // cost of the host alike for every module that would only pull the ratios towards 1.
-        let args = vec![
-            format!("--policies={}", file("policies.yml")),
-            "--addr=127.0.0.1".to_owned(),
-            format!("--port={port}"),
-            format!("--readiness-probe-port={readiness}"),
-            format!("--policies-download-dir={}", file("downloads")),
-            format!("--sigstore-cache-dir={}", file("sigstore")),
-            "--ignore-kubernetes-connection-failure".to_owned(),
-            "--log-level=warn".to_owned(),
-            "--log-no-color".to_owned(),
-        ];
+        let args = arguments(&file, &port.to_string(), &readiness.to_string());
         let log = dir.join("policy-server.log");
         let out = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
@@ -118,7 +124,7 @@ impl PolicyServer {
             child,
             port,
             version: version(binary)?,
-            args,
+            args: arguments(&|name| format!("{}/{name}", super::RUN_DIR), "PORT", "PORT"),
             log,
         };
         server.wait_ready(readiness)?;
