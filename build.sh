@@ -7,11 +7,15 @@
 #   ./build.sh push REF_PREFIX [TAG]
 #                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
-#   ./build.sh bench [--quick] [--only TEXT]...
-#                       build, then measure every policy against a parse-only baseline in the real
-#                       host; writes benchmarks/results.md and benchmarks/latency.svg (--quick: a
-#                       tenth of the rounds; --only: the inputs whose policy and name contain TEXT;
-#                       either only prints)
+#   ./build.sh bench [--real-host] [--quick] [--only TEXT]...
+#                       build, then measure the policies in Kubewarden's policy-server over loopback
+#                       against a null module (policy-server found through POLICY_SERVER, else PATH;
+#                       without it that section says it did not run), and, as diagnostics, every
+#                       policy against a parse-only baseline in the in-process hosts; writes
+#                       benchmarks/results.md and benchmarks/latency.svg (--real-host: only the
+#                       policy-server section, rewritten in place; --quick: shorter runs; --only:
+#                       the inputs whose policy and name contain TEXT; either of these two only
+#                       prints)
 #   ./build.sh e2e      build, then run the end-to-end suite: etcd, kube-apiserver and Kubewarden's
 #                       policy-server on loopback, the incidents replayed by their real actors
 #                       (docs/e2e.md; needs those binaries, found through KUBEBUILDER_ASSETS,
@@ -268,17 +272,26 @@ run_tests() {
 # like the policies (same profile, same waPC guest library), the gatekeeper one like the
 # gatekeeper artifacts (OPA_CARGO, its target dir, the same OPA adapter; the harness applies the
 # same post-link finishing as embed-metadata). The harness is built optimised, as wasmtime's
-# runtime in debug would skew absolute figures.
+# runtime in debug would skew absolute figures. The null module, policy-server's floor, is built
+# like the policies too, and both waPC modules carry Kubewarden metadata as the policies do
+# (policy-server refuses a module without a protocol version).
 run_benchmarks() {
   build_policies
-  say "building the benchmark baselines and harness"
-  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p baseline-policy
+  ensure_apt_packages wrk curl
+  say "building the benchmark baselines, the null module and the harness"
+  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p baseline-policy -p null-policy
+  mkdir -p target/bench
+  local module
+  for module in baseline-policy null-policy; do
+    target/debug/embed-metadata "benchmarks/$module/metadata.yml" "benchmarks/$module/README.md" \
+      "target/wasm32-wasip1/release/${module//-/_}.wasm" "target/bench/$module.wasm"
+  done
   "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
     -p baseline-gatekeeper
   cargo build -q --release -p taintguard-benchmarks
   say "measuring (several minutes; read the ratios, the machine is shared)"
-  target/release/bench "$@" target/wasm32-wasip1/release/baseline_policy.wasm \
-    "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm"
+  target/release/bench "$@" target/bench/baseline-policy.wasm \
+    "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm" target/bench/null-policy.wasm
 }
 
 # The end-to-end suite (e2e/): it starts and stops everything itself and prints one line per
@@ -298,5 +311,5 @@ case "${1:-build}" in
   bench) shift; run_benchmarks "$@" ;;
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG]|bench [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
+use wasm_tests::examples::Expect;
 use wasm_tests::kubewarden::admission_request;
 
 pub struct Input {
@@ -17,6 +18,8 @@ pub struct Input {
     /// The AdmissionRequest and the settings the payload holds.
     pub request: Value,
     pub settings: Value,
+    /// The verdict the policy must give: what makes a figure one of the case it names.
+    pub expect: Expect,
 }
 
 fn payload(request: &Value, settings: &Value) -> Vec<u8> {
@@ -31,6 +34,7 @@ impl Input {
         name: String,
         request: &Value,
         settings: &Value,
+        expect: Expect,
     ) -> Input {
         Input {
             policy,
@@ -39,6 +43,7 @@ impl Input {
             payload: payload(request, settings),
             request: admission_request(request).clone(),
             settings: settings.clone(),
+            expect,
         }
     }
 
@@ -211,13 +216,17 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
     let empty = json!({});
     for taints in [1, 10, 100] {
         for images in [0, 50, 500] {
-            for (stale, family) in [(false, "Node status update"), (true, "Node stale write")] {
+            for (stale, family, expect) in [
+                (false, "Node status update", Expect::Accepted),
+                (true, "Node stale write", Expect::Mutated),
+            ] {
                 inputs.push(Input::new(
                     "taint-preservation",
                     Some(family),
                     format!("{family}, {taints} taints, {images} images"),
                     &node_update(taints, images, stale),
                     &empty,
+                    expect,
                 ));
             }
         }
@@ -238,6 +247,8 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
                 format!("{family}, {count} tolerations"),
                 &request,
                 settings,
+                // The legacy master toleration gets its control-plane twin.
+                Expect::Mutated,
             ));
         }
     }
@@ -249,6 +260,7 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
                 example.name,
                 &example.request,
                 &example.settings,
+                example.expect,
             ));
         }
     }

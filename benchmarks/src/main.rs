@@ -1,11 +1,14 @@
-//! `bench [--quick] [--only TEXT]... BASELINE_WASM BASELINE_GATEKEEPER_WASM`: measures every
-//! `dist/<policy>.wasm` against the waPC baseline module, and every
-//! `dist/<policy>.gatekeeper.wasm` against the OPA-ABI baseline (linked but not yet finished:
-//! finished here as `embed-metadata` finishes the artifacts), on generated and example requests,
-//! and writes `benchmarks/results.md` and `benchmarks/latency.svg`. `./build.sh bench` builds
-//! everything and runs this. `--quick` runs a tenth of the rounds; `--only TEXT` keeps the inputs
-//! whose policy and name contain every TEXT given. Either flag only prints: a partial or
-//! shortened run must not replace the results.
+//! `bench [--quick] [--only TEXT]... [--real-host] BASELINE_WASM BASELINE_GATEKEEPER_WASM
+//! NULL_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
+//! null module NULL_WASM (`realhost/`), then, as diagnostics, every `dist/<policy>.wasm` against
+//! the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the OPA-ABI
+//! baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
+//! artifacts), on generated and example requests, and writes `benchmarks/results.md` and
+//! `benchmarks/latency.svg`. `./build.sh bench` builds everything and runs this. `--real-host`
+//! runs only the real-host section and rewrites just that section of the results; `--quick`
+//! runs a tenth of the rounds (shorter points in the real host); `--only TEXT` keeps the inputs
+//! whose policy and name contain every TEXT given. Either of these two only prints: a partial
+//! or shortened run must not replace the results.
 //! `bench --dump DIR` writes the payloads instead.
 
 mod direct;
@@ -13,6 +16,7 @@ mod inputs;
 mod measure;
 mod opa;
 mod plot;
+mod realhost;
 mod report;
 
 use std::collections::HashMap;
@@ -95,26 +99,19 @@ fn same_verdict(answer: &Value, wapc: &[u8]) -> Result<(), String> {
     }
 }
 
-fn run(
+/// The diagnostics: every input in the waPC host and the burrego emulation, each artifact against
+/// its baseline.
+fn in_process(
+    inputs: &[Input],
     baseline: &Path,
     baseline_gatekeeper: &Path,
     quick: bool,
-    only: &[&str],
-) -> Result<(), String> {
-    let repo = wasm_tests::repo_root();
+) -> Result<Run, String> {
     let scale = if quick { 10 } else { 1 };
     let (fresh_rounds, warm_rounds) = (FRESH_ROUNDS / scale, WARM_ROUNDS / scale);
     let baseline = Module::load("baseline", baseline)?;
     let mut sizes = vec![baseline.size.clone()];
     let mut rows = Vec::new();
-    let mut inputs = inputs::all(&repo)?;
-    inputs.retain(|i| {
-        let label = format!("{} {}", i.policy, i.name);
-        only.iter().all(|text| label.contains(text))
-    });
-    if inputs.is_empty() {
-        return Err(format!("no input matches --only {}", only.join(" --only ")));
-    }
     let mut policies: Vec<&str> = inputs.iter().map(|i| i.policy).collect();
     policies.sort();
     policies.dedup();
@@ -188,24 +185,76 @@ fn run(
         }
     }
 
-    let run = Run {
+    Ok(Run {
         command: "./build.sh bench".to_owned(),
         fresh_rounds,
         warm_rounds,
         rows,
         sizes,
+    })
+}
+
+struct Options<'a> {
+    quick: bool,
+    only: Vec<&'a str>,
+    real_host_only: bool,
+    baseline: &'a Path,
+    baseline_gatekeeper: &'a Path,
+    null: &'a Path,
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let repo = wasm_tests::repo_root();
+    let only = &options.only;
+    let mut inputs = inputs::all(&repo)?;
+    inputs.retain(|i| {
+        let label = format!("{} {}", i.policy, i.name);
+        only.iter().all(|text| label.contains(text))
+    });
+    if inputs.is_empty() {
+        return Err(format!("no input matches --only {}", only.join(" --only ")));
+    }
+    let modules = realhost::Modules {
+        null: options.null.to_owned(),
+        baseline: options.baseline.to_owned(),
+        dist: repo.join("dist"),
     };
-    if quick || !only.is_empty() {
-        println!("{}", report::summary(&run));
+    let timing = if options.quick {
+        realhost::QUICK
+    } else {
+        realhost::FULL
+    };
+    let real_host = realhost::run(&repo, &inputs, &modules, timing)?;
+    let section = realhost::report::section(&real_host);
+    let partial = options.quick || !only.is_empty();
+    let results = repo.join("benchmarks/results.md");
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    if let realhost::Outcome::NotRun(why) = &real_host {
+        eprintln!("real host: not run: {why}");
+    }
+    if options.real_host_only {
+        println!("{section}");
+        // Without a measurement the figures last committed stay.
+        if !partial && matches!(real_host, realhost::Outcome::Ran(_)) {
+            let old = std::fs::read_to_string(&results)
+                .map_err(|e| format!("{}: {e}", results.display()))?;
+            write(&results, realhost::report::replace_section(&old, &section))?;
+        }
         return Ok(());
     }
-    let out = repo.join("benchmarks");
-    let write = |file: &str, text: String| {
-        std::fs::write(out.join(file), text).map_err(|e| format!("{file}: {e}"))
-    };
-    write("results.md", report::markdown(&run))?;
-    write("latency.svg", plot::svg(&run.rows))?;
-    println!("{}", report::summary(&run));
+    let run = in_process(
+        &inputs,
+        options.baseline,
+        options.baseline_gatekeeper,
+        options.quick,
+    )?;
+    if !partial {
+        write(&results, report::markdown(&run, &section))?;
+        write(&repo.join("benchmarks/latency.svg"), plot::svg(&run.rows))?;
+    }
+    println!("{section}\n{}", report::summary(&run));
     Ok(())
 }
 
@@ -236,28 +285,33 @@ fn main() -> ExitCode {
             };
         }
     }
-    let (mut quick, mut only, mut paths) = (false, Vec::new(), Vec::new());
+    let (mut quick, mut only, mut real_host_only, mut paths) =
+        (false, Vec::new(), false, Vec::new());
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
             "--only" => only.extend(args.next().map(String::as_str)),
-            _ => paths.push(arg),
+            "--real-host" => real_host_only = true,
+            _ => paths.push(Path::new(arg)),
         }
     }
-    let [baseline, baseline_gatekeeper] = paths[..] else {
+    let [baseline, baseline_gatekeeper, null] = paths[..] else {
         eprintln!(
-            "usage: bench [--quick] [--only TEXT]... BASELINE_WASM BASELINE_GATEKEEPER_WASM \
-             | bench --dump DIR"
+            "usage: bench [--quick] [--only TEXT]... [--real-host] BASELINE_WASM \
+             BASELINE_GATEKEEPER_WASM NULL_WASM | bench --dump DIR"
         );
         return ExitCode::from(2);
     };
-    match run(
-        Path::new(baseline),
-        Path::new(baseline_gatekeeper),
+    let options = Options {
         quick,
-        &only,
-    ) {
+        only,
+        real_host_only,
+        baseline,
+        baseline_gatekeeper,
+        null,
+    };
+    match run(&options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e}");

@@ -1,15 +1,14 @@
-//! The results as markdown: per-input ratios against the baseline, absolute figures, and module
-//! sizes, with the targets (README, "Performance": per request, warm, module size) checked.
+//! The results as markdown: the real-host section (`realhost/report.rs`), then the in-process
+//! diagnostics: per-input ratios against the baseline, absolute figures, and module sizes.
 
 use std::fmt::Write;
 
 use crate::direct::{MemoryUse, Operators};
 use crate::measure::Stat;
 
-/// Per request (fresh instance + validate) may cost at most this many baselines.
+/// Per request (fresh instance + validate) may cost at most this many baselines: a diagnostic
+/// bound, checked beside the real-host targets.
 pub const FRESH_TARGET: f64 = 1.2;
-/// A warm `validate` may cost at most this many baselines.
-pub const WARM_TARGET: f64 = 1.0;
 /// Every artifact must be smaller than this.
 pub const SIZE_TARGET: usize = 400 * 1000;
 
@@ -115,22 +114,39 @@ pub fn summary(run: &Run) -> String {
             .map_or(0, |m| m.bytes);
         let _ = writeln!(
             out,
-            "| {policy} | {} KiB ({}) | {fresh:.2}x ({}; {fresh_at}) | {warm:.2}x ({}; {warm_at}) |",
+            "| {policy} | {} KiB ({}) | {fresh:.2}x ({}; {fresh_at}) | {warm:.2}x ({warm_at}) |",
             kib(size),
             mark(size < SIZE_TARGET),
             mark(fresh <= FRESH_TARGET),
-            mark(warm <= WARM_TARGET),
         );
     }
     out
 }
 
-pub fn markdown(run: &Run) -> String {
+/// The whole results file: `real_host` is the real-host section (`realhost::report::section`).
+pub fn markdown(run: &Run, real_host: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# Evaluation cost against a parse-only baseline\n\n\
-         Regenerate with `{}`. Each artifact runs the way its real host runs it, with the module \
+        "# Evaluation cost\n\n\
+         Regenerate with `{}`. `--real-host` re-measures only the real-host section and rewrites \
+         it here; `--quick` (shorter runs) and `--only TEXT` (the inputs whose policy and name \
+         contain `TEXT`) print without rewriting anything.\n\n\
+         Targets, in policy-server under saturation (the first section): taint-preservation's \
+         accepted Node updates keep ≥ {:.1}x the throughput of a null module that accepts \
+         without reading; the mutating cases (restores, strips, injected tolerations) keep the \
+         ratios measured before issue 17's simplification of the core. Every artifact is \
+         < 400 KB. Everything after the first section is a diagnostic: the modules in the \
+         in-process hosts, a fresh instance per request and warm, against a parse-only \
+         baseline (per request ≤ {FRESH_TARGET}x is still checked there).\n",
+        run.command,
+        crate::realhost::report::ACCEPTED_TARGET,
+    );
+    out.push_str(real_host);
+    let _ = writeln!(
+        out,
+        "\n## Diagnostics: in-process hosts against a parse-only baseline\n\n\
+         Each artifact runs the way its real host runs it, with the module \
          compiled once:\n\n\
          - `<policy>` (`dist/<policy>.wasm`, waPC) in the host policy-server 1.31 links (`wapc` \
          2.1.0 on `wasmtime-provider` 2.13.0); **per request** is a fresh instance (`_start`, \
@@ -168,11 +184,10 @@ pub fn markdown(run: &Run) -> String {
          checked against the first one, and each gatekeeper answer against the waPC build's \
          deny-mode verdict on the same input (violations iff rejected, same message and code), so \
          no figure is of an error path. Times are microseconds on a shared, noisy machine: read \
-         the ratios, not the absolutes.\n\n\
-         Targets: per request ≤ {FRESH_TARGET}x, warm ≤ {WARM_TARGET}x, every artifact < 400 KB.\n",
-        run.command, run.warm_rounds, run.fresh_rounds
+         the ratios, not the absolutes.\n",
+        run.warm_rounds, run.fresh_rounds
     );
-    out.push_str("## Summary\n\n");
+    out.push_str("## Summary of the diagnostics\n\n");
     out.push_str(&summary(run));
     out.push_str(
         "\n## Module sizes\n\nStatic data is what instantiation copies into the instance's \

@@ -1,0 +1,340 @@
+//! The policies the way users run them: Kubewarden's real policy-server on loopback, loaded with
+//! `wrk`, each policy interleaved in time with a null module (accepts without reading: the host's
+//! own cost) and the parse-only baseline on the same request and settings.
+
+mod load;
+pub mod report;
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use wasm_tests::examples::Expect;
+
+use crate::inputs::Input;
+
+/// The inputs measured here (policy, name in `inputs.rs`): the incidents' requests, the Pod and
+/// DaemonSet CREATEs that get tolerations injected, and kubelet status updates of a 25 KB and a
+/// 200 KB Node, accepted and (a stale write) restored.
+pub const CASES: [(&str, &str); 7] = [
+    (
+        "taint-preservation",
+        "incident-1-stale-taint-patch [default]",
+    ),
+    (
+        "taint-preservation",
+        "incident-3-readd-uninitialized [default]",
+    ),
+    (
+        "taint-preservation",
+        "Node status update, 10 taints, 50 images",
+    ),
+    (
+        "taint-preservation",
+        "Node status update, 10 taints, 500 images",
+    ),
+    (
+        "taint-preservation",
+        "Node stale write, 10 taints, 50 images",
+    ),
+    (
+        "toleration-injection",
+        "hostpath-helper-pod [hostpath-provisioner]",
+    ),
+    (
+        "toleration-injection",
+        "flannel-v0.24.4-daemonset [default]",
+    ),
+];
+
+/// Connections: one per core of a 2-core machine (low), and enough to keep every worker busy
+/// (saturated).
+pub const CONNECTIONS: [u32; 2] = [2, 8];
+
+/// How long each point runs; `--quick` shortens it to try the harness, not for results.
+#[derive(Clone, Copy)]
+pub struct Timing {
+    pub seconds: u32,
+    pub warm_up_seconds: u32,
+    pub rounds: usize,
+}
+
+pub const FULL: Timing = Timing {
+    seconds: 2,
+    warm_up_seconds: 1,
+    rounds: 3,
+};
+pub const QUICK: Timing = Timing {
+    seconds: 1,
+    warm_up_seconds: 1,
+    rounds: 1,
+};
+
+/// Where a run keeps policy-server's configuration, downloads and log, and the request bodies,
+/// relative to the repository.
+pub const RUN_DIR: &str = "target/bench/real-host";
+
+/// The modules of one case, in the order each round runs them.
+pub const MODULES: [&str; 3] = ["null", "policy", "baseline"];
+
+/// Points of one module at one concurrency, one per round.
+#[derive(Default)]
+pub struct Series {
+    pub requests_per_second: Vec<f64>,
+    pub p99: Vec<f64>,
+}
+
+pub struct Measured {
+    pub connections: u32,
+    /// Indexed as [`MODULES`].
+    pub series: [Series; 3],
+}
+
+impl Measured {
+    /// Per round, `module`'s req/s over the null module's in the same round.
+    pub fn ratios(&self, module: usize) -> Vec<f64> {
+        let [null, ..] = &self.series;
+        let series = &self.series[module];
+        let pairs = series.requests_per_second.iter();
+        pairs
+            .zip(&null.requests_per_second)
+            .map(|(m, n)| m / n)
+            .collect()
+    }
+}
+
+pub struct CaseResult {
+    pub policy: &'static str,
+    pub name: String,
+    pub expect: Expect,
+    pub body_bytes: usize,
+    pub points: Vec<Measured>,
+}
+
+pub struct Run {
+    pub version: String,
+    pub args: Vec<String>,
+    pub cores: usize,
+    pub timing: Timing,
+    pub cases: Vec<CaseResult>,
+}
+
+/// The section either ran or says in one line why not.
+pub enum Outcome {
+    Ran(Run),
+    NotRun(String),
+}
+
+/// The modules policy-server loads for the measured cases.
+pub struct Modules {
+    pub null: PathBuf,
+    pub baseline: PathBuf,
+    /// `dist/`, holding `<policy>.wasm`.
+    pub dist: PathBuf,
+}
+
+/// What policy-server answered, as one of the example verdicts.
+fn verdict(answer: &Value) -> Result<Expect, String> {
+    let response = &answer["response"];
+    match response["allowed"].as_bool() {
+        Some(false) => Ok(Expect::Rejected),
+        Some(true) if response["patch"].is_string() => Ok(Expect::Mutated),
+        Some(true) => Ok(Expect::Accepted),
+        None => Err(format!("no AdmissionReview response: {answer}")),
+    }
+}
+
+/// POSTs `body` to `url` once.
+fn post(url: &str, body: &Path) -> Result<Value, String> {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--fail-with-body",
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .arg(url)
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "POST {url}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("POST {url}: {e}"))
+}
+
+/// A case ready to load: its policy ids and its AdmissionReview body on disk.
+struct Prepared<'a> {
+    input: &'a Input,
+    ids: [String; 3],
+    body: PathBuf,
+    body_bytes: usize,
+}
+
+/// One policy id per module and distinct (policy, settings): policy-server hands each module the
+/// same settings, so its request to every module is the same size.
+fn prepare<'a>(
+    inputs: &'a [&'a Input],
+    modules: &Modules,
+    dir: &Path,
+) -> Result<(Vec<Prepared<'a>>, Vec<server::Entry>), String> {
+    let bodies = dir.join("bodies");
+    std::fs::create_dir_all(&bodies).map_err(|e| format!("{}: {e}", bodies.display()))?;
+    let mut configurations: Vec<(&str, &Value)> = Vec::new();
+    let mut entries = Vec::new();
+    let mut prepared = Vec::new();
+    for (n, input) in inputs.iter().enumerate() {
+        let key = (input.policy, &input.settings);
+        let index = match configurations.iter().position(|c| *c == key) {
+            Some(index) => index,
+            None => {
+                let index = configurations.len();
+                configurations.push(key);
+                let policy = modules.dist.join(format!("{}.wasm", input.policy));
+                for (module, path) in
+                    MODULES
+                        .iter()
+                        .zip([&modules.null, &policy, &modules.baseline])
+                {
+                    entries.push(server::Entry {
+                        id: format!("{module}-{index}"),
+                        module: path.clone(),
+                        settings: input.settings.clone(),
+                    });
+                }
+                index
+            }
+        };
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                            "request": input.request});
+        let text = serde_json::to_vec(&review).expect("JSON values serialise");
+        let body = bodies.join(format!("{n}.json"));
+        std::fs::write(&body, &text).map_err(|e| format!("{}: {e}", body.display()))?;
+        prepared.push(Prepared {
+            input,
+            ids: MODULES.map(|module| format!("{module}-{index}")),
+            body,
+            body_bytes: text.len(),
+        });
+    }
+    Ok((prepared, entries))
+}
+
+/// Every module's answer to the case, once, before any load: the policy's must be the expected
+/// verdict and the floors' an acceptance, so no figure is of an error path.
+fn check(server: &server::PolicyServer, case: &Prepared) -> Result<(), String> {
+    for (module, id) in MODULES.iter().zip(&case.ids) {
+        let answer = post(&server.url(id), &case.body)?;
+        let got = verdict(&answer)?;
+        let want = if *module == "policy" {
+            case.input.expect
+        } else {
+            Expect::Accepted
+        };
+        if got != want {
+            return Err(format!(
+                "{} {} in policy-server: {module} answered {got:?} where {want:?} was expected: {answer}",
+                case.input.policy, case.input.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn measure(
+    server: &server::PolicyServer,
+    script: &Path,
+    case: &Prepared,
+    connections: u32,
+    timing: Timing,
+) -> Result<Measured, String> {
+    let urls = case.ids.clone().map(|id| server.url(&id));
+    let point = |url: &str, seconds| {
+        load::run(script, url, &case.body, connections, seconds)
+            .map_err(|e| format!("{e}\n{}", server.log_tail()))
+    };
+    for url in &urls {
+        point(url, timing.warm_up_seconds)?;
+    }
+    let mut series: [Series; 3] = Default::default();
+    for _ in 0..timing.rounds {
+        for (url, series) in urls.iter().zip(&mut series) {
+            let p = point(url, timing.seconds)?;
+            series.requests_per_second.push(p.requests_per_second);
+            series.p99.push(p.p99);
+        }
+    }
+    Ok(Measured {
+        connections,
+        series,
+    })
+}
+
+/// The cases of `inputs` named in [`CASES`], measured in one policy-server; `NotRun` when there
+/// is no policy-server to run.
+pub fn run(
+    repo: &Path,
+    inputs: &[Input],
+    modules: &Modules,
+    timing: Timing,
+) -> Result<Outcome, String> {
+    let binary = match server::find() {
+        Ok(binary) => binary,
+        Err(why) => return Ok(Outcome::NotRun(why)),
+    };
+    let cases: Vec<&Input> = inputs
+        .iter()
+        .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name))
+        .collect();
+    if cases.is_empty() {
+        return Ok(Outcome::NotRun("no real-host input selected".to_owned()));
+    }
+    let dir = repo.join(RUN_DIR);
+    let (prepared, entries) = prepare(&cases, modules, &dir)?;
+    let script = repo.join("benchmarks/wrk/post.lua");
+    let per_case = timing.warm_up_seconds as usize + timing.rounds * timing.seconds as usize;
+    eprintln!(
+        "real host: {} inputs in {}, about {} s of load",
+        prepared.len(),
+        binary.display(),
+        prepared.len() * CONNECTIONS.len() * MODULES.len() * per_case
+    );
+    let server = server::PolicyServer::start(&binary, &dir, &entries)?;
+    for case in &prepared {
+        check(&server, case)?;
+    }
+    let mut results = Vec::new();
+    for case in &prepared {
+        let mut points = Vec::new();
+        for connections in CONNECTIONS {
+            let measured = measure(&server, &script, case, connections, timing)?;
+            eprintln!(
+                "{:<22} {:<46} {connections} connections: {}",
+                case.input.policy,
+                case.input.name,
+                report::line(&measured)
+            );
+            points.push(measured);
+        }
+        results.push(CaseResult {
+            policy: case.input.policy,
+            name: case.input.name.clone(),
+            expect: case.input.expect,
+            body_bytes: case.body_bytes,
+            points,
+        });
+    }
+    Ok(Outcome::Ran(Run {
+        version: server.version.clone(),
+        args: server.args.clone(),
+        cores: std::thread::available_parallelism().map_or(1, usize::from),
+        timing,
+        cases: results,
+    }))
+}

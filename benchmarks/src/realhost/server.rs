@@ -1,0 +1,176 @@
+//! Kubewarden's policy-server on loopback, serving plain HTTP: found as the end-to-end suite
+//! finds it, started with a `policies.yml`, waited for, and stopped (by its own process) however
+//! the run ends.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+/// `POLICY_SERVER`, else `policy-server` on `PATH`: the rule of `e2e/src/binaries.rs`
+/// (docs/e2e.md says where the binary comes from).
+pub fn find() -> Result<PathBuf, String> {
+    if let Some(value) = std::env::var_os("POLICY_SERVER").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(value);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("POLICY_SERVER={} is not a file", path.display()))
+        };
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("policy-server"))
+                .find(|path| path.is_file())
+        })
+        .ok_or_else(|| "policy-server not found: set POLICY_SERVER or put it on PATH".to_owned())
+}
+
+/// One entry of `policies.yml`: a policy id and the module it runs with its settings.
+pub struct Entry {
+    pub id: String,
+    pub module: PathBuf,
+    pub settings: Value,
+}
+
+/// policy-server's `policies.yml` (JSON is YAML), in the format of `e2e/src/deploy.rs`. Every
+/// module may mutate: the floors never do, and the same configuration for all keeps the host's
+/// work per request alike.
+fn policies_yml(entries: &[Entry]) -> Result<String, String> {
+    let mut map = Map::new();
+    for e in entries {
+        // policy-server takes only absolute `file://` paths.
+        let path =
+            fs::canonicalize(&e.module).map_err(|err| format!("{}: {err}", e.module.display()))?;
+        let entry = serde_json::json!({"module": format!("file://{}", path.display()),
+                                       "settings": e.settings, "allowedToMutate": true,
+                                       "policyMode": "protect"});
+        map.insert(e.id.clone(), entry);
+    }
+    Ok(Value::Object(map).to_string())
+}
+
+pub struct PolicyServer {
+    child: Child,
+    pub port: u16,
+    /// What `policy-server --version` says, and the arguments it runs with.
+    pub version: String,
+    /// Its arguments as the report shows them: ports and the run's folder as placeholders.
+    pub args: Vec<String>,
+    log: PathBuf,
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// `binary --version`'s first line.
+fn version(binary: &Path) -> Result<String, String> {
+    let out = Command::new(binary)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+/// policy-server's arguments, with `file` naming a file of the run's folder. Defaults otherwise
+/// (workers, timeout protection): what users run. No certificate flags: plain HTTP on loopback, so
+/// the figures hold no TLS. No cluster: none of these policies is context-aware. Log level warn:
+/// at info it writes a line per request, a cost of the host alike for every module that would
+/// only pull the ratios towards 1.
+fn arguments(file: &dyn Fn(&str) -> String, port: &str, readiness: &str) -> Vec<String> {
+    vec![
+        format!("--policies={}", file("policies.yml")),
+        "--addr=127.0.0.1".to_owned(),
+        format!("--port={port}"),
+        format!("--readiness-probe-port={readiness}"),
+        format!("--policies-download-dir={}", file("downloads")),
+        format!("--sigstore-cache-dir={}", file("sigstore")),
+        "--ignore-kubernetes-connection-failure".to_owned(),
+        "--log-level=warn".to_owned(),
+        "--log-no-color".to_owned(),
+    ]
+}
+
+impl PolicyServer {
+    /// Starts `binary` in `dir` (its `policies.yml`, downloads and log) serving `entries`, and
+    /// waits until its readiness probe answers.
+    pub fn start(binary: &Path, dir: &Path, entries: &[Entry]) -> Result<PolicyServer, String> {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let file = |name: &str| dir.join(name).display().to_string();
+        fs::write(dir.join("policies.yml"), policies_yml(entries)?)
+            .map_err(|e| format!("{}: {e}", file("policies.yml")))?;
+        let (port, readiness) = (free_port()?, free_port()?);
+        let args = arguments(&file, &port.to_string(), &readiness.to_string());
+        let log = dir.join("policy-server.log");
+        let out = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(binary)
+            .args(&args)
+            // No cluster to reach, not even one a kubeconfig in the environment names.
+            .env("KUBECONFIG", dir.join("no-kubeconfig"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", binary.display()))?;
+        let mut server = PolicyServer {
+            child,
+            port,
+            version: version(binary)?,
+            args: arguments(&|name| format!("{}/{name}", super::RUN_DIR), "PORT", "PORT"),
+            log,
+        };
+        server.wait_ready(readiness)?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self, readiness: u16) -> Result<(), String> {
+        let url = format!("http://127.0.0.1:{readiness}/readiness");
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(300) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "policy-server exited ({status}): {}",
+                    self.log_tail()
+                ));
+            }
+            let probe = Command::new("curl")
+                .args(["-sf", "-o", "/dev/null", &url])
+                .status();
+            if probe.is_ok_and(|s| s.success()) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Err(format!(
+            "policy-server not ready after 300 s: {}",
+            self.log_tail()
+        ))
+    }
+
+    /// The last lines of its log, for an error message.
+    pub fn log_tail(&self) -> String {
+        let log = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+        format!("{} ends with:\n{tail}", self.log.display())
+    }
+
+    pub fn url(&self, id: &str) -> String {
+        format!("http://127.0.0.1:{}/validate/{id}", self.port)
+    }
+}
+
+impl Drop for PolicyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
