@@ -7,7 +7,7 @@ use std::rc::Rc;
 use serde_json::value::RawValue;
 
 use crate::admission::{AdmissionRequest, MalformedRequest};
-use crate::settings::{parse_settings_json, Json, SettingsError};
+use crate::settings::SettingsError;
 use crate::verdict::Verdict;
 
 /// Which half of a policy an engine can run.
@@ -28,8 +28,8 @@ pub trait Policy {
     /// keeps the last ones built (see [`cached_settings`]).
     type Settings: 'static;
 
-    /// Reads and validates settings from a JSON value (`{}` means every default).
-    fn settings(value: &Json<'_>) -> Result<Self::Settings, SettingsError>;
+    /// Reads and validates settings text (`{}` means every default).
+    fn settings(text: &str) -> Result<Self::Settings, SettingsError>;
 
     /// Judges one request.
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Self::Settings) -> Verdict;
@@ -44,7 +44,7 @@ pub trait Policy {
 
     /// Settings validation as engines call it: the error text names the field.
     fn validate_settings(text: &str) -> Result<(), SettingsError> {
-        Self::settings(&parse_settings_json(text)?).map(drop)
+        Self::settings(text).map(drop)
     }
 
     /// Parses settings and request text and evaluates. Never panics on bad input: a malformed
@@ -54,9 +54,7 @@ pub trait Policy {
     }
 
     fn validate_half(request: &str, settings: &str, half: Half) -> Verdict {
-        let settings = parse_settings_json(settings)
-            .and_then(|v| Self::settings(&v))
-            .map(Rc::new);
+        let settings = Self::settings(settings).map(Rc::new);
         Self::validate_with(|| AdmissionRequest::parse(request), settings, half)
     }
 
@@ -151,10 +149,7 @@ pub fn cached_settings_kept_by<P: Policy + ?Sized>(
         return Ok(settings);
     }
     LAST_SETTINGS.set(None);
-    // The parsed tree borrows from `text` and is only needed while building: it stays out of
-    // what is kept.
-    let value = parse_settings_json(text)?;
-    let build = || P::settings(&value).map(|s| (Rc::new(s), text.to_owned()));
+    let build = || P::settings(text).map(|s| (Rc::new(s), text.to_owned()));
     let mut built = None;
     let kept = keep(&mut || built = Some(build()));
     // A `keep` that did not build keeps nothing.

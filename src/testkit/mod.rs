@@ -16,7 +16,6 @@ use crate::admission::AdmissionRequest;
 use crate::json::JsonStr;
 use crate::json::Splice;
 use crate::policy::{Half, Policy};
-use crate::settings::parse_settings_json;
 use crate::taint::Taint;
 use crate::taint_preservation::TaintPreservation;
 use crate::toleration_injection::TolerationInjection;
@@ -114,9 +113,7 @@ fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Check
 
 pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TaintPreservation>(request, settings)?;
-    let Ok(parsed_settings) =
-        parse_settings_json(settings).and_then(|v| TaintPreservation::settings(&v))
-    else {
+    let Ok(parsed_settings) = TaintPreservation::settings(settings) else {
         return Ok(());
     };
     let owner = parsed_settings.cordon.owner_annotation.as_str();

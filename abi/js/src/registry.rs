@@ -2,7 +2,6 @@
 
 use serde_json::Value;
 use taintguard::admission::AdmissionRequest;
-use taintguard::settings::parse_settings_json;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
 use taintguard::{Policy, Verdict};
@@ -61,9 +60,7 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
 /// two steps are done here and their errors returned; the messages are the ones the Kubewarden
 /// build puts in its 400 rejections.
 fn evaluate<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    let settings = parse_settings_json(settings)
-        .and_then(|value| P::settings(&value))
-        .map_err(|e| format!("{}: invalid {e}", P::NAME))?;
+    let settings = P::settings(settings).map_err(|e| format!("{}: invalid {e}", P::NAME))?;
     let request = AdmissionRequest::parse(request).map_err(|e| format!("{}: {e}", P::NAME))?;
     Ok(P::evaluate(&request, &settings))
 }

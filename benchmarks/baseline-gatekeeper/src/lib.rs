@@ -30,7 +30,7 @@ impl Policy for Baseline {
     type Settings = ();
 
     // Never called: the adapter's entries are overridden below.
-    fn settings(_: &taintguard::settings::Json<'_>) -> Result<(), SettingsError> {
+    fn settings(_: &str) -> Result<(), SettingsError> {
         Ok(())
     }
 
