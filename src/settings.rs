@@ -110,8 +110,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 }
 
 /// Reads settings text (or a part of settings, found `at`) into `T`. Kubewarden sends `{}` when
-/// none are configured. Text that is not JSON is reported as such whatever else is wrong with
-/// it, as a `serde_json::Value` parse would report it.
+/// none are configured. Text that is not JSON is reported as such, in serde_json's words,
+/// whatever else is wrong with it.
 pub fn read<'de, T: Deserialize<'de>>(text: &'de str, at: At<'_>) -> Result<T, SettingsError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let error = match T::deserialize(&mut deserializer).and_then(|v| deserializer.end().map(|()| v))
