@@ -1,7 +1,10 @@
 //! Kubernetes label selectors (`matchLabels` and `matchExpressions`).
 
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
 use crate::json::{members, JsonStr};
-use crate::settings::{Fields, Json, SettingsError};
+use crate::settings::{At, Object, SettingsError};
 
 #[derive(Debug, Clone)]
 enum Requirement {
@@ -30,60 +33,79 @@ pub fn parse_labels(raw: Option<&str>) -> Result<Labels<'_>, serde_json::Error> 
         .collect()
 }
 
-impl LabelSelector {
-    pub fn from_settings(path: String, value: &Json<'_>) -> Result<LabelSelector, SettingsError> {
-        let mut f = Fields::new(path, value)?;
+/// A label selector as settings write it; see [`LabelSelectorSettings::build`].
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelectorSettings<'s> {
+    /// Read as a `Value` map, as the JSONPath conditions' values are (code the module has anyway),
+    /// so that its entries come in key order and the first bad one is the first reported.
+    match_labels: Option<Map<String, Value>>,
+    #[serde(borrow)]
+    match_expressions: Option<Vec<Object<ExpressionSettings<'s>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpressionSettings<'s> {
+    #[serde(borrow)]
+    key: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    operator: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    values: Option<Vec<JsonStr<'s>>>,
+}
+
+impl LabelSelectorSettings<'_> {
+    /// The selector, its requirements checked; `at` is where it is.
+    pub fn build(&self, at: At<'_>) -> Result<LabelSelector, SettingsError> {
         let mut requirements = Vec::new();
-        if let Some(labels) = f.object("matchLabels")? {
-            for (path, key, v) in labels.into_entries() {
-                let text = v
-                    .as_str()
-                    .ok_or_else(|| SettingsError::new(path, "expected a string label value"))?;
-                requirements.push(Requirement::In(key.to_owned(), vec![text.to_owned()]));
-            }
+        let labels_at = at.field("matchLabels");
+        for (key, value) in self.match_labels.iter().flatten() {
+            let text = value
+                .as_str()
+                .ok_or_else(|| labels_at.field(key).error("expected a string label value"))?;
+            requirements.push(Requirement::In(key.clone(), vec![text.to_owned()]));
         }
-        for (path, expression) in f.array("matchExpressions")?.unwrap_or_default() {
-            let mut e = Fields::new(path, expression)?;
-            let key_path = e.path_of("key");
+        let expressions_at = at.field("matchExpressions");
+        for (i, e) in self.match_expressions.iter().flatten().enumerate() {
+            let at = expressions_at.index(i);
             let key = e
-                .string("key")?
+                .key
+                .as_ref()
+                .map(JsonStr::as_str)
                 .filter(|k| !k.is_empty())
-                .ok_or_else(|| SettingsError::new(key_path, "required field is missing"))?
+                .ok_or_else(|| at.field("key").error("required field is missing"))?
                 .to_owned();
-            let operator_path = e.path_of("operator");
-            let operator = e.string("operator")?.unwrap_or("");
-            let values_path = e.path_of("values");
-            let values = e.strings_as("values", |s| Ok(s.to_owned()))?;
-            e.finish()?;
+            let operator = e.operator.as_ref().map_or("", JsonStr::as_str);
+            let values: Option<Vec<String>> = e
+                .values
+                .as_ref()
+                .map(|v| v.iter().map(|s| s.as_str().to_owned()).collect());
+            let values_at = at.field("values");
             let requirement = match (operator, values) {
                 ("In", Some(v)) if !v.is_empty() => Requirement::In(key, v),
                 ("NotIn", Some(v)) if !v.is_empty() => Requirement::NotIn(key, v),
                 ("In" | "NotIn", _) => {
-                    return Err(SettingsError::new(
-                        values_path,
-                        format!("operator {operator:?} needs values"),
-                    ))
+                    return Err(values_at.error(format!("operator {operator:?} needs values")))
                 }
                 ("Exists" | "DoesNotExist", Some(v)) if !v.is_empty() => {
-                    return Err(SettingsError::new(
-                        values_path,
-                        format!("operator {operator:?} takes no values"),
-                    ))
+                    return Err(values_at.error(format!("operator {operator:?} takes no values")))
                 }
                 ("Exists", _) => Requirement::Exists(key),
                 ("DoesNotExist", _) => Requirement::DoesNotExist(key),
                 _ => {
                     let expected = "expected In, NotIn, Exists or DoesNotExist";
                     let message = format!("unknown operator {operator:?}; {expected}");
-                    return Err(SettingsError::new(operator_path, message));
+                    return Err(at.field("operator").error(message));
                 }
             };
             requirements.push(requirement);
         }
-        f.finish()?;
         Ok(LabelSelector { requirements })
     }
+}
 
+impl LabelSelector {
     pub fn matches(&self, labels: &Labels<'_>) -> bool {
         let get = |key: &str| {
             labels
@@ -103,7 +125,16 @@ impl LabelSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::read;
     use serde_json::json;
+
+    /// A selector at `s` of settings.
+    fn from_settings(selector: &Value) -> Result<LabelSelector, SettingsError> {
+        let text = selector.to_string();
+        let at = At::Root;
+        let at = at.field("s");
+        read::<Object<LabelSelectorSettings>>(&text, at)?.build(at)
+    }
 
     #[test]
     fn selector_table() {
@@ -137,7 +168,7 @@ mod tests {
             ),
         ];
         for (selector, want) in cases {
-            let s = LabelSelector::from_settings("s".into(), &Json::from_value(&selector)).unwrap();
+            let s = from_settings(&selector).unwrap();
             assert_eq!(s.matches(&labels), want, "{selector}");
         }
     }
@@ -161,9 +192,7 @@ mod tests {
             (json!({"matchLabel": {}}), "unknown field"),
         ];
         for (selector, want) in cases {
-            let err = LabelSelector::from_settings("s".into(), &Json::from_value(&selector))
-                .unwrap_err()
-                .to_string();
+            let err = from_settings(&selector).unwrap_err().to_string();
             assert!(err.contains(want), "{want:?} not in {err}");
         }
     }

@@ -1,7 +1,7 @@
 //! The contract between a policy's logic and the ABI adapters that run it.
 
 use crate::admission::AdmissionRequest;
-use crate::settings::{parse_settings_json, Json, SettingsError};
+use crate::settings::SettingsError;
 use crate::verdict::Verdict;
 
 /// Which half of a policy an engine can run.
@@ -22,8 +22,8 @@ pub trait Policy {
     /// Validated settings.
     type Settings;
 
-    /// Reads and validates settings from a JSON value (`{}` means every default).
-    fn settings(value: &Json<'_>) -> Result<Self::Settings, SettingsError>;
+    /// Reads and validates settings text (`{}` means every default).
+    fn settings(text: &str) -> Result<Self::Settings, SettingsError>;
 
     /// Judges one request.
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Self::Settings) -> Verdict;
@@ -66,14 +66,12 @@ impl<P: Policy> PolicyExt for P {
     const NAME: &'static str = <P as Policy>::NAME;
 
     fn validate_settings(text: &str) -> Result<(), SettingsError> {
-        P::settings(&parse_settings_json(text)?).map(drop)
+        P::settings(text).map(drop)
     }
 
     /// Settings are read first: their errors win.
     fn try_validate(request: &str, settings: &str, half: Half) -> Result<Verdict, String> {
-        let settings = parse_settings_json(settings)
-            .and_then(|v| P::settings(&v))
-            .map_err(|e| format!("{}: invalid {e}", Self::NAME))?;
+        let settings = P::settings(settings).map_err(|e| format!("{}: invalid {e}", Self::NAME))?;
         let request =
             AdmissionRequest::parse(request).map_err(|e| format!("{}: {e}", Self::NAME))?;
         Ok(match half {

@@ -1,8 +1,10 @@
 //! Who made a request, and lists of principals that settings permit.
 
+use serde::Deserialize;
+
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{Fields, SettingsError};
+use crate::settings::{each, At, SettingsError};
 
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 const NODE_PREFIX: &str = "system:node:";
@@ -72,31 +74,45 @@ pub struct PrincipalList {
     pub service_accounts: Vec<Glob>,
 }
 
-impl PrincipalList {
-    /// Reads a principal list; fields left out take the values of `defaults`.
-    pub fn from_settings(
-        mut fields: Fields<'_>,
+/// A principal list as settings write it; see [`PrincipalListSettings::build`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrincipalListSettings<'s> {
+    people: Option<bool>,
+    #[serde(borrow)]
+    users: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    groups: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    service_accounts: Option<Vec<JsonStr<'s>>>,
+}
+
+impl PrincipalListSettings<'_> {
+    /// The principal list; fields left out take the values of `defaults`.
+    pub fn build(
+        &self,
+        at: At<'_>,
         defaults: &PrincipalList,
     ) -> Result<PrincipalList, SettingsError> {
-        let people = fields.bool("people")?.unwrap_or(defaults.people);
-        let users = fields
-            .globs("users", name_glob)?
-            .unwrap_or_else(|| defaults.users.clone());
-        let groups = fields
-            .globs("groups", name_glob)?
-            .unwrap_or_else(|| defaults.groups.clone());
-        let service_accounts = fields
-            .globs("serviceAccounts", service_account_glob)?
-            .unwrap_or_else(|| defaults.service_accounts.clone());
-        fields.finish()?;
+        let globs = |field, list: &Option<Vec<JsonStr<'_>>>, read, default: &Vec<Glob>| match list {
+            Some(list) => each(at.field(field), list, read),
+            None => Ok(default.clone()),
+        };
         Ok(PrincipalList {
-            people,
-            users,
-            groups,
-            service_accounts,
+            people: self.people.unwrap_or(defaults.people),
+            users: globs("users", &self.users, name_glob, &defaults.users)?,
+            groups: globs("groups", &self.groups, name_glob, &defaults.groups)?,
+            service_accounts: globs(
+                "serviceAccounts",
+                &self.service_accounts,
+                service_account_glob,
+                &defaults.service_accounts,
+            )?,
         })
     }
+}
 
+impl PrincipalList {
     pub fn is_empty(&self) -> bool {
         !self.people
             && self.users.is_empty()

@@ -1,18 +1,22 @@
-//! Reading settings objects field by field, so that every error names the field it is about.
+//! Reading settings text, with errors that name the field they are about.
 //!
-//! Settings are read into a [`Json`] tree that borrows from the settings text (OPA engines build
-//! them on every evaluation, so a `serde_json::Value`, with a `String` per key and a `BTreeMap`
-//! per object, would cost about as much as the rest of the evaluation); the reader records which
-//! keys it consumed and [`Fields::finish`] rejects the rest, which catches misspelt settings that
-//! would otherwise be silently ignored.
+//! Each policy writes the shape of its settings as `#[derive(Deserialize)]` structs that deny
+//! unknown fields (which catches misspelt settings that would otherwise be silently ignored) and
+//! take every field as optional (`null` included, so a defaulted field can be written out);
+//! [`read`] deserializes the text straight into them, with the path of any type error. A second
+//! step checks what types cannot say (globs, key syntax, one value among several) and names the
+//! field through an [`At`].
 
-use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Deref;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Number, Value};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::error::Category;
 
 use crate::glob::Glob;
+use crate::json::JsonStr;
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,374 +46,231 @@ impl fmt::Display for SettingsError {
 
 impl std::error::Error for SettingsError {}
 
-/// Parses settings text; Kubewarden sends `{}` when none are configured. What it accepts, and
-/// its errors, are those of parsing a `serde_json::Value` (the same parser reads both).
-pub fn parse_settings_json(text: &str) -> Result<Json<'_>, SettingsError> {
-    serde_json::from_str(text).map_err(|e| SettingsError::new("", format!("not valid JSON: {e}")))
+/// Where a settings value is, for the errors of the checks that follow deserialization. Built on
+/// the stack as the checks descend, and written out only when there is an error.
+#[derive(Debug, Clone, Copy)]
+pub enum At<'a> {
+    Root,
+    Field(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
 }
 
-/// A JSON value read from settings text: a `serde_json::Value` that borrows its strings from the
-/// text when they are written without escapes, and keeps object members in a vector. As with a
-/// `Value`, a key given twice keeps the last value; unlike one, members stay in text order
-/// (readers that show an order sort them as a `Value`'s map would).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Json<'s> {
-    Null,
-    Bool(bool),
-    Number(Number),
-    String(Cow<'s, str>),
-    Array(Vec<Json<'s>>),
-    Object(Vec<(Cow<'s, str>, Json<'s>)>),
+impl<'a> At<'a> {
+    pub fn field(&'a self, name: &'a str) -> At<'a> {
+        At::Field(self, name)
+    }
+
+    pub fn index(&'a self, i: usize) -> At<'a> {
+        At::Index(self, i)
+    }
+
+    pub fn error(&self, message: impl Into<String>) -> SettingsError {
+        SettingsError::new(self.to_string(), message)
+    }
 }
 
-impl Json<'_> {
-    pub fn is_null(&self) -> bool {
-        matches!(self, Json::Null)
-    }
-
-    pub fn as_str(&self) -> Option<&str> {
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Json::String(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            Json::Number(n) => n.as_i64(),
-            _ => None,
-        }
-    }
-
-    /// The same value as a `serde_json::Value`, for the few settings compared with JSON data.
-    pub fn to_value(&self) -> Value {
-        match self {
-            Json::Null => Value::Null,
-            Json::Bool(b) => Value::Bool(*b),
-            Json::Number(n) => Value::Number(n.clone()),
-            Json::String(s) => Value::String(s.as_ref().to_owned()),
-            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(members) => Value::Object(
-                members
-                    .iter()
-                    .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
-                    .collect(),
-            ),
-        }
-    }
-
-    /// A `serde_json::Value` as settings (tests, and defaults written with `json!`).
-    pub fn from_value(value: &Value) -> Json<'static> {
-        match value {
-            Value::Null => Json::Null,
-            Value::Bool(b) => Json::Bool(*b),
-            Value::Number(n) => Json::Number(n.clone()),
-            Value::String(s) => Json::String(Cow::Owned(s.clone())),
-            Value::Array(items) => Json::Array(items.iter().map(Json::from_value).collect()),
-            Value::Object(map) => Json::Object(
-                map.iter()
-                    .map(|(k, v)| (Cow::Owned(k.clone()), Json::from_value(v)))
-                    .collect(),
-            ),
+            At::Root => Ok(()),
+            At::Field(At::Root, name) => f.write_str(name),
+            At::Field(parent, name) => write!(f, "{parent}.{name}"),
+            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
         }
     }
 }
 
-impl<'de> Deserialize<'de> for Json<'de> {
+/// A settings object, read into `T` by field name. A derived struct alone would also read a JSON
+/// array as its fields in order (`[true]` as `{"enabled": true}`), which settings never mean:
+/// every settings object is read through this instead.
+#[derive(Debug, Default)]
+pub struct Object<T>(pub T);
+
+impl<T> Deref for Object<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(JsonVisitor)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-
-    fn visit_bool<E>(self, b: bool) -> Result<Json<'de>, E> {
-        Ok(Json::Bool(b))
-    }
-
-    fn visit_i64<E>(self, n: i64) -> Result<Json<'de>, E> {
-        Ok(Json::Number(n.into()))
-    }
-
-    fn visit_u64<E>(self, n: u64) -> Result<Json<'de>, E> {
-        Ok(Json::Number(n.into()))
-    }
-
-    fn visit_f64<E>(self, n: f64) -> Result<Json<'de>, E> {
-        Ok(Number::from_f64(n).map_or(Json::Null, Json::Number))
-    }
-
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Borrowed(s)))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(s.to_owned())))
-    }
-
-    fn visit_string<E>(self, s: String) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(s)))
-    }
-
-    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
-        Ok(Json::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Json<'de>, E> {
-        Ok(Json::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
-        Json::deserialize(d)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Json::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut members: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
-        while let Some(Key(key)) = map.next_key()? {
-            let value = map.next_value()?;
-            // The last of duplicate keys wins, as in a `Value`'s map.
-            match members.iter_mut().find(|(k, _)| *k == key) {
-                Some(member) => member.1 = value,
-                None => members.push((key, value)),
-            }
-        }
-        Ok(Json::Object(members))
-    }
-}
-
-/// An object key, borrowed when written without escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
+        struct ObjectVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = Object<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string key")
+                f.write_str("an object")
             }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s.to_owned())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s)))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Object)
             }
         }
-        deserializer.deserialize_str(KeyVisitor)
+        deserializer.deserialize_map(ObjectVisitor(PhantomData))
     }
 }
 
-/// The fields of one settings object, read by name.
-pub struct Fields<'s> {
-    path: String,
-    members: &'s [(Cow<'s, str>, Json<'s>)],
-    known: Vec<&'static str>,
+/// Reads settings text (or a part of settings, found `at`) into `T`. Kubewarden sends `{}` when
+/// none are configured. Text that is not JSON is reported as such whatever else is wrong with
+/// it, as parsing a `serde_json::Value` reports it (nesting past serde_json's recursion limit
+/// included).
+pub fn read<'de, T: Deserialize<'de>>(text: &'de str, at: At<'_>) -> Result<T, SettingsError> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let error = match T::deserialize(&mut deserializer).and_then(|v| deserializer.end().map(|()| v))
+    {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    if error.classify() != Category::Data {
+        return Err(not_json(&error));
+    }
+    // A type error may come before a syntax error further on; the syntax error wins. Only a
+    // `Value` parse finds every one: skipping a value (`IgnoredAny`) has no recursion limit.
+    if let Err(syntax) = serde_json::from_str::<serde_json::Value>(text) {
+        return Err(not_json(&syntax));
+    }
+    let mut path = at.to_string();
+    path_at(text, offset(text, error.line(), error.column()), &mut path);
+    Err(SettingsError::new(path, describe(&error)))
 }
 
-fn type_name(value: &Json<'_>) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
-    }
+/// The byte offset of serde_json's error position: a 1-based line and the bytes before the
+/// position on that line.
+fn offset(text: &str, line: usize, column: usize) -> usize {
+    let line_start = match line {
+        0 | 1 => 0,
+        _ => text
+            .match_indices('\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(i, _)| i + 1),
+    };
+    (line_start + column).min(text.len())
 }
 
-impl<'s> Fields<'s> {
-    /// The fields of `value`, which must be an object (or `null`, read as `{}`).
-    pub fn new(path: String, value: &'s Json<'s>) -> Result<Fields<'s>, SettingsError> {
-        let members: &'s [(Cow<'s, str>, Json<'s>)] = match value {
-            Json::Object(members) => members,
-            Json::Null => &[],
-            other => {
-                return Err(SettingsError::new(
-                    path,
-                    format!("expected an object, found {}", type_name(other)),
-                ))
+/// Appends to `path` where in `text` serde_json was when it found a data error at byte `end`:
+/// the member key or element index in each object and array still open there. serde_json
+/// reports a type error just past the value it read (or at the bracket it would not read), and
+/// an unknown or duplicate field just past the key, so the value being read is the last one
+/// begun. Only errors pay for this walk, which is why no path is kept while deserializing: a
+/// deserializer wrapper that tracks one (serde_path_to_error) made each policy module about
+/// 16 KB larger.
+fn path_at(text: &str, end: usize, path: &mut String) {
+    enum Open {
+        /// The key of the member being read, once read.
+        Object(Option<String>),
+        /// The index of the element being read.
+        Array(usize),
+    }
+    let bytes = text.as_bytes();
+    let mut open: Vec<Open> = Vec::new();
+    let mut i = 0;
+    while i < end {
+        match bytes[i] {
+            b'{' => open.push(Open::Object(None)),
+            b'[' => open.push(Open::Array(0)),
+            b'}' | b']' => drop(open.pop()),
+            b',' => match open.last_mut() {
+                Some(Open::Object(key)) => *key = None,
+                Some(Open::Array(n)) => *n += 1,
+                None => {}
+            },
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Open::Object(key @ None)) = open.last_mut() {
+                    let token = text.get(start..=i).unwrap_or_default();
+                    let name = serde_json::from_str::<JsonStr<'_>>(token).unwrap_or_default();
+                    *key = Some(name.0.into_owned());
+                }
             }
-        };
-        Ok(Fields {
-            path,
-            members,
-            known: Vec::with_capacity(8),
-        })
-    }
-
-    pub fn path_of(&self, key: &str) -> String {
-        if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            let mut path = String::with_capacity(self.path.len() + 1 + key.len());
-            path.push_str(&self.path);
-            path.push('.');
-            path.push_str(key);
-            path
+            _ => {}
         }
+        i += 1;
     }
-
-    /// The value of `key`; `null` counts as absent so that a defaulted field can be written out.
-    pub fn get(&mut self, key: &'static str) -> Option<&'s Json<'s>> {
-        self.known.push(key);
-        self.members
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
-            .filter(|v| !v.is_null())
-    }
-
-    fn mismatch(&self, key: &str, expected: &str, found: &Json<'_>) -> SettingsError {
-        SettingsError::new(
-            self.path_of(key),
-            format!("expected {expected}, found {}", type_name(found)),
-        )
-    }
-
-    pub fn bool(&mut self, key: &'static str) -> Result<Option<bool>, SettingsError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Json::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(self.mismatch(key, "a boolean", other)),
-        }
-    }
-
-    pub fn string(&mut self, key: &'static str) -> Result<Option<&'s str>, SettingsError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Json::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.mismatch(key, "a string", other)),
-        }
-    }
-
-    /// An array field: each element with its path.
-    pub fn array(
-        &mut self,
-        key: &'static str,
-    ) -> Result<Option<Vec<(String, &'s Json<'s>)>>, SettingsError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Json::Array(items)) => {
-                let path = self.path_of(key);
-                Ok(Some(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| (indexed(&path, i), v))
-                        .collect(),
-                ))
+    for segment in open {
+        match segment {
+            Open::Object(None) => {}
+            Open::Object(Some(key)) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&key);
             }
-            Some(other) => Err(self.mismatch(key, "an array", other)),
-        }
-    }
-
-    /// An array of strings, each converted by `convert`, whose error is reported at the element.
-    pub fn strings_as<T>(
-        &mut self,
-        key: &'static str,
-        convert: impl Fn(&str) -> Result<T, String>,
-    ) -> Result<Option<Vec<T>>, SettingsError> {
-        let Some(items) = self.array(key)? else {
-            return Ok(None);
-        };
-        items
-            .into_iter()
-            .map(|(path, value)| match value {
-                Json::String(s) => convert(s).map_err(|m| SettingsError::new(path, m)),
-                other => Err(SettingsError::new(
-                    path,
-                    format!("expected a string, found {}", type_name(other)),
-                )),
-            })
-            .collect::<Result<Vec<T>, _>>()
-            .map(Some)
-    }
-
-    pub fn globs(
-        &mut self,
-        key: &'static str,
-        convert: fn(&str) -> Result<Glob, String>,
-    ) -> Result<Option<Vec<Glob>>, SettingsError> {
-        self.strings_as(key, convert)
-    }
-
-    /// A nested object field.
-    pub fn object(&mut self, key: &'static str) -> Result<Option<Fields<'s>>, SettingsError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(value) => Fields::new(self.path_of(key), value).map(Some),
-        }
-    }
-
-    /// Every member, for objects whose keys are data (label maps): `(path, key, value)`, in the
-    /// order of keys (that of a `Value`'s map, so that the first bad entry reported is too).
-    pub fn into_entries(self) -> Vec<(String, &'s str, &'s Json<'s>)> {
-        let mut entries: Vec<(String, &'s str, &'s Json<'s>)> = self
-            .members
-            .iter()
-            .map(|(k, v)| (self.path_of(k), k.as_ref(), v))
-            .collect();
-        entries.sort_unstable_by(|a, b| a.1.cmp(b.1));
-        entries
-    }
-
-    /// Rejects keys that were never asked for (the first in key order, as a `Value`'s map
-    /// would list them).
-    pub fn finish(self) -> Result<(), SettingsError> {
-        let unknown = self
-            .members
-            .iter()
-            .map(|(k, _)| k.as_ref())
-            .filter(|k| !self.known.contains(k))
-            .min();
-        match unknown {
-            None => Ok(()),
-            Some(unknown) => Err(SettingsError::new(
-                self.path_of(unknown),
-                format!("unknown field; expected one of: {}", self.known.join(", ")),
-            )),
+            Open::Array(n) => {
+                path.push('[');
+                path.push_str(&n.to_string());
+                path.push(']');
+            }
         }
     }
 }
 
-/// `path[i]`. Paths are built for every settings field read, errors or not, so without the
-/// formatting machinery.
-pub fn indexed(path: &str, i: usize) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = i;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+fn not_json(error: &serde_json::Error) -> SettingsError {
+    SettingsError::new("", format!("not valid JSON: {error}"))
+}
+
+/// serde's message for a data error, in the words of these settings: `expected a string, found a
+/// number` for serde's `invalid type: integer `3`, expected a string`, and no text position
+/// (settings are usually YAML converted to JSON, whose lines and columns the user never sees).
+fn describe(error: &serde_json::Error) -> String {
+    let full = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    let message = full.strip_suffix(&position).unwrap_or(&full);
+    let mismatch = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.split_once(", expected "));
+    if let Some((found, expected)) = mismatch {
+        return format!("expected {}, found {}", noun(expected), noun(found));
     }
-    let mut out = String::with_capacity(path.len() + 2 + digits.len() - at);
-    out.push_str(path);
-    out.push('[');
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
-    out.push(']');
-    out
+    if message.starts_with("duplicate field `") {
+        return "field given twice".to_owned();
+    }
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let expected = rest
+            .split_once(", expected ")
+            .map_or("", |(_, names)| names);
+        let names = expected
+            .trim_start_matches("one of ")
+            .replace(" or ", ", ")
+            .replace('`', "");
+        return format!("unknown field; expected one of: {names}");
+    }
+    message.to_owned()
+}
+
+/// What serde calls a JSON value (`integer `3``) or the type it expected (`a sequence`), as
+/// these settings call it.
+fn noun(serde: &str) -> &str {
+    match serde {
+        "a sequence" => return "an array",
+        "a map" => return "an object",
+        "i64" | "u64" => return "an integer",
+        _ => {}
+    }
+    match serde.split(' ').next() {
+        Some("boolean") => "a boolean",
+        Some("integer" | "floating") => "a number",
+        Some("string") => "a string",
+        Some("sequence") => "an array",
+        Some("map") => "an object",
+        Some("unit") => "null",
+        _ => serde,
+    }
+}
+
+/// Each string of `list` converted by `convert`, whose error names the element.
+pub fn each<T>(
+    at: At<'_>,
+    list: &[JsonStr<'_>],
+    convert: fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, SettingsError> {
+    list.iter()
+        .enumerate()
+        .map(|(i, text)| convert(text.as_str()).map_err(|m| at.index(i).error(m)))
+        .collect()
 }
 
 /// A glob over taint keys. Taint keys are qualified names (`[prefix/]name`: letters, digits,
@@ -429,60 +290,125 @@ pub fn taint_key_glob(text: &str) -> Result<Glob, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
-    /// The tree reads what a `serde_json::Value` reads, and fails as parsing one fails.
-    #[test]
-    fn reads_as_a_value_does() {
-        let deep = format!("{}1{}", "[".repeat(128), "]".repeat(128));
-        let ok_deep = format!("{}1{}", "[".repeat(127), "]".repeat(127));
-        let texts = [
-            "{}",
-            "null",
-            r#"{"a": 1, "b": [true, false, null, -2, 1.5, 18446744073709551615], "a": "last"}"#,
-            r#"{"e\u0073c": "t\"ab\tle", "plain": "x", "z": {}, "y": {"z": 1, "z": {"k": []}}}"#,
-            r#"{"n": 1e400}"#,
-            r#"{"n": -1e400}"#,
-            r#"{"s": "\ud800"}"#,
-            r#"{"a": 1,}"#,
-            r#"{"a": 1} x"#,
-            "{",
-            "",
-            &deep,
-            &ok_deep,
-        ];
-        for text in texts {
-            let want = serde_json::from_str::<Value>(text)
-                .map_err(|e| SettingsError::new("", format!("not valid JSON: {e}")));
-            let got = parse_settings_json(text).map(|v| v.to_value());
-            assert_eq!(got, want, "{text}");
-        }
-        let Json::Object(members) = parse_settings_json(r#"{"a": "x", "b\n": "y\n"}"#).unwrap()
-        else {
-            panic!("an object")
-        };
-        assert!(matches!(
-            members[0],
-            (Cow::Borrowed("a"), Json::String(Cow::Borrowed("x")))
-        ));
-        assert!(matches!(
-            members[1],
-            (Cow::Owned(_), Json::String(Cow::Owned(_)))
-        ));
+    // Only the errors of reading these are tested.
+    #[allow(dead_code)]
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Shape<'s> {
+        flag: Option<bool>,
+        #[serde(borrow)]
+        names: Option<Vec<JsonStr<'s>>>,
+        count: Option<i64>,
+        inner: Option<Object<Inner>>,
+        inner_list: Option<Vec<Object<Inner>>>,
     }
 
+    #[allow(dead_code)]
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        on: Option<bool>,
+    }
+
+    fn error(text: &str, at: At<'_>) -> String {
+        read::<Option<Object<Shape>>>(text, at)
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// Type errors and unknown fields in the words the settings references use, at the field.
     #[test]
-    fn unknown_fields_and_entries_in_key_order() {
-        let value = parse_settings_json(r#"{"z": 1, "b": 2, "known": 3, "a": 4, "b": 5}"#).unwrap();
-        let mut f = Fields::new("p".into(), &value).unwrap();
-        assert_eq!(f.get("b").and_then(Json::as_i64), Some(5));
-        f.get("known");
-        let err = f.finish().unwrap_err();
+    fn errors_name_the_field() {
+        let cases = [
+            (r#"{"flag": "yes"}"#, "settings field `flag`: expected a boolean, found a string"),
+            (r#"{"names": ["a", 1]}"#, "settings field `names[1]`: expected a string, found a number"),
+            (r#"{"names": "a"}"#, "settings field `names`: expected an array, found a string"),
+            (r#"{"names": [null]}"#, "settings field `names[0]`: expected a string, found null"),
+            (r#"{"count": 1.5}"#, "settings field `count`: expected an integer, found a number"),
+            (
+                r#"{"count": 18446744073709551615}"#,
+                "settings field `count`: expected an integer, found a number",
+            ),
+            (r#"{"count": {}}"#, "settings field `count`: expected an integer, found an object"),
+            (r#"{"inner": [true]}"#, "settings field `inner`: expected an object, found an array"),
+            (r#"{"inner": {"on": 1}}"#, "settings field `inner.on`: expected a boolean, found a number"),
+            (
+                r#"{"innerList": [{"on": true}, {"of": true}]}"#,
+                "settings field `innerList[1].of`: unknown field; expected one of: on",
+            ),
+            (
+                r#"{"flags": true}"#,
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList",
+            ),
+            ("[true]", "settings: expected an object, found an array"),
+            ("7", "settings: expected an object, found a number"),
+            (r#"{"flag": true, "flag": false}"#, "settings field `flag`: field given twice"),
+            (
+                r#"{"inner": {"on": true, "on": true}}"#,
+                "settings field `inner.on`: field given twice",
+            ),
+            // What the path is read from: escapes, and brackets, commas and quotes in strings.
+            (
+                r#"{"fl\u0061gs": 1}"#,
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList",
+            ),
+            (
+                r#"{"names": ["a,]\"[{", "}"], "innerList": [{}, {"on": true}, {"on": "x"}]}"#,
+                "settings field `innerList[2].on`: expected a boolean, found a string",
+            ),
+            (
+                "{\n  \"inner\": {},\n  \"innerList\": [\n    {\"on\": true},\n    {\"on\": 1}\n  ]\n}",
+                "settings field `innerList[1].on`: expected a boolean, found a number",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(error(text, At::Root), want, "{text}");
+        }
+        let at = At::Root;
+        let rules = at.field("rules");
+        let first = rules.index(0);
         assert_eq!(
-            err.to_string(),
-            "settings field `p.a`: unknown field; expected one of: b, known"
+            error(r#"{"inner": {"on": 1}}"#, first),
+            "settings field `rules[0].inner.on`: expected a boolean, found a number"
         );
-        let f = Fields::new("p".into(), &value).unwrap();
-        let keys: Vec<&str> = f.into_entries().iter().map(|e| e.1).collect();
-        assert_eq!(keys, ["a", "b", "known", "z"]);
+        assert_eq!(
+            error("[]", first),
+            "settings field `rules[0]`: expected an object, found an array"
+        );
+        assert_eq!(
+            read::<Vec<bool>>("[true, 1]", rules)
+                .unwrap_err()
+                .to_string(),
+            "settings field `rules[1]`: expected a boolean, found a number"
+        );
+        assert!(read::<Option<Object<Shape>>>("null", at).unwrap().is_none());
+    }
+
+    /// Text that is not JSON is said to be so, as serde_json says it, even where a field before
+    /// the syntax error is wrong too.
+    #[test]
+    fn not_json_is_not_json() {
+        let deep = format!("{{\"flags\": {}1{}}}", "[".repeat(200), "]".repeat(200));
+        for text in [
+            "{",
+            "",
+            "{\"flag\": true} x",
+            "{\"flag\": tru}",
+            "{\"count\": 1e400}",
+            "{\"flags\": true,}",
+            "{\"flag\": 1, \"x\"}",
+            "{\"names\": [1, ]}",
+            "{\"names\": [\"\\ud800\"]}",
+            &deep,
+        ] {
+            let want = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+            assert_eq!(
+                error(text, At::Root),
+                format!("settings: not valid JSON: {want}"),
+                "{text}"
+            );
+        }
     }
 }

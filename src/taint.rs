@@ -1,11 +1,17 @@
 //! Taints as they appear in `Node.spec.taints`, and settings selectors over them.
 
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{taint_key_glob, Fields, Json, SettingsError};
+use crate::settings::{each, taint_key_glob, At, SettingsError};
 
 /// The taint effects Kubernetes defines.
 pub const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -110,52 +116,107 @@ impl TaintSelector {
         (self.effects.is_empty() || self.effects.contains(&taint.effect.as_str()))
             && self.key.matches(taint.key.as_str())
     }
+}
 
-    /// Reads a selector; `fields_extra` reads any further fields of the object form.
-    pub fn from_settings<'s, T>(
-        path: String,
-        value: &'s Json<'s>,
-        fields_extra: impl FnOnce(&mut Fields<'s>) -> Result<T, SettingsError>,
-        extra_default: T,
-    ) -> Result<(TaintSelector, T), SettingsError> {
-        if let Json::String(key) = value {
-            let key = taint_key_glob(key).map_err(|m| SettingsError::new(path, m))?;
-            return Ok((
-                TaintSelector {
-                    key,
-                    effects: Vec::new(),
-                },
-                extra_default,
-            ));
-        }
-        let mut fields = Fields::new(path, value)?;
-        let key_path = fields.path_of("key");
-        let key = fields
-            .string("key")?
-            .ok_or_else(|| SettingsError::new(key_path.clone(), "required field is missing"))?;
-        let key = taint_key_glob(key).map_err(|m| SettingsError::new(key_path, m))?;
-        let effects = fields.strings_as("effects", effect)?.unwrap_or_default();
-        let extra = fields_extra(&mut fields)?;
-        fields.finish()?;
-        Ok((TaintSelector { key, effects }, extra))
+/// A taint selector as settings write it: a bare key glob, or an object `X` holding the key, the
+/// effects and whatever else a list of selectors gives each (a rule's own `permitted`, ...).
+#[derive(Debug)]
+pub enum SelectorSettings<'s, X> {
+    Key(JsonStr<'s>),
+    Object(X),
+}
+
+/// The fields every selector object has.
+pub trait SelectorFields {
+    fn key(&self) -> Option<&str>;
+    fn effects(&self) -> Option<&[JsonStr<'_>]>;
+}
+
+/// A selector object with no further fields.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlainSelector<'s> {
+    #[serde(borrow)]
+    key: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    effects: Option<Vec<JsonStr<'s>>>,
+}
+
+impl SelectorFields for PlainSelector<'_> {
+    fn key(&self) -> Option<&str> {
+        self.key.as_ref().map(JsonStr::as_str)
+    }
+    fn effects(&self) -> Option<&[JsonStr<'_>]> {
+        self.effects.as_deref()
     }
 }
 
-/// Reads a list of selectors at `key` of `fields`.
-pub fn selectors(
-    fields: &mut Fields<'_>,
-    key: &'static str,
-) -> Result<Option<Vec<TaintSelector>>, SettingsError> {
-    let Some(items) = fields.array(key)? else {
-        return Ok(None);
-    };
-    items
-        .into_iter()
-        .map(|(path, value)| {
-            TaintSelector::from_settings(path, value, |_| Ok(()), ()).map(|(s, ())| s)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+impl<X: SelectorFields> SelectorSettings<'_, X> {
+    /// The selector, its key and effects checked; `at` is where the selector is.
+    pub fn build(&self, at: At<'_>) -> Result<TaintSelector, SettingsError> {
+        let object = match self {
+            SelectorSettings::Key(key) => {
+                let key = taint_key_glob(key.as_str()).map_err(|m| at.error(m))?;
+                return Ok(TaintSelector {
+                    key,
+                    effects: Vec::new(),
+                });
+            }
+            SelectorSettings::Object(object) => object,
+        };
+        let key_at = at.field("key");
+        let key = object
+            .key()
+            .ok_or_else(|| key_at.error("required field is missing"))?;
+        let key = taint_key_glob(key).map_err(|m| key_at.error(m))?;
+        let effects = match object.effects() {
+            Some(effects) => each(at.field("effects"), effects, effect)?,
+            None => Vec::new(),
+        };
+        Ok(TaintSelector { key, effects })
+    }
+
+    /// The object form, if the selector was written as one.
+    pub fn object(&self) -> Option<&X> {
+        match self {
+            SelectorSettings::Key(_) => None,
+            SelectorSettings::Object(object) => Some(object),
+        }
+    }
+}
+
+/// Each selector of a list, `at` being where the list is.
+pub fn selectors<X: SelectorFields>(
+    at: At<'_>,
+    list: &[SelectorSettings<'_, X>],
+) -> Result<Vec<TaintSelector>, SettingsError> {
+    list.iter()
+        .enumerate()
+        .map(|(i, selector)| selector.build(at.index(i)))
+        .collect()
+}
+
+impl<'de: 's, 's, X: Deserialize<'de>> Deserialize<'de> for SelectorSettings<'s, X> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SelectorVisitor<'s, X>(PhantomData<(&'s (), X)>);
+        impl<'de: 's, 's, X: Deserialize<'de>> Visitor<'de> for SelectorVisitor<'s, X> {
+            type Value = SelectorSettings<'s, X>;
+            // A key glob is the other form; the object is what has structure to get wrong.
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(SelectorSettings::Key(JsonStr(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(SelectorSettings::Key(JsonStr(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                X::deserialize(MapAccessDeserializer::new(map)).map(SelectorSettings::Object)
+            }
+        }
+        deserializer.deserialize_any(SelectorVisitor(PhantomData))
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::json::{write_str, JsonStr};
-use crate::settings::{Fields, Json, SettingsError};
+use crate::settings::{At, SettingsError};
 use crate::taint::effect;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,70 +194,67 @@ impl Toleration<'_> {
         out.push('}');
         out
     }
+}
 
-    /// Reads a toleration from settings, with the checks the API server would make.
-    pub fn from_settings(
-        path: String,
-        value: &Json<'_>,
-    ) -> Result<Toleration<'static>, SettingsError> {
-        let mut f = Fields::new(path, value)?;
-        let key = f.string("key")?.unwrap_or("").to_owned();
-        let operator_path = f.path_of("operator");
-        let operator = match f.string("operator")? {
+/// A toleration as settings write it, as in a pod spec; see [`TolerationSettings::build`].
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TolerationSettings<'s> {
+    #[serde(borrow)]
+    key: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    operator: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    value: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    effect: Option<JsonStr<'s>>,
+    toleration_seconds: Option<i64>,
+}
+
+impl TolerationSettings<'_> {
+    /// The toleration, with the checks the API server would make; `at` is where it is.
+    pub fn build(&self, at: At<'_>) -> Result<Toleration<'static>, SettingsError> {
+        let text = |s: &Option<JsonStr<'_>>| s.as_ref().map_or("", JsonStr::as_str).to_owned();
+        let key = text(&self.key);
+        let operator = match self.operator.as_ref().map(JsonStr::as_str) {
             None | Some("Equal") => Operator::Equal,
             Some("Exists") => Operator::Exists,
             Some(other) => {
-                return Err(SettingsError::new(
-                    operator_path,
-                    format!("unknown operator {other:?}; expected \"Equal\" or \"Exists\""),
-                ))
+                return Err(at.field("operator").error(format!(
+                    "unknown operator {other:?}; expected \"Equal\" or \"Exists\""
+                )))
             }
         };
-        let value_path = f.path_of("value");
-        let value = f.string("value")?.unwrap_or("").to_owned();
-        let effect_path = f.path_of("effect");
-        let effect = match f.string("effect")? {
+        let value = text(&self.value);
+        let effect = match self.effect.as_ref().map(JsonStr::as_str) {
             None | Some("") => String::new(),
             Some(e) => effect(e)
-                .map_err(|m| SettingsError::new(effect_path.clone(), m))?
+                .map_err(|m| at.field("effect").error(m))?
                 .to_owned(),
         };
-        let seconds_path = f.path_of("tolerationSeconds");
-        let seconds =
-            match f.get("tolerationSeconds") {
-                None => None,
-                Some(v) => Some(v.as_i64().ok_or_else(|| {
-                    SettingsError::new(seconds_path.clone(), "expected an integer")
-                })?),
-            };
-        let key_path = f.path_of("key");
-        f.finish()?;
+        let seconds = self.toleration_seconds;
         if key.is_empty() && operator != Operator::Exists {
-            return Err(SettingsError::new(
-                key_path,
-                "an empty key requires operator \"Exists\"",
-            ));
+            return Err(at
+                .field("key")
+                .error("an empty key requires operator \"Exists\""));
         }
         if key
             .chars()
             .any(|c| !(c.is_ascii_alphanumeric() || "-_./".contains(c)))
         {
-            return Err(SettingsError::new(
-                key_path,
-                format!("{key:?} is not a valid taint key"),
-            ));
+            return Err(at
+                .field("key")
+                .error(format!("{key:?} is not a valid taint key")));
         }
         if operator == Operator::Exists && !value.is_empty() {
-            return Err(SettingsError::new(
-                value_path,
-                "operator \"Exists\" takes no value",
-            ));
+            return Err(at
+                .field("value")
+                .error("operator \"Exists\" takes no value"));
         }
         if seconds.is_some() && effect != "NoExecute" {
-            return Err(SettingsError::new(
-                seconds_path,
-                "tolerationSeconds requires effect \"NoExecute\"",
-            ));
+            return Err(at
+                .field("tolerationSeconds")
+                .error("tolerationSeconds requires effect \"NoExecute\""));
         }
         Ok(Toleration {
             key: Cow::Owned(key),

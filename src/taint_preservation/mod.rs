@@ -29,10 +29,8 @@ impl Policy for TaintPreservation {
     const NAME: &'static str = "taint-preservation";
     type Settings = Settings;
 
-    fn settings(
-        value: &crate::settings::Json<'_>,
-    ) -> Result<Settings, crate::settings::SettingsError> {
-        Settings::from_value(value)
+    fn settings(text: &str) -> Result<Settings, crate::settings::SettingsError> {
+        Settings::from_text(text)
     }
 
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {

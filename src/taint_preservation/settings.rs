@@ -1,10 +1,13 @@
 //! Settings of the taint-preservation policy. The policy README is the reference for users;
 //! every field has a default, so `{}` is a complete configuration.
 
+use serde::Deserialize;
+
 use crate::glob::Glob;
-use crate::principal::PrincipalList;
-use crate::settings::{Fields, Json, SettingsError};
-use crate::taint::{selectors, TaintSelector};
+use crate::json::JsonStr;
+use crate::principal::{PrincipalList, PrincipalListSettings};
+use crate::settings::{read, At, Object, SettingsError};
+use crate::taint::{selectors, PlainSelector, SelectorFields, SelectorSettings, TaintSelector};
 
 /// Taint keys that controllers own: they add and remove them as node conditions change, so
 /// protecting them would fight the controllers. Everything else is protected by default.
@@ -93,46 +96,115 @@ fn defaults(keys: &[&str]) -> Vec<TaintSelector> {
     keys.iter().map(|k| TaintSelector::new(k, &[])).collect()
 }
 
+/// The settings as written: every field optional, `null` as good as absent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SettingsText<'s> {
+    #[serde(borrow)]
+    mode: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    protected_taints: Option<Vec<SelectorSettings<'s, ProtectedSelector<'s>>>>,
+    #[serde(borrow)]
+    unprotected_taints: Option<Vec<SelectorSettings<'s, PlainSelector<'s>>>>,
+    #[serde(borrow)]
+    one_shot_taints: Option<Vec<SelectorSettings<'s, OneShotSelector<'s>>>>,
+    #[serde(borrow)]
+    one_shot_record_annotation: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    permitted: Option<Object<PrincipalListSettings<'s>>>,
+    #[serde(borrow)]
+    cordon: Option<Object<CordonText<'s>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProtectedSelector<'s> {
+    #[serde(borrow)]
+    key: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    effects: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    permitted: Option<Object<PrincipalListSettings<'s>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OneShotSelector<'s> {
+    #[serde(borrow)]
+    key: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    effects: Option<Vec<JsonStr<'s>>>,
+    only_at_registration: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CordonText<'s> {
+    enabled: Option<bool>,
+    #[serde(borrow)]
+    owner_annotation: Option<JsonStr<'s>>,
+}
+
+impl SelectorFields for ProtectedSelector<'_> {
+    fn key(&self) -> Option<&str> {
+        self.key.as_ref().map(JsonStr::as_str)
+    }
+    fn effects(&self) -> Option<&[JsonStr<'_>]> {
+        self.effects.as_deref()
+    }
+}
+
+impl SelectorFields for OneShotSelector<'_> {
+    fn key(&self) -> Option<&str> {
+        self.key.as_ref().map(JsonStr::as_str)
+    }
+    fn effects(&self) -> Option<&[JsonStr<'_>]> {
+        self.effects.as_deref()
+    }
+}
+
 impl Settings {
-    pub fn from_value(value: &Json<'_>) -> Result<Settings, SettingsError> {
-        let mut fields = Fields::new(String::new(), value)?;
-        let mode = match fields.string("mode")? {
+    /// Reads and checks settings text (`{}` and `null` mean every default).
+    pub fn from_text(text: &str) -> Result<Settings, SettingsError> {
+        let root = At::Root;
+        let settings: Object<SettingsText> = read::<Option<_>>(text, root)?.unwrap_or_default();
+        let mode = match settings.mode.as_ref().map(JsonStr::as_str) {
             None | Some("restore") => Mode::Restore,
             Some("deny") => Mode::Deny,
             Some(other) => {
-                return Err(SettingsError::new(
-                    "mode",
-                    format!("unknown mode {other:?}; expected \"restore\" or \"deny\""),
-                ))
+                return Err(root.field("mode").error(format!(
+                    "unknown mode {other:?}; expected \"restore\" or \"deny\""
+                )))
             }
         };
-        let protected = match fields.array("protectedTaints")? {
+        let protected = match &settings.protected_taints {
             None => vec![ProtectedRule {
                 selector: TaintSelector::new("*", &[]),
                 permitted: PrincipalList::default(),
             }],
-            Some(items) => items
-                .into_iter()
-                .map(|(path, value)| {
-                    let (selector, permitted) = TaintSelector::from_settings(
-                        path,
-                        value,
-                        |rule| match rule.object("permitted")? {
-                            Some(p) => PrincipalList::from_settings(p, &PrincipalList::default()),
-                            None => Ok(PrincipalList::default()),
-                        },
-                        PrincipalList::default(),
-                    )?;
-                    Ok(ProtectedRule {
+            Some(list) => {
+                let list_at = root.field("protectedTaints");
+                let mut rules = Vec::with_capacity(list.len());
+                for (i, rule) in list.iter().enumerate() {
+                    let at = list_at.index(i);
+                    let selector = rule.build(at)?;
+                    let permitted = match rule.object().and_then(|r| r.permitted.as_ref()) {
+                        Some(p) => p.build(at.field("permitted"), &PrincipalList::default())?,
+                        None => PrincipalList::default(),
+                    };
+                    rules.push(ProtectedRule {
                         selector,
                         permitted,
-                    })
-                })
-                .collect::<Result<_, SettingsError>>()?,
+                    });
+                }
+                rules
+            }
         };
-        let unprotected = selectors(&mut fields, "unprotectedTaints")?
-            .unwrap_or_else(|| defaults(DEFAULT_UNPROTECTED_TAINTS));
-        let one_shot = match fields.array("oneShotTaints")? {
+        let unprotected = match &settings.unprotected_taints {
+            Some(list) => selectors(root.field("unprotectedTaints"), list)?,
+            None => defaults(DEFAULT_UNPROTECTED_TAINTS),
+        };
+        let one_shot = match &settings.one_shot_taints {
             None => DEFAULT_ONE_SHOT_TAINTS
                 .iter()
                 .map(|&(key, only_at_registration)| OneShotRule {
@@ -140,57 +212,51 @@ impl Settings {
                     only_at_registration,
                 })
                 .collect(),
-            Some(items) => items
-                .into_iter()
-                .map(|(path, value)| {
-                    let (selector, only_at_registration) = TaintSelector::from_settings(
-                        path,
-                        value,
-                        |rule| Ok(rule.bool("onlyAtRegistration")?.unwrap_or(false)),
-                        false,
-                    )?;
-                    Ok(OneShotRule {
-                        selector,
-                        only_at_registration,
+            Some(list) => {
+                let list_at = root.field("oneShotTaints");
+                list.iter()
+                    .enumerate()
+                    .map(|(i, rule)| {
+                        Ok(OneShotRule {
+                            selector: rule.build(list_at.index(i))?,
+                            only_at_registration: rule
+                                .object()
+                                .and_then(|r| r.only_at_registration)
+                                .unwrap_or(false),
+                        })
                     })
-                })
-                .collect::<Result<_, SettingsError>>()?,
+                    .collect::<Result<_, SettingsError>>()?
+            }
         };
         let one_shot_record = annotation_key(
-            &mut fields,
-            "oneShotRecordAnnotation",
+            root.field("oneShotRecordAnnotation"),
+            settings.one_shot_record_annotation.as_ref(),
             DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
         )?;
-        let permitted = match fields.object("permitted")? {
-            Some(p) => PrincipalList::from_settings(p, &default_permitted())?,
+        let permitted = match &settings.permitted {
+            Some(p) => p.build(root.field("permitted"), &default_permitted())?,
             None => default_permitted(),
         };
-        let cordon = match fields.object("cordon")? {
+        let cordon = match &settings.cordon {
             None => Cordon {
                 enabled: true,
                 owner_annotation: DEFAULT_OWNER_ANNOTATION.to_owned(),
             },
-            Some(mut c) => {
-                let enabled = c.bool("enabled")?.unwrap_or(true);
-                let owner_annotation =
-                    annotation_key(&mut c, "ownerAnnotation", DEFAULT_OWNER_ANNOTATION)?;
-                c.finish()?;
-                Cordon {
-                    enabled,
-                    owner_annotation,
-                }
-            }
+            Some(c) => Cordon {
+                enabled: c.enabled.unwrap_or(true),
+                owner_annotation: annotation_key(
+                    root.field("cordon").field("ownerAnnotation"),
+                    c.owner_annotation.as_ref(),
+                    DEFAULT_OWNER_ANNOTATION,
+                )?,
+            },
         };
         if cordon.enabled && cordon.owner_annotation == one_shot_record {
-            return Err(SettingsError::new(
-                "oneShotRecordAnnotation",
-                format!(
-                    "{one_shot_record:?} is also `cordon.ownerAnnotation`; the two records need \
-                     annotations of their own"
-                ),
-            ));
+            return Err(root.field("oneShotRecordAnnotation").error(format!(
+                "{one_shot_record:?} is also `cordon.ownerAnnotation`; the two records need \
+                 annotations of their own"
+            )));
         }
-        fields.finish()?;
         Ok(Settings {
             mode,
             protected,
@@ -203,15 +269,14 @@ impl Settings {
     }
 }
 
-/// The annotation key at `key` of `fields`, or `default`.
+/// The annotation key `value` at `at`, or `default`.
 fn annotation_key(
-    fields: &mut Fields<'_>,
-    key: &'static str,
+    at: At<'_>,
+    value: Option<&JsonStr<'_>>,
     default: &str,
 ) -> Result<String, SettingsError> {
-    let path = fields.path_of(key);
-    let value = fields.string(key)?.unwrap_or(default);
-    check_annotation_key(value).map_err(|m| SettingsError::new(path, m))?;
+    let value = value.map_or(default, JsonStr::as_str);
+    check_annotation_key(value).map_err(|m| at.error(m))?;
     Ok(value.to_owned())
 }
 

@@ -501,6 +501,10 @@ fn settings_errors_name_the_field() {
             "`oneShotRecordAnnotation`: \"taintguard.io/cordoned-by\" is also `cordon.ownerAnnotation`",
         ),
         (json!([1]), "expected an object"),
+        (
+            json!({"cordon": [true, "example.com/owner"]}),
+            "`cordon`: expected an object, found an array",
+        ),
     ];
     for (settings, want) in cases {
         let err = TaintPreservation::validate_settings(&settings.to_string())
@@ -508,6 +512,14 @@ fn settings_errors_name_the_field() {
             .to_string();
         assert!(err.contains(want), "{settings}: {want:?} not in {err}");
     }
+    // Which of the two would the user mean?
+    let twice = r#"{"mode": "deny", "mode": "restore"}"#;
+    assert_eq!(
+        TaintPreservation::validate_settings(twice)
+            .unwrap_err()
+            .to_string(),
+        "settings field `mode`: field given twice"
+    );
     for good in [
         json!({}),
         json!(null),

@@ -7,11 +7,13 @@
 //! numbers a `Value` can hold); otherwise the condition fails with an error, which rejects the
 //! request, rather than reading `null`.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::glob::Glob;
+use crate::json::JsonStr;
 use crate::jsonpath::{self, JsonPath, Node};
-use crate::settings::{Fields, Json, SettingsError};
+use crate::settings::{At, SettingsError};
 
 #[derive(Debug, Clone)]
 enum Test {
@@ -31,46 +33,54 @@ pub struct Condition {
     test: Test,
 }
 
-impl Condition {
-    pub fn from_settings(path: String, value: &Json<'_>) -> Result<Condition, SettingsError> {
-        let mut f = Fields::new(path, value)?;
-        let path_path = f.path_of("path");
-        let text = f
-            .string("path")?
-            .ok_or_else(|| SettingsError::new(path_path.clone(), "required field is missing"))?
-            .to_owned();
+/// A condition as settings write it; see [`ConditionSettings::build`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConditionSettings<'s> {
+    #[serde(borrow)]
+    path: Option<JsonStr<'s>>,
+    /// `null` is absent, as for every settings field: `"equals": null` is `exists: true`.
+    equals: Option<Value>,
+    #[serde(rename = "in")]
+    in_: Option<Vec<Value>>,
+    #[serde(borrow)]
+    matches: Option<JsonStr<'s>>,
+    exists: Option<bool>,
+}
+
+impl ConditionSettings<'_> {
+    /// The condition, its JSONPath parsed; `at` is where it is.
+    pub fn build(self, at: At<'_>) -> Result<Condition, SettingsError> {
+        let path_at = at.field("path");
+        let text = self
+            .path
+            .ok_or_else(|| path_at.error("required field is missing"))?
+            .0
+            .into_owned();
         let json_path = JsonPath::parse(&text).map_err(|e| {
             if e.unsupported {
-                SettingsError::new(path_path, e.message)
+                path_at.error(e.message)
             } else {
-                SettingsError::new(path_path, format!("invalid JSONPath {text:?}: {e}"))
+                path_at.error(format!("invalid JSONPath {text:?}: {e}"))
             }
         })?;
         let mut tests = Vec::new();
-        if let Some(v) = f.get("equals") {
-            tests.push(Test::Equals(v.to_value()));
+        if let Some(v) = self.equals {
+            tests.push(Test::Equals(v));
         }
-        if let Some(values) = f.array("in")? {
-            tests.push(Test::In(
-                values.into_iter().map(|(_, v)| v.to_value()).collect(),
-            ));
+        if let Some(values) = self.in_ {
+            tests.push(Test::In(values));
         }
-        let matches_path = f.path_of("matches");
-        if let Some(glob) = f.string("matches")? {
+        if let Some(glob) = self.matches {
             let glob =
-                Glob::new(glob).map_err(|e| SettingsError::new(matches_path, e.to_string()))?;
+                Glob::new(glob.as_str()).map_err(|e| at.field("matches").error(e.to_string()))?;
             tests.push(Test::Matches(glob));
         }
-        if let Some(exists) = f.bool("exists")? {
+        if let Some(exists) = self.exists {
             tests.push(Test::Exists(exists));
         }
-        let where_ = f.path_of("");
-        f.finish()?;
         if tests.len() > 1 {
-            return Err(SettingsError::new(
-                where_.trim_end_matches('.'),
-                "give at most one of `equals`, `in`, `matches`, `exists`",
-            ));
+            return Err(at.error("give at most one of `equals`, `in`, `matches`, `exists`"));
         }
         Ok(Condition {
             text,
@@ -78,7 +88,9 @@ impl Condition {
             test: tests.pop().unwrap_or(Test::Exists(true)),
         })
     }
+}
 
+impl Condition {
     /// Whether the condition holds on the object whose text is `object`; an error says what in
     /// the object the path could not read.
     pub fn holds(&self, object: &str) -> Result<bool, String> {
@@ -133,7 +145,16 @@ fn same_kind(node: Node<'_>, v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::{read, Object};
     use serde_json::json;
+
+    /// A condition at `c` of settings.
+    fn from_settings(condition: &Value) -> Result<Condition, SettingsError> {
+        let text = condition.to_string();
+        let at = At::Root;
+        let at = at.field("c");
+        read::<Object<ConditionSettings>>(&text, at)?.0.build(at)
+    }
 
     #[test]
     fn condition_table() {
@@ -229,7 +250,7 @@ mod tests {
             (json!({"path": "$.a", "matches": "*"}), odd, Err("`$.a`: unreadable string")),
         ];
         for (condition, object, want) in cases {
-            let c = Condition::from_settings("c".into(), &Json::from_value(&condition)).unwrap();
+            let c = from_settings(&condition).unwrap();
             match (c.holds(object), want) {
                 (Err(got), Err(want)) => assert!(got.contains(want), "{condition}: {got}"),
                 (got, want) => assert_eq!(got, want.map_err(String::from), "{condition}"),
@@ -253,9 +274,7 @@ mod tests {
             (json!({"path": "$.a", "matches": "[x"}), "`c.matches`"),
         ];
         for (condition, want) in cases {
-            let err = Condition::from_settings("c".into(), &Json::from_value(&condition))
-                .unwrap_err()
-                .to_string();
+            let err = from_settings(&condition).unwrap_err().to_string();
             assert!(err.contains(want), "{want:?} not in {err}");
         }
     }

@@ -30,10 +30,8 @@ impl Policy for TolerationInjection {
     const NAME: &'static str = "toleration-injection";
     type Settings = Settings;
 
-    fn settings(
-        value: &crate::settings::Json<'_>,
-    ) -> Result<Settings, crate::settings::SettingsError> {
-        Settings::from_value(value)
+    fn settings(text: &str) -> Result<Settings, crate::settings::SettingsError> {
+        Settings::from_text(text)
     }
 
     fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {

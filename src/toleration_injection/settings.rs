@@ -1,13 +1,16 @@
 //! Settings of the toleration-injection policy; the policy README is the users' reference.
 
-use super::conditions::Condition;
+use serde::Deserialize;
+
+use super::conditions::{Condition, ConditionSettings};
 use super::workload::{Kind, KINDS};
 use crate::glob::Glob;
-use crate::label_selector::LabelSelector;
-use crate::principal::PrincipalList;
-use crate::settings::{taint_key_glob, Fields, Json, SettingsError};
-use crate::taint::{selectors, TaintSelector};
-use crate::toleration::Toleration;
+use crate::json::JsonStr;
+use crate::label_selector::{LabelSelector, LabelSelectorSettings};
+use crate::principal::{PrincipalList, PrincipalListSettings};
+use crate::settings::{each, read, taint_key_glob, At, Object, SettingsError};
+use crate::taint::{selectors, PlainSelector, SelectorSettings, TaintSelector};
+use crate::toleration::{Toleration, TolerationSettings};
 
 /// On by default: kubeadm 1.24 set both taints, 1.25 dropped `master`, and clusters upgraded
 /// other ways still carry it (docs/incidents.md, incident 5).
@@ -53,6 +56,67 @@ pub struct Settings {
     pub restrictions: Vec<Restriction>,
 }
 
+/// The settings as written: every field optional, `null` as good as absent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsText<'s> {
+    #[serde(borrow)]
+    rules: Option<Vec<Object<RuleText<'s>>>>,
+    #[serde(borrow)]
+    aliases: Option<Object<AliasesText<'s>>>,
+    #[serde(borrow)]
+    restrictions: Option<Vec<Object<RestrictionText<'s>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleText<'s> {
+    #[serde(borrow)]
+    name: Option<JsonStr<'s>>,
+    #[serde(borrow, rename = "match")]
+    matcher: Option<Object<MatchText<'s>>>,
+    #[serde(borrow)]
+    tolerations: Option<Vec<Object<TolerationSettings<'s>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MatchText<'s> {
+    #[serde(borrow)]
+    kinds: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    namespaces: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    principals: Option<Object<PrincipalListSettings<'s>>>,
+    #[serde(borrow)]
+    label_selector: Option<Object<LabelSelectorSettings<'s>>>,
+    #[serde(borrow)]
+    names: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    json_path: Option<Vec<Object<ConditionSettings<'s>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AliasesText<'s> {
+    enabled: Option<bool>,
+    #[serde(borrow)]
+    groups: Option<Vec<Vec<JsonStr<'s>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RestrictionText<'s> {
+    #[serde(borrow)]
+    name: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    taints: Option<Vec<SelectorSettings<'s, PlainSelector<'s>>>>,
+    #[serde(borrow)]
+    allowed_namespaces: Option<Vec<JsonStr<'s>>>,
+    #[serde(borrow)]
+    allowed_principals: Option<Object<PrincipalListSettings<'s>>>,
+}
+
 fn namespace_glob(text: &str) -> Result<Glob, String> {
     Glob::new(text).map_err(|e| format!("{text:?} is not a valid glob: {e}"))
 }
@@ -67,176 +131,184 @@ fn kind(text: &str) -> Result<Kind, String> {
     })
 }
 
-fn read_match(mut f: Fields<'_>) -> Result<Match, SettingsError> {
-    let kinds = f.strings_as("kinds", kind)?.unwrap_or_default();
-    let namespaces = f.globs("namespaces", namespace_glob)?.unwrap_or_default();
-    let principals = match f.object("principals")? {
-        Some(p) => Some(PrincipalList::from_settings(p, &PrincipalList::default())?),
-        None => None,
-    };
-    let selector_path = f.path_of("labelSelector");
-    let labels = match f.get("labelSelector") {
-        Some(v) => Some(LabelSelector::from_settings(selector_path, v)?),
-        None => None,
-    };
-    let names = f.globs("names", namespace_glob)?.unwrap_or_default();
-    let conditions = f
-        .array("jsonPath")?
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(path, v)| Condition::from_settings(path, v))
-        .collect::<Result<_, _>>()?;
-    f.finish()?;
-    Ok(Match {
-        kinds,
-        namespaces,
-        principals,
-        labels,
-        names,
-        conditions,
-    })
+/// Each glob of an optional list; absent is none.
+fn globs(at: At<'_>, list: Option<&[JsonStr<'_>]>) -> Result<Vec<Glob>, SettingsError> {
+    each(at, list.unwrap_or_default(), namespace_glob)
 }
 
-fn read_rule(path: String, value: &Json<'_>) -> Result<Rule, SettingsError> {
-    let mut f = Fields::new(path, value)?;
-    let name_path = f.path_of("name");
-    let name = f
-        .string("name")?
+/// A rule's or a restriction's name: present and not blank.
+fn name(at: At<'_>, name: Option<&JsonStr<'_>>, what: &str) -> Result<String, SettingsError> {
+    name.map(JsonStr::as_str)
         .filter(|n| !n.trim().is_empty())
-        .ok_or_else(|| SettingsError::new(name_path, "every rule needs a name"))?
-        .to_owned();
-    let matcher = match f.object("match")? {
-        Some(m) => read_match(m)?,
-        None => Match::default(),
-    };
-    let tolerations_path = f.path_of("tolerations");
-    let tolerations: Vec<Toleration<'static>> = f
-        .array("tolerations")?
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(path, v)| Toleration::from_settings(path, v))
-        .collect::<Result<_, _>>()?;
-    f.finish()?;
-    if tolerations.is_empty() {
-        return Err(SettingsError::new(
-            tolerations_path,
-            format!("rule {name:?} adds no tolerations"),
-        ));
-    }
-    Ok(Rule {
-        name,
-        matcher,
-        tolerations,
-    })
+        .map(str::to_owned)
+        .ok_or_else(|| at.field("name").error(format!("every {what} needs a name")))
 }
 
-fn read_restriction(path: String, value: &Json<'_>) -> Result<Restriction, SettingsError> {
-    let mut f = Fields::new(path, value)?;
-    let name_path = f.path_of("name");
-    let name = f
-        .string("name")?
-        .filter(|n| !n.trim().is_empty())
-        .ok_or_else(|| SettingsError::new(name_path, "every restriction needs a name"))?
-        .to_owned();
-    let taints_path = f.path_of("taints");
-    let taints = selectors(&mut f, "taints")?.unwrap_or_default();
-    if taints.is_empty() {
-        return Err(SettingsError::new(
-            taints_path,
-            "a restriction needs at least one taint selector",
-        ));
+impl MatchText<'_> {
+    fn build(self, at: At<'_>) -> Result<Match, SettingsError> {
+        let kinds = each(
+            at.field("kinds"),
+            self.kinds.as_deref().unwrap_or_default(),
+            kind,
+        )?;
+        let namespaces = globs(at.field("namespaces"), self.namespaces.as_deref())?;
+        let principals = match &self.principals {
+            Some(p) => Some(p.build(at.field("principals"), &PrincipalList::default())?),
+            None => None,
+        };
+        let labels = match &self.label_selector {
+            Some(s) => Some(s.build(at.field("labelSelector"))?),
+            None => None,
+        };
+        let names = globs(at.field("names"), self.names.as_deref())?;
+        let conditions_at = at.field("jsonPath");
+        let conditions = self
+            .json_path
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| c.0.build(conditions_at.index(i)))
+            .collect::<Result<_, _>>()?;
+        Ok(Match {
+            kinds,
+            namespaces,
+            principals,
+            labels,
+            names,
+            conditions,
+        })
     }
-    let allowed_namespaces = f
-        .globs("allowedNamespaces", namespace_glob)?
-        .unwrap_or_default();
-    let allowed_principals = match f.object("allowedPrincipals")? {
-        Some(p) => PrincipalList::from_settings(p, &PrincipalList::default())?,
-        None => PrincipalList::default(),
-    };
-    f.finish()?;
-    Ok(Restriction {
-        name,
-        taints,
-        allowed_namespaces,
-        allowed_principals,
-    })
 }
 
-fn read_aliases(f: &mut Fields<'_>) -> Result<Vec<Vec<String>>, SettingsError> {
-    let default = || vec![DEFAULT_ALIAS_GROUP.iter().map(|k| k.to_string()).collect()];
-    let Some(mut a) = f.object("aliases")? else {
-        return Ok(default());
-    };
-    let enabled = a.bool("enabled")?.unwrap_or(true);
-    let groups = match a.array("groups")? {
-        None => default(),
-        Some(items) => {
-            let mut groups: Vec<Vec<String>> = Vec::new();
-            for (path, group) in items {
-                let Json::Array(keys) = group else {
-                    return Err(SettingsError::new(path, "expected a list of taint keys"));
-                };
-                if keys.len() < 2 {
-                    return Err(SettingsError::new(
-                        path,
-                        "an alias group needs at least two keys",
-                    ));
-                }
-                let mut out = Vec::new();
-                for (i, key) in keys.iter().enumerate() {
-                    let at = format!("{path}[{i}]");
-                    let key = key
-                        .as_str()
-                        .ok_or_else(|| SettingsError::new(at.clone(), "expected a taint key"))?;
-                    if key.is_empty() || key.contains(['*', '?', '[', '\\']) {
-                        return Err(SettingsError::new(
-                            at,
-                            "alias keys are plain taint keys, not globs",
-                        ));
-                    }
-                    taint_key_glob(key).map_err(|m| SettingsError::new(at.clone(), m))?;
-                    if groups.iter().flatten().chain(&out).any(|k| k == key) {
-                        return Err(SettingsError::new(
-                            at,
-                            format!("{key:?} is already in an alias group"),
-                        ));
-                    }
-                    out.push(key.to_owned());
-                }
-                groups.push(out);
-            }
-            groups
+impl RuleText<'_> {
+    fn build(self, at: At<'_>) -> Result<Rule, SettingsError> {
+        let name = name(at, self.name.as_ref(), "rule")?;
+        let matcher = match self.matcher {
+            Some(m) => m.0.build(at.field("match"))?,
+            None => Match::default(),
+        };
+        let tolerations_at = at.field("tolerations");
+        let tolerations: Vec<Toleration<'static>> = self
+            .tolerations
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.build(tolerations_at.index(i)))
+            .collect::<Result<_, _>>()?;
+        if tolerations.is_empty() {
+            return Err(tolerations_at.error(format!("rule {name:?} adds no tolerations")));
         }
-    };
-    a.finish()?;
-    Ok(if enabled { groups } else { Vec::new() })
+        Ok(Rule {
+            name,
+            matcher,
+            tolerations,
+        })
+    }
+}
+
+impl RestrictionText<'_> {
+    fn build(&self, at: At<'_>) -> Result<Restriction, SettingsError> {
+        let name = name(at, self.name.as_ref(), "restriction")?;
+        let taints_at = at.field("taints");
+        let taints = selectors(taints_at, self.taints.as_deref().unwrap_or_default())?;
+        if taints.is_empty() {
+            return Err(taints_at.error("a restriction needs at least one taint selector"));
+        }
+        let allowed_namespaces = globs(
+            at.field("allowedNamespaces"),
+            self.allowed_namespaces.as_deref(),
+        )?;
+        let allowed_principals = match &self.allowed_principals {
+            Some(p) => p.build(at.field("allowedPrincipals"), &PrincipalList::default())?,
+            None => PrincipalList::default(),
+        };
+        Ok(Restriction {
+            name,
+            taints,
+            allowed_namespaces,
+            allowed_principals,
+        })
+    }
+}
+
+impl AliasesText<'_> {
+    fn build(&self, at: At<'_>) -> Result<Vec<Vec<String>>, SettingsError> {
+        let Some(list) = &self.groups else {
+            return Ok(if self.enabled.unwrap_or(true) {
+                default_aliases()
+            } else {
+                Vec::new()
+            });
+        };
+        let groups_at = at.field("groups");
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        for (i, keys) in list.iter().enumerate() {
+            let at = groups_at.index(i);
+            if keys.len() < 2 {
+                return Err(at.error("an alias group needs at least two keys"));
+            }
+            let mut out = Vec::new();
+            for (j, key) in keys.iter().enumerate() {
+                let at = at.index(j);
+                let key = key.as_str();
+                if key.is_empty() || key.contains(['*', '?', '[', '\\']) {
+                    return Err(at.error("alias keys are plain taint keys, not globs"));
+                }
+                taint_key_glob(key).map_err(|m| at.error(m))?;
+                if groups.iter().flatten().chain(&out).any(|k| k == key) {
+                    return Err(at.error(format!("{key:?} is already in an alias group")));
+                }
+                out.push(key.to_owned());
+            }
+            groups.push(out);
+        }
+        Ok(if self.enabled.unwrap_or(true) {
+            groups
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+fn default_aliases() -> Vec<Vec<String>> {
+    vec![DEFAULT_ALIAS_GROUP.iter().map(|k| k.to_string()).collect()]
 }
 
 impl Settings {
-    pub fn from_value(value: &Json<'_>) -> Result<Settings, SettingsError> {
-        let mut f = Fields::new(String::new(), value)?;
-        let rules: Vec<Rule> = f
-            .array("rules")?
+    /// Reads and checks settings text (`{}` and `null` mean every default).
+    pub fn from_text(text: &str) -> Result<Settings, SettingsError> {
+        let root = At::Root;
+        let settings = read::<Option<Object<SettingsText>>>(text, root)?
+            .unwrap_or_default()
+            .0;
+        let rules_at = root.field("rules");
+        let rules: Vec<Rule> = settings
+            .rules
             .unwrap_or_default()
             .into_iter()
-            .map(|(path, v)| read_rule(path, v))
+            .enumerate()
+            .map(|(i, r)| r.0.build(rules_at.index(i)))
             .collect::<Result<_, _>>()?;
         for (i, rule) in rules.iter().enumerate() {
             if rules[..i].iter().any(|r| r.name == rule.name) {
-                return Err(SettingsError::new(
-                    format!("rules[{i}].name"),
-                    format!("duplicate rule name {:?}", rule.name),
-                ));
+                return Err(rules_at
+                    .index(i)
+                    .field("name")
+                    .error(format!("duplicate rule name {:?}", rule.name)));
             }
         }
-        let aliases = read_aliases(&mut f)?;
-        let restrictions = f
-            .array("restrictions")?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(path, v)| read_restriction(path, v))
+        let aliases = match &settings.aliases {
+            Some(a) => a.build(root.field("aliases"))?,
+            None => default_aliases(),
+        };
+        let restrictions_at = root.field("restrictions");
+        let restrictions = settings
+            .restrictions
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, r)| r.build(restrictions_at.index(i)))
             .collect::<Result<_, _>>()?;
-        f.finish()?;
         Ok(Settings {
             rules,
             aliases,

@@ -718,6 +718,14 @@ fn settings_errors_name_the_field() {
             json!({"restrictions": [{"name": "x", "taints": ["a"], "allowedPrincipals": {"serviceAccounts": ["nope"]}}]}),
             "`restrictions[0].allowedPrincipals.serviceAccounts[0]`",
         ),
+        (
+            rule(json!([["a", "Exists"]])),
+            "`rules[0].tolerations[0]`: expected an object, found an array",
+        ),
+        (
+            rule(json!([{"key": "a", "tolerationSecond": 5}])),
+            "`rules[0].tolerations[0].tolerationSecond`: unknown field",
+        ),
     ];
     for (settings, want) in cases {
         let err = TolerationInjection::validate_settings(&settings.to_string())

@@ -23,7 +23,6 @@ use taintguard::admission::AdmissionRequest;
 use taintguard::json::JsonStr;
 use taintguard::json::Splice;
 use taintguard::policy::{Half, Policy, PolicyExt};
-use taintguard::settings::parse_settings_json;
 use taintguard::taint::Taint;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
@@ -138,9 +137,7 @@ fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Check
 
 pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TaintPreservation>(request, settings)?;
-    let Ok(parsed_settings) =
-        parse_settings_json(settings).and_then(|v| TaintPreservation::settings(&v))
-    else {
+    let Ok(parsed_settings) = TaintPreservation::settings(settings) else {
         return Ok(());
     };
     let owner = parsed_settings.cordon.owner_annotation.as_str();

@@ -3,7 +3,6 @@
 //! for profiling under `valgrind --tool=callgrind`. POLICY is `taint-preservation`,
 //! `toleration-injection`, or `baseline` (what benchmarks/baseline-policy does).
 
-use taintguard::settings::parse_settings_json;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
 use taintguard::Policy;
@@ -42,6 +41,6 @@ fn settings_only<P: Policy>(payload: &[u8]) -> Vec<u8> {
         settings: &'a serde_json::value::RawValue,
     }
     let envelope: Envelope = serde_json::from_slice(payload).expect("a validate payload");
-    let built = parse_settings_json(envelope.settings.get()).and_then(|v| P::settings(&v));
+    let built = P::settings(envelope.settings.get());
     format!("{{\"valid\":{}}}", built.is_ok()).into_bytes()
 }
