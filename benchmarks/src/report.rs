@@ -135,7 +135,7 @@ pub fn markdown(run: &Run, real_host: &str) -> String {
          Targets, in policy-server under saturation (the first section): taint-preservation's \
          accepted Node updates keep ≥ {:.1}x the throughput of a null module that accepts \
          without reading; the mutating cases (restores, strips, injected tolerations) keep the \
-         ratios measured before issue 17's simplification of the core. Every artifact is \
+         floors measured before the core's readers were simplified. Every artifact is \
          < 400 KB. Everything after the first section is a diagnostic: the modules in the \
          in-process hosts, a fresh instance per request and warm, against a parse-only \
          baseline (per request ≤ {FRESH_TARGET}x is still checked there).\n",

@@ -397,7 +397,9 @@ fn missing_places_are_created() {
     ];
     for (old, new, want) in cases {
         let verdict = TaintPreservation::validate(&request("UPDATE", who, Some(&old), &new), "{}");
-        let got: Value = serde_json::from_str(verdict.mutated_object().expect("mutated")).unwrap();
+        let text = verdict.mutated_object().expect("mutated");
+        taintguard_testkit::assert_valid_object("Node", text);
+        let got: Value = serde_json::from_str(text).unwrap();
         assert_eq!(got, want, "from {new}");
     }
 }

@@ -395,7 +395,9 @@ fn injection_is_idempotent() {
         Some(json!([{"key": CP, "effect": "NoSchedule"}])),
     );
     let first = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
-    let mutated: Value = serde_json::from_str(first.mutated_object().unwrap()).unwrap();
+    let text = first.mutated_object().unwrap();
+    taintguard_testkit::assert_valid_object("DaemonSet", text);
+    let mutated: Value = serde_json::from_str(text).unwrap();
     let second = TolerationInjection::validate(&request("UPDATE", "alice", "ops", &mutated), "{}");
     assert_eq!(second, Verdict::accept());
 }
