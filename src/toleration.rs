@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::json::{write_str, JsonStr};
 use crate::settings::{At, SettingsError};
@@ -54,25 +53,25 @@ pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
-    let entries: Vec<&RawValue> = serde_json::from_str(raw)?;
-    entries
+    // One pass: unlike a taint, a toleration is never copied back as its text.
+    let entries: Vec<TolerationFields> = serde_json::from_str(raw)?;
+    Ok(entries
         .into_iter()
-        .map(|entry| {
-            let f: TolerationFields = serde_json::from_str(entry.get())?;
+        .map(|f| {
             let operator = match f.operator.as_ref().map(JsonStr::as_str) {
                 None | Some("") | Some("Equal") => Operator::Equal,
                 Some("Exists") => Operator::Exists,
                 Some(_) => Operator::Unknown,
             };
-            Ok(Toleration {
+            Toleration {
                 key: text(f.key),
                 operator,
                 value: text(f.value),
                 effect: text(f.effect),
                 seconds: f.toleration_seconds,
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
 impl Toleration<'_> {
