@@ -10,9 +10,7 @@ mod splice;
 mod text;
 
 pub use splice::Splice;
-pub use text::{
-    field, members, write_debug_str, write_str, write_str_array, write_str_map, JsonStr, Raw,
-};
+pub use text::{field, members, write_debug_str, write_str, JsonStr, Raw};
 
 use std::ops::Range;
 

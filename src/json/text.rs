@@ -204,32 +204,6 @@ pub fn write_debug_str(out: &mut String, s: &str) {
     }
 }
 
-/// Appends `items` to `out` as a JSON array of strings.
-pub fn write_str_array(out: &mut String, items: &[String]) {
-    out.push('[');
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_str(out, item);
-    }
-    out.push(']');
-}
-
-/// Appends `pairs` to `out` as a JSON object of strings, in the order given.
-pub fn write_str_map(out: &mut String, pairs: &[(String, String)]) {
-    out.push('{');
-    for (i, (key, value)) in pairs.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_str(out, key);
-        out.push(':');
-        write_str(out, value);
-    }
-    out.push('}');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,18 +259,6 @@ mod tests {
             write_debug_str(&mut out, s);
             assert_eq!(out, format!(">{s:?}"), "for {s:?}");
         }
-    }
-
-    #[test]
-    fn string_lists_and_maps() {
-        let mut out = String::new();
-        write_str_array(&mut out, &["a".into(), "b\"".into()]);
-        write_str_map(
-            &mut out,
-            &[("k".into(), "v".into()), ("z".into(), "".into())],
-        );
-        write_str_array(&mut out, &[]);
-        assert_eq!(out, r#"["a","b\""]{"k":"v","z":""}[]"#);
     }
 
     #[test]
