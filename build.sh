@@ -4,9 +4,11 @@
 #   ./build.sh          build every policy into dist/, the JavaScript package into dist/js, and
 #                       evaluate the example requests
 #   ./build.sh test     install what the tests need, build, lint and run every test
-#   ./build.sh push REF_PREFIX [TAG]
+#   ./build.sh push REF_PREFIX [TAG] [--sign KEY]
 #                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
-#                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests
+#                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests;
+#                       with --sign KEY (or TAINTGUARD_SIGNING_KEY=KEY) also sign each pushed digest
+#                       as cosign does, for kwctl verify and policy-server (docs/signing.md)
 #   ./build.sh bench [--real-host] [--quick] [--only TEXT]...
 #                       build, then measure the policies in Kubewarden's policy-server over loopback
 #                       against a null module (policy-server found through POLICY_SERVER, else PATH;
@@ -233,7 +235,11 @@ write_manifests() {
 }
 
 push_policies() {
-  [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 push REF_PREFIX [TAG]" >&2; exit 2; }
+  local usage="usage: $0 push REF_PREFIX [TAG] [--sign KEY]" positional=0 arg
+  for arg in "$@"; do
+    case $arg in --sign) positional=$((positional - 1)) ;; *) positional=$((positional + 1)) ;; esac
+  done
+  [ "$positional" -ge 1 ] && [ "$positional" -le 2 ] || { echo "$usage" >&2; exit 2; }
   build_policies
   evaluate_examples
   say "pushing dist/*.wasm to $1"
@@ -242,9 +248,9 @@ push_policies() {
 
 # Every artifact through a real registry (Debian's docker-registry on a loopback port; its
 # packaged service, where systemd starts one, listens on :5000 and is not used), pulled back by
-# digest with skopeo and with Kubewarden's client.
+# digest with skopeo and with Kubewarden's client; then signed pushes judged by kwctl.
 registry_roundtrip() {
-  ensure_apt_packages docker-registry skopeo
+  ensure_apt_packages docker-registry skopeo openssl
   write_manifests
   say "registry round trip: push every artifact to a local docker-registry, pull each back by digest"
   tools/oci/registry-roundtrip.sh
@@ -311,5 +317,5 @@ case "${1:-build}" in
   bench) shift; run_benchmarks "$@" ;;
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
 esac

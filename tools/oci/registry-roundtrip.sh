@@ -7,10 +7,14 @@
 # storage folder and htpasswd auth, pushes every Kubewarden module of DIST with taintguard-oci,
 # then fetches each back by digest with an independent client (skopeo) and with the pull path
 # Kubewarden uses (oci-client, as policy-fetcher), and checks bytes, digests, media types and
-# annotations. The registry is stopped and its storage deleted on every exit, failures included.
+# annotations. Then signatures: pushes signed with `--sign` must pass Kubewarden's `kwctl verify`
+# and `kwctl pull` with a verification config (kwctl found through KWCTL, else PATH; without it
+# that part says it did not run), unsigned or wrongly signed ones must fail them, and a key that
+# cannot sign must stop the push before anything is uploaded. The registry is stopped and its
+# storage deleted on every exit, failures included.
 #
-# Needs docker-registry, skopeo and a built target/debug/taintguard-oci (./build.sh test
-# provides all three). Pushes from a copy of DIST, so DIST's own manifests are left alone.
+# Needs docker-registry, skopeo, openssl and a built target/debug/taintguard-oci (./build.sh
+# test provides them). Pushes from a copy of DIST, so DIST's own manifests are left alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,7 +22,7 @@ dist=${1:-dist}
 oci=$PWD/target/debug/taintguard-oci
 started=$SECONDS
 
-for tool in docker-registry skopeo "$oci"; do
+for tool in docker-registry skopeo openssl "$oci"; do
   if ! command -v "$tool" >/dev/null; then
     echo "registry round trip: FAIL: $tool is missing (./build.sh test installs it)" >&2
     exit 1
@@ -190,6 +194,163 @@ missing="$prefix/taint-preservation@sha256:$(printf 'absent' | sha256sum | cut -
 if TAINTGUARD_REGISTRY_USERNAME=$user TAINTGUARD_REGISTRY_PASSWORD=$password \
   "$oci" pull "$missing" "$work/absent.wasm" >/dev/null 2>&1; then
   fail "pulling a digest that was never pushed succeeded"
+fi
+
+# Signatures (docs/signing.md): pushed with `push --sign`, judged by Kubewarden's own kwctl.
+kwctl=${KWCTL:-$(command -v kwctl || true)}
+if [ -z "$kwctl" ] || [ ! -x "$kwctl" ]; then
+  echo "== signatures: NOT RUN: kwctl not found (set KWCTL or put it on PATH); signing was not checked"
+else
+  echo "== signatures, judged by $("$kwctl" --version 2>/dev/null | head -1)"
+  keys=$work/keys
+  mkdir -p "$keys" "$work/kwctl-home"
+  # The release key as `generate-key-pair` writes it (cosign's encrypted format), and a second,
+  # unrelated key as openssl writes one (PKCS#8), so both formats sign.
+  COSIGN_PASSWORD=release-pass "$oci" generate-key-pair "$keys/release" 2>/dev/null
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$keys/other.pem" 2>/dev/null
+  openssl pkey -in "$keys/other.pem" -pubout -out "$keys/other.pub"
+  # kwctl refuses to verify keys without a Sigstore trust root, which it otherwise downloads from
+  # Sigstore's TUF repository. Offline, a trust config naming a throw-away CA stands in; a CA plays
+  # no part in judging key signatures.
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj "/O=taintguard round trip/CN=offline trust root" \
+    -keyout "$keys/ca.key" -out "$keys/ca.pem" 2>/dev/null
+  ca_der=$(openssl x509 -in "$keys/ca.pem" -outform DER | base64 -w0)
+  printf '%s\n' \
+    '{"mediaType": "application/vnd.dev.sigstore.clienttrustconfig.v0.1+json",' \
+    ' "trustedRoot": {"mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",' \
+    '  "certificateAuthorities": [{"subject": {"organization": "taintguard round trip"},' \
+    '   "uri": "https://fulcio.invalid",' \
+    "   \"certChain\": {\"certificates\": [{\"rawBytes\": \"$ca_der\"}]}}]}}" >"$keys/trust.json"
+  printf 'insecure_sources:\n  - "%s"\n' "$registry" >"$keys/sources.yml"
+  verification_config() {
+    printf 'apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: %s\n    key: |\n' "$1"
+    sed 's/^/      /' "$2"
+  }
+  verification_config "taintguard release" "$keys/release.pub" >"$keys/release.yml"
+  verification_config "someone else" "$keys/other.pub" >"$keys/other.yml"
+  # kwctl with this run's registry, credentials and trust root, and none of the user's state.
+  kw() {
+    XDG_CONFIG_HOME=$work/kwctl-home/config XDG_CACHE_HOME=$work/kwctl-home/cache \
+      XDG_DATA_HOME=$work/kwctl-home/data "$kwctl" "$1" --sources-path "$keys/sources.yml" \
+      --docker-config-json-path "$work/docker" --sigstore-trust-config "$keys/trust.json" "${@:2}"
+  }
+  # kw_verify KEY REF: kwctl verify's verdict; its output is kept in $work/kwctl.err.
+  kw_verify() { kw verify -k "$1" "registry://$2" >/dev/null 2>"$work/kwctl.err"; }
+  reason() { grep -v '^ \|^Stack\|^$\|INFO\|WARN' "$work/kwctl.err" | head -2 | tr '\n' ' '; }
+  # sign_push LOG PREFIX [push args...]: pushes every artifact, tag `signed`.
+  sign_push() {
+    local log=$1 to=$2
+    shift 2
+    DOCKER_CONFIG=$work/docker push "$log" --dist "$work/dist" --policies policies "$@" "$to" signed
+  }
+
+  echo "-- a key that cannot sign fails before anything is pushed"
+  refused=$registry/taintguard-refused
+  # label | arguments and VAR=value settings | what the error must say
+  key_cases=(
+    "missing file|--sign $keys/absent.key|cannot read it"
+    "public key given|--sign $keys/release.pub|this is a public key"
+    "not a key|--sign $keys/sources.yml|not a PEM file"
+    "encrypted, no password|--sign $keys/release.key|set COSIGN_PASSWORD"
+    "encrypted, wrong password|--sign $keys/release.key COSIGN_PASSWORD=wrong|cannot decrypt"
+    "missing file named by TAINTGUARD_SIGNING_KEY|TAINTGUARD_SIGNING_KEY=$keys/absent.key|cannot read it"
+  )
+  for key_case in "${key_cases[@]}"; do
+    IFS='|' read -r label setup want <<<"$key_case"
+    args=() envs=()
+    for word in $setup; do
+      case $word in *=*) envs+=("$word") ;; *) args+=("$word") ;; esac
+    done
+    if env -u COSIGN_PASSWORD -u TAINTGUARD_SIGNING_KEY "${envs[@]}" DOCKER_CONFIG="$work/docker" \
+      "$oci" push --dist "$work/dist" "${args[@]}" "$refused" signed >/dev/null 2>"$work/key.err"; then
+      fail "signing key, $label: the push succeeded"
+    elif ! grep -q "signing key .*$want" "$work/key.err"; then
+      fail "signing key, $label: the error does not name the key and say \"$want\": $(cat "$work/key.err")"
+    else
+      pass "signing key, $label: $(sed 's/^taintguard-oci: error: //' "$work/key.err")"
+    fi
+  done
+  if TAINTGUARD_REGISTRY_USERNAME=$user TAINTGUARD_REGISTRY_PASSWORD=$password \
+    "$oci" pull "$refused/taint-preservation:signed" "$work/refused.wasm" >/dev/null 2>&1; then
+    fail "a push refused for its key still uploaded a module"
+  else
+    pass "nothing reached $refused"
+  fi
+
+  echo "-- signed with the release key (cosign format), and elsewhere with another key (PKCS#8)"
+  COSIGN_PASSWORD=release-pass sign_push "$work/signed" "$registry/taintguard-signed" --sign "$keys/release.key"
+  TAINTGUARD_SIGNING_KEY=$keys/other.pem sign_push "$work/foreign" "$registry/taintguard-foreign"
+  signed_count=$(grep -c '^    signed: ' "$work/signed.log" || true)
+  if [ "$signed_count" = "$pushed" ]; then
+    pass "every pushed artifact was signed"
+  else
+    fail "$signed_count of $pushed pushed artifacts were signed"
+  fi
+  while IFS=$'\t' read -r artifact ref; do
+    name=${ref##*/}; name=${name%%@*}
+    foreign=$(awk -F'\t' -v a="$artifact" '$1 == a { print $2 }' "$work/foreign.tsv")
+    unsigned=$(awk -F'\t' -v a="$artifact" '$1 == a { print $2 }' "$work/pushed.tsv")
+    echo "  $name"
+    if kw_verify "$keys/release.pub" "$ref"; then
+      pass "kwctl verify -k release.pub accepts the release signature"
+    else
+      fail "$name: kwctl verify rejects the release signature: $(reason)"
+    fi
+    if kw_verify "$keys/other.pub" "$ref"; then
+      fail "$name: kwctl verify -k other.pub accepts the release signature"
+    else
+      pass "kwctl verify -k other.pub refuses it: $(reason)"
+    fi
+    if kw_verify "$keys/release.pub" "$foreign"; then
+      fail "$name: kwctl verify -k release.pub accepts a signature made with another key"
+    elif kw_verify "$keys/other.pub" "$foreign"; then
+      pass "a copy signed with another key is refused (and verifies with that key)"
+    else
+      fail "$name: the copy signed with the PKCS#8 key does not verify with it: $(reason)"
+    fi
+    if kw_verify "$keys/release.pub" "$unsigned"; then
+      fail "$name: kwctl verify accepts the copy pushed unsigned"
+    else
+      pass "the copy pushed unsigned is refused: $(reason)"
+    fi
+    if kw pull --verification-config-path "$keys/release.yml" -o "$work/verified-$name.wasm" \
+      "registry://$ref" >/dev/null 2>"$work/kwctl.err" && cmp -s "$work/verified-$name.wasm" "$artifact"; then
+      pass "kwctl pull with a verification config requiring the release key: byte-identical module"
+    else
+      fail "$name: kwctl pull with the release verification config failed or differs: $(reason)"
+    fi
+    if kw pull --verification-config-path "$keys/other.yml" -o "$work/refused-$name.wasm" \
+      "registry://$ref" >/dev/null 2>"$work/kwctl.err"; then
+      fail "$name: kwctl pull with a verification config requiring another key succeeded"
+    else
+      pass "kwctl pull with a verification config requiring another key is refused"
+    fi
+  done <"$work/signed.tsv"
+
+  echo "-- signing again keeps the signatures already stored"
+  COSIGN_PASSWORD=release-pass sign_push "$work/resigned" "$registry/taintguard-signed" --sign "$keys/release.key"
+  same=$(grep -c 'already signed with this key' "$work/resigned.log" || true)
+  if [ "$same" = "$pushed" ]; then
+    pass "re-signing with the same key leaves every signature image as it was"
+  else
+    fail "re-signing with the same key changed $((pushed - same)) signature image(s)"
+  fi
+  TAINTGUARD_SIGNING_KEY=$keys/other.pem sign_push "$work/cosigned" "$registry/taintguard-signed"
+  beside=$(grep -c 'beside 1 signature' "$work/cosigned.log" || true)
+  if [ "$beside" = "$pushed" ]; then
+    pass "a second key's signature is stored beside the first on every artifact"
+  else
+    fail "only $beside of $pushed second signatures were stored beside the first"
+  fi
+  while IFS=$'\t' read -r artifact ref; do
+    name=${ref##*/}; name=${name%%@*}
+    if kw verify -k "$keys/release.pub" -k "$keys/other.pub" "registry://$ref" >/dev/null 2>"$work/kwctl.err"; then
+      pass "$name: both signatures verify (kwctl verify -k release.pub -k other.pub)"
+    else
+      fail "$name: after a second signature, not both verify: $(reason)"
+    fi
+  done <"$work/signed.tsv"
 fi
 
 elapsed=$((SECONDS - started))

@@ -6,6 +6,7 @@ mod layout;
 mod manifests;
 mod reference;
 mod registry;
+mod sign;
 mod verify;
 
 use std::collections::BTreeMap;
@@ -16,10 +17,17 @@ use artifact::Artifact;
 
 const USAGE: &str = "\
 usage:
-  taintguard-oci push [--insecure] [--dist DIR] [--policies DIR] REF_PREFIX [TAG]
+  taintguard-oci push [--insecure] [--dist DIR] [--policies DIR] [--sign KEY] REF_PREFIX [TAG]
       Push every Kubewarden module in DIR (default dist) to REF_PREFIX/<name>:TAG (TAG defaults
       to v<io.kubewarden.policy.version>), print `<artifact>\\t<immutable ref>` per module, and
-      rewrite its manifests in DIR/<name>/ to use the immutable reference.
+      rewrite its manifests in DIR/<name>/ to use the immutable reference. With --sign (or
+      $TAINTGUARD_SIGNING_KEY set to a key file), also sign each pushed manifest digest with
+      KEY and store the signature as cosign does (tag sha256-<hex>.sig), which `kwctl verify`
+      and policy-server's verificationConfig check. KEY is a cosign key (password in
+      $COSIGN_PASSWORD) or a PKCS#8 PEM private key; it is loaded before anything is pushed.
+  taintguard-oci generate-key-pair PREFIX
+      Write a new ECDSA P-256 key pair as cosign does: PREFIX.key, encrypted with
+      $COSIGN_PASSWORD, and PREFIX.pub, the public key verifiers are given.
   taintguard-oci manifests [--dist DIR] [--policies DIR] [--ref-prefix PREFIX] [--tag TAG]
       Write DIR/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml}
       for each module, referring to PREFIX/<name>:TAG (PREFIX defaults to the parent of the
@@ -105,8 +113,9 @@ fn run(args: Vec<String>) -> Result<(), String> {
         "push" => push(Args::parse(
             rest,
             &["--insecure"],
-            &["--dist", "--policies"],
+            &["--dist", "--policies", "--sign"],
         )?),
+        "generate-key-pair" => generate_key_pair(Args::parse(rest, &[], &[])?),
         "manifests" => manifests(Args::parse(
             rest,
             &[],
@@ -138,6 +147,10 @@ fn push(args: Args) -> Result<(), String> {
     }
     let dist = args.path("--dist", "dist");
     let policies = args.path("--policies", "policies");
+    // A key that cannot sign must fail before the first upload, not after the modules moved.
+    let signer = sign::key_path(args.values.get("--sign"))
+        .map(|path| sign::Signer::load(&path))
+        .transpose()?;
     let artifacts = artifact::discover(&dist)?;
     let insecure = args.insecure();
 
@@ -177,14 +190,45 @@ fn push(args: Args) -> Result<(), String> {
             artifact.path.display(),
             artifact.metadata.execution_mode
         );
+        let repository = prefix.repository(&artifact.name);
+        if let Some(signer) = &signer {
+            let (at, outcome) = runtime.block_on(sign::sign_and_push(
+                &client,
+                &auth,
+                signer,
+                &repository,
+                &digest,
+            ))?;
+            let what = match outcome {
+                sign::Outcome::Created => "signed".to_owned(),
+                sign::Outcome::Appended { kept } => {
+                    format!("signed (beside {kept} signature(s) already stored)")
+                }
+                sign::Outcome::AlreadySigned => "already signed with this key".to_owned(),
+            };
+            eprintln!("    {what}: {at} ({})", signer.path.display());
+        }
         println!("{}\t{immutable}", artifact.path.display());
         let target = manifests::Target {
-            repository: prefix.repository(&artifact.name),
+            repository,
             tag,
             digest: Some(digest),
         };
         write_manifests(&dist, &policies, artifact, &target, &created_at)?;
     }
+    Ok(())
+}
+
+fn generate_key_pair(args: Args) -> Result<(), String> {
+    let positional = args.positional(1, 1)?;
+    let (private, public) = sign::generate_key_pair(&positional[0])?;
+    eprintln!(
+        "wrote {} (private, encrypted with ${}) and {} (public: give it to kwctl verify -k and \
+         to the PolicyServer's verificationConfig)",
+        private.display(),
+        sign::PASSWORD_ENV,
+        public.display()
+    );
     Ok(())
 }
 
