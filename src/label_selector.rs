@@ -106,6 +106,24 @@ impl LabelSelectorSettings<'_> {
 }
 
 impl LabelSelector {
+    /// The selector in the query syntax of the Kubernetes list API (`labelSelector=`), the form
+    /// a host asks the API server with: `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by
+    /// commas. Every requirement must hold, as in [`LabelSelector::matches`].
+    pub fn to_query(&self) -> String {
+        let requirements: Vec<String> = self
+            .requirements
+            .iter()
+            .map(|r| match r {
+                Requirement::In(k, values) if values.len() == 1 => format!("{k}={}", values[0]),
+                Requirement::In(k, values) => format!("{k} in ({})", values.join(",")),
+                Requirement::NotIn(k, values) => format!("{k} notin ({})", values.join(",")),
+                Requirement::Exists(k) => k.clone(),
+                Requirement::DoesNotExist(k) => format!("!{k}"),
+            })
+            .collect();
+        requirements.join(",")
+    }
+
     pub fn matches(&self, labels: &Labels<'_>) -> bool {
         let get = |key: &str| {
             labels
@@ -170,6 +188,30 @@ mod tests {
         for (selector, want) in cases {
             let s = from_settings(&selector).unwrap();
             assert_eq!(s.matches(&labels), want, "{selector}");
+        }
+    }
+
+    /// The query form says what `matches` judges.
+    #[test]
+    fn query_form() {
+        let cases = [
+            (json!({}), ""),
+            (json!({"matchLabels": {"pool": "gpu"}}), "pool=gpu"),
+            (
+                json!({"matchLabels": {"a": "1"}, "matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["x", "y"]},
+                    {"key": "tier", "operator": "NotIn", "values": ["spot"]},
+                    {"key": "node-role.kubernetes.io/worker", "operator": "Exists"},
+                    {"key": "excluded", "operator": "DoesNotExist"}]}),
+                "a=1,zone in (x,y),tier notin (spot),node-role.kubernetes.io/worker,!excluded",
+            ),
+        ];
+        for (selector, want) in cases {
+            assert_eq!(
+                from_settings(&selector).unwrap().to_query(),
+                want,
+                "{selector}"
+            );
         }
     }
 

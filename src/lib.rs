@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod cluster;
 pub mod glob;
 pub mod json;
 pub mod jsonpath;
@@ -22,5 +23,6 @@ pub mod toleration;
 pub mod toleration_injection;
 pub mod verdict;
 
+pub use cluster::{Cluster, NoCluster};
 pub use policy::{Policy, PolicyExt};
 pub use verdict::{Decision, Verdict};

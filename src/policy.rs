@@ -1,6 +1,7 @@
 //! The contract between a policy's logic and the ABI adapters that run it.
 
 use crate::admission::AdmissionRequest;
+use crate::cluster::Cluster;
 use crate::settings::SettingsError;
 use crate::verdict::Verdict;
 
@@ -25,13 +26,21 @@ pub trait Policy {
     /// Reads and validates settings text (`{}` means every default).
     fn settings(text: &str) -> Result<Self::Settings, SettingsError>;
 
-    /// Judges one request.
-    fn evaluate(request: &AdmissionRequest<'_>, settings: &Self::Settings) -> Verdict;
+    /// Judges one request; `cluster` answers what the settings ask of the cluster.
+    fn evaluate(
+        request: &AdmissionRequest<'_>,
+        settings: &Self::Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict;
 
     /// The validating half (see [`Half::Validating`]). Policies whose mutations repair
     /// violations override this to reject instead; the default drops mutations.
-    fn evaluate_validating(request: &AdmissionRequest<'_>, settings: &Self::Settings) -> Verdict {
-        Self::evaluate(request, settings).without_mutation()
+    fn evaluate_validating(
+        request: &AdmissionRequest<'_>,
+        settings: &Self::Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        Self::evaluate(request, settings, cluster).without_mutation()
     }
 }
 
@@ -46,19 +55,25 @@ pub trait PolicyExt {
     fn validate_settings(text: &str) -> Result<(), SettingsError>;
 
     /// `half` of the policy on `request` (an `AdmissionRequest` JSON object) with `settings`
-    /// text, with bad settings or a malformed request as an error: the message of
-    /// [`PolicyExt::validate_half`]'s 400 rejection, for callers that throw it instead.
-    fn try_validate(request: &str, settings: &str, half: Half) -> Result<Verdict, String>;
+    /// text, asking `cluster` what the settings need of it, with bad settings or a malformed
+    /// request as an error: the message of [`PolicyExt::validate_half`]'s 400 rejection, for
+    /// callers that throw it instead.
+    fn try_validate(
+        request: &str,
+        settings: &str,
+        half: Half,
+        cluster: &dyn Cluster,
+    ) -> Result<Verdict, String>;
 
     /// `half` of the policy.
-    fn validate_half(request: &str, settings: &str, half: Half) -> Verdict {
-        Self::try_validate(request, settings, half)
+    fn validate_half(request: &str, settings: &str, half: Half, cluster: &dyn Cluster) -> Verdict {
+        Self::try_validate(request, settings, half, cluster)
             .unwrap_or_else(|message| Verdict::reject(400, message))
     }
 
     /// The mutating half.
-    fn validate(request: &str, settings: &str) -> Verdict {
-        Self::validate_half(request, settings, Half::Mutating)
+    fn validate(request: &str, settings: &str, cluster: &dyn Cluster) -> Verdict {
+        Self::validate_half(request, settings, Half::Mutating, cluster)
     }
 }
 
@@ -70,13 +85,18 @@ impl<P: Policy> PolicyExt for P {
     }
 
     /// Settings are read first: their errors win.
-    fn try_validate(request: &str, settings: &str, half: Half) -> Result<Verdict, String> {
+    fn try_validate(
+        request: &str,
+        settings: &str,
+        half: Half,
+        cluster: &dyn Cluster,
+    ) -> Result<Verdict, String> {
         let settings = P::settings(settings).map_err(|e| format!("{}: invalid {e}", Self::NAME))?;
         let request =
             AdmissionRequest::parse(request).map_err(|e| format!("{}: {e}", Self::NAME))?;
         Ok(match half {
-            Half::Mutating => P::evaluate(&request, &settings),
-            Half::Validating => P::evaluate_validating(&request, &settings),
+            Half::Mutating => P::evaluate(&request, &settings, cluster),
+            Half::Validating => P::evaluate_validating(&request, &settings, cluster),
         })
     }
 }

@@ -113,8 +113,11 @@ impl TaintSelector {
     }
 
     pub fn matches(&self, taint: &Taint<'_>) -> bool {
-        (self.effects.is_empty() || self.effects.contains(&taint.effect.as_str()))
-            && self.key.matches(taint.key.as_str())
+        self.matches_key_effect(taint.key.as_str(), taint.effect.as_str())
+    }
+
+    pub fn matches_key_effect(&self, key: &str, effect: &str) -> bool {
+        (self.effects.is_empty() || self.effects.contains(&effect)) && self.key.matches(key)
     }
 }
 

@@ -105,6 +105,17 @@ impl Toleration<'_> {
             && self.effect == other.effect
     }
 
+    /// Tolerates the taint `key` with `effect` whatever its value.
+    pub fn exists(key: &str, effect: &str) -> Toleration<'static> {
+        Toleration {
+            key: Cow::Owned(key.to_owned()),
+            operator: Operator::Exists,
+            value: Cow::Borrowed(""),
+            effect: Cow::Owned(effect.to_owned()),
+            seconds: None,
+        }
+    }
+
     /// The same toleration for another key (an alias twin).
     pub fn with_key(&self, key: &str) -> Toleration<'static> {
         Toleration {

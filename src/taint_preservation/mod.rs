@@ -14,6 +14,7 @@ pub mod settings;
 use std::collections::{HashMap, HashSet};
 
 use crate::admission::{AdmissionRequest, Operation};
+use crate::cluster::{AccessQuestion, Cluster};
 use crate::policy::Policy;
 use crate::principal::Principal;
 use crate::taint::Taint;
@@ -33,24 +34,37 @@ impl Policy for TaintPreservation {
         Settings::from_text(text)
     }
 
-    fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        run(request, settings, settings.mode)
+    fn evaluate(
+        request: &AdmissionRequest<'_>,
+        settings: &Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        run(request, settings, settings.mode, cluster)
     }
 
     /// What restore mode would put back is a violation; the owner record of a new cordon, which
     /// only a mutation can write, is left out.
-    fn evaluate_validating(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        run(request, settings, Mode::Deny).without_mutation()
+    fn evaluate_validating(
+        request: &AdmissionRequest<'_>,
+        settings: &Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        run(request, settings, Mode::Deny, cluster).without_mutation()
     }
 }
 
-fn run(request: &AdmissionRequest<'_>, settings: &Settings, mode: Mode) -> Verdict {
+fn run(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    mode: Mode,
+    cluster: &dyn Cluster,
+) -> Verdict {
     if !request.is_core("Node")
         || !matches!(request.operation, Operation::Create | Operation::Update)
     {
         return Verdict::accept();
     }
-    judge(request, settings, mode).unwrap_or_else(|message| {
+    judge_with_rbac(request, settings, mode, cluster).unwrap_or_else(|message| {
         Verdict::reject(
             400,
             format!(
@@ -80,6 +94,14 @@ enum Finding<'a> {
 }
 
 impl Finding<'_> {
+    /// Whether the `untaint` permission covers this (else it is about a cordon).
+    fn wants_untaint(&self) -> bool {
+        !matches!(
+            self,
+            Finding::Uncordon { .. } | Finding::OwnerRewritten { .. }
+        )
+    }
+
     /// What was attempted, as the end of "may not …".
     fn attempted(&self, node: &str) -> String {
         match self {
@@ -148,15 +170,116 @@ fn owner_text(owner: &Option<String>) -> String {
     }
 }
 
+/// What the requester may do beyond the per-rule lists: change protected taints and the
+/// one-shot record (`taints`), and lift or reassign another's cordon (`cordon`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Permission {
+    taints: bool,
+    cordon: bool,
+}
+
+/// A verdict, and which permissions would have changed it.
+struct Judgement {
+    verdict: Verdict,
+    wants: Permission,
+    node: String,
+}
+
+/// The settings lists decide first. When they do not permit what the request does and RBAC is
+/// enabled, a SubjectAccessReview per verb needed decides; a failed question permits nothing
+/// (docs/context.md) and says so in a warning.
+fn judge_with_rbac(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    mode: Mode,
+    cluster: &dyn Cluster,
+) -> Result<Verdict, String> {
+    let who = request.principal();
+    let listed = settings.permitted.allows(&who);
+    let by_list = Permission {
+        taints: listed,
+        cordon: listed,
+    };
+    let first = judge(request, settings, mode, by_list)?;
+    let rbac = &settings.rbac;
+    if !rbac.enabled || first.wants == Permission::default() {
+        return Ok(first.verdict);
+    }
+    let mut granted = by_list;
+    let mut notes = Vec::new();
+    let mut audit = Vec::new();
+    for (wanted, verb, slot) in [
+        (
+            first.wants.taints,
+            rbac.untaint_verb.as_str(),
+            &mut granted.taints,
+        ),
+        (
+            first.wants.cordon,
+            rbac.uncordon_verb.as_str(),
+            &mut granted.cordon,
+        ),
+    ] {
+        if !wanted {
+            continue;
+        }
+        let question = AccessQuestion {
+            user: who.username,
+            groups: who.groups,
+            verb,
+            group: &rbac.api_group,
+            resource: &rbac.resource,
+            name: Some(&first.node),
+        };
+        let grant = rbac.describe(verb, &first.node);
+        match cluster.can_i(&question) {
+            Ok(true) => {
+                *slot = true;
+                notes.push(format!(
+                    "{}: {} may {grant} by RBAC",
+                    TaintPreservation::NAME,
+                    who.describe()
+                ));
+                audit.push(grant);
+            }
+            Ok(false) => {}
+            Err(e) => notes.push(format!(
+                "{}: RBAC could not be asked whether {} may {grant}, so only the settings lists                  decided: {e}",
+                TaintPreservation::NAME,
+                who.describe()
+            )),
+        }
+    }
+    let mut verdict = if granted == by_list {
+        first.verdict
+    } else {
+        judge(request, settings, mode, granted)?.verdict
+    };
+    if !audit.is_empty() {
+        verdict
+            .audit_annotations
+            .push(("permitted-by-rbac".to_owned(), audit.join("; ")));
+        if !verdict
+            .audit_annotations
+            .iter()
+            .any(|(k, _)| k == "requested-by")
+        {
+            verdict.audit_annotations.push(requested_by(&who));
+        }
+    }
+    verdict.warnings.extend(notes);
+    Ok(verdict)
+}
+
 fn judge(
     request: &AdmissionRequest<'_>,
     settings: &Settings,
     mode: Mode,
-) -> Result<Verdict, String> {
+    permission: Permission,
+) -> Result<Judgement, String> {
     let object = request.object.value().ok_or("the request has no object")?;
     let new = NodeView::parse(object, "object")?;
     let who = request.principal();
-    let permitted = settings.permitted.allows(&who);
     let owner_key = settings.cordon.owner_annotation.as_str();
 
     let old = match request.operation {
@@ -177,10 +300,18 @@ fn judge(
         let key = settings.one_shot_record.as_str();
         let before = RemovalRecord::parse(old.annotation(key)?.as_deref());
         let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
-        taint_findings(settings, &who, permitted, old, &new, &before, &mut findings);
+        taint_findings(
+            settings,
+            &who,
+            permission.taints,
+            old,
+            &new,
+            &before,
+            &mut findings,
+        );
         // The policy owns the record: a permitted principal may edit it, anyone else's edit is
         // undone. Removals seen now are added whoever made them.
-        let mut after = if permitted {
+        let mut after = if permission.taints {
             written.clone()
         } else {
             before.clone()
@@ -190,7 +321,7 @@ fn judge(
                 recorded.push(taint.describe());
             }
         }
-        if !permitted && !written.same_entries(&before) && !written.same_entries(&after) {
+        if !permission.taints && !written.same_entries(&before) && !written.same_entries(&after) {
             findings.push(Finding::RecordRewritten);
         }
         if !after.same_entries(&written) {
@@ -215,7 +346,7 @@ fn judge(
                 annotation = Some(Some(who.username.to_owned()))
             }
             (true, false) => {
-                if permitted || old_owner.as_deref() == Some(who.username) {
+                if permission.cordon || old_owner.as_deref() == Some(who.username) {
                     annotation = Some(None);
                 } else {
                     findings.push(Finding::Uncordon {
@@ -225,7 +356,7 @@ fn judge(
                     annotation = Some(old_owner);
                 }
             }
-            (true, true) if new_owner != old_owner && !permitted => {
+            (true, true) if new_owner != old_owner && !permission.cordon => {
                 findings.push(Finding::OwnerRewritten {
                     owner: old_owner.clone(),
                 });
@@ -246,14 +377,25 @@ fn judge(
         .or_else(|| request.name.as_ref().map(|n| n.to_string()))
         .unwrap_or_else(|| "(unnamed)".to_owned());
 
+    let wants = Permission {
+        taints: findings.iter().any(Finding::wants_untaint),
+        cordon: findings.iter().any(|f| !f.wants_untaint()),
+    };
     if mode == Mode::Deny && !findings.is_empty() {
-        let mut verdict = Verdict::reject(403, deny_message(&who, &findings, &node_name));
+        let mut verdict = Verdict::reject(
+            403,
+            deny_message(&who, &findings, &node_name, &settings.rbac, wants),
+        );
         let refused: Vec<String> = findings.iter().map(|f| f.attempted(&node_name)).collect();
         verdict.audit_annotations = vec![
             ("refused".to_owned(), refused.join("; ")),
             requested_by(&who),
         ];
-        return Ok(verdict);
+        return Ok(Judgement {
+            verdict,
+            wants,
+            node: node_name,
+        });
     }
 
     let edits = NodeEdits {
@@ -278,7 +420,11 @@ fn judge(
             )
         })
         .collect();
-    Ok(verdict)
+    Ok(Judgement {
+        verdict,
+        wants,
+        node: node_name,
+    })
 }
 
 /// Protected taints removed or changed, and one-shot taints re-added, by a requester not
@@ -440,16 +586,36 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
     Some(format!("[{}]", entries.join(",")))
 }
 
-fn deny_message(who: &Principal<'_>, findings: &[Finding<'_>], node: &str) -> String {
+fn deny_message(
+    who: &Principal<'_>,
+    findings: &[Finding<'_>],
+    node: &str,
+    rbac: &settings::Rbac,
+    wants: Permission,
+) -> String {
     let attempted: Vec<String> = findings.iter().map(|f| f.attempted(node)).collect();
-    format!(
+    let mut message = format!(
         "{}: {} may not {}. Have a permitted principal make this change (by default any person, or a \
          member of system:masters), or add the requester to the policy settings `permitted` (or to the \
-         `permitted` list of the matching `protectedTaints` rule).",
+         `permitted` list of the matching `protectedTaints` rule)",
         TaintPreservation::NAME,
         who.describe(),
         attempted.join("; ")
-    )
+    );
+    if rbac.enabled {
+        let verbs: Vec<String> = [
+            (wants.taints, rbac.untaint_verb.as_str()),
+            (wants.cordon, rbac.uncordon_verb.as_str()),
+        ]
+        .iter()
+        .filter(|(wanted, _)| *wanted)
+        .map(|(_, verb)| rbac.describe(verb, node))
+        .collect();
+        message.push_str(", or grant the requester by RBAC: ");
+        message.push_str(&verbs.join(" and "));
+    }
+    message.push('.');
+    message
 }
 
 #[cfg(test)]

@@ -71,6 +71,49 @@ pub struct Cordon {
     pub owner_annotation: String,
 }
 
+/// RBAC as a way in besides the settings lists (docs/context.md): a requester is permitted
+/// what a SubjectAccessReview says it may do with `verb` on `resource` (named by the node) in
+/// `api_group`. The default group is one no API server serves, so only a role naming it grants
+/// the verbs, or one granting every verb in every group, as `cluster-admin` does.
+#[derive(Debug, Clone)]
+pub struct Rbac {
+    pub enabled: bool,
+    pub api_group: String,
+    pub resource: String,
+    /// Permits what the taint part forbids: removing or changing protected taints, re-adding
+    /// one-shot taints, editing the one-shot removal record.
+    pub untaint_verb: String,
+    /// Permits lifting or reassigning another's cordon.
+    pub uncordon_verb: String,
+}
+
+pub const DEFAULT_RBAC_API_GROUP: &str = "taintguard.io";
+pub const DEFAULT_RBAC_RESOURCE: &str = "nodes";
+pub const DEFAULT_UNTAINT_VERB: &str = "untaint";
+pub const DEFAULT_UNCORDON_VERB: &str = "uncordon";
+
+impl Rbac {
+    /// The grant `verb` stands for, as messages name it.
+    pub fn describe(&self, verb: &str, node: &str) -> String {
+        format!(
+            "{verb} {}/{node} in API group {:?}",
+            self.resource, self.api_group
+        )
+    }
+}
+
+impl Default for Rbac {
+    fn default() -> Rbac {
+        Rbac {
+            enabled: false,
+            api_group: DEFAULT_RBAC_API_GROUP.to_owned(),
+            resource: DEFAULT_RBAC_RESOURCE.to_owned(),
+            untaint_verb: DEFAULT_UNTAINT_VERB.to_owned(),
+            uncordon_verb: DEFAULT_UNCORDON_VERB.to_owned(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub mode: Mode,
@@ -81,6 +124,7 @@ pub struct Settings {
     pub one_shot_record: String,
     pub permitted: PrincipalList,
     pub cordon: Cordon,
+    pub rbac: Rbac,
 }
 
 /// The default permitted principals: people, and members of `system:masters`.
@@ -114,6 +158,22 @@ struct SettingsText<'s> {
     permitted: Option<Object<PrincipalListSettings<'s>>>,
     #[serde(borrow)]
     cordon: Option<Object<CordonText<'s>>>,
+    #[serde(borrow)]
+    rbac: Option<Object<RbacText<'s>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RbacText<'s> {
+    enabled: Option<bool>,
+    #[serde(borrow)]
+    api_group: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    resource: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    untaint_verb: Option<JsonStr<'s>>,
+    #[serde(borrow)]
+    uncordon_verb: Option<JsonStr<'s>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -257,6 +317,40 @@ impl Settings {
                  annotations of their own"
             )));
         }
+        let rbac = match &settings.rbac {
+            None => Rbac::default(),
+            Some(r) => {
+                let at = root.field("rbac");
+                let defaults = Rbac::default();
+                Rbac {
+                    enabled: r.enabled.unwrap_or(false),
+                    api_group: rbac_name(
+                        at.field("apiGroup"),
+                        r.api_group.as_ref(),
+                        &defaults.api_group,
+                        true,
+                    )?,
+                    resource: rbac_name(
+                        at.field("resource"),
+                        r.resource.as_ref(),
+                        &defaults.resource,
+                        false,
+                    )?,
+                    untaint_verb: rbac_name(
+                        at.field("untaintVerb"),
+                        r.untaint_verb.as_ref(),
+                        &defaults.untaint_verb,
+                        false,
+                    )?,
+                    uncordon_verb: rbac_name(
+                        at.field("uncordonVerb"),
+                        r.uncordon_verb.as_ref(),
+                        &defaults.uncordon_verb,
+                        false,
+                    )?,
+                }
+            }
+        };
         Ok(Settings {
             mode,
             protected,
@@ -265,7 +359,40 @@ impl Settings {
             one_shot_record,
             permitted,
             cordon,
+            rbac,
         })
+    }
+}
+
+/// An RBAC name (API group, resource, verb) at `at`, or `default`. RBAC matches these exactly,
+/// so the characters a role can name are checked here rather than found wrong in an audit:
+/// lower-case letters, digits, `-` and, in a group, `.`. An empty group would be the core API
+/// group, whose roles grant real powers over nodes, so it is refused.
+fn rbac_name(
+    at: At<'_>,
+    value: Option<&JsonStr<'_>>,
+    default: &str,
+    group: bool,
+) -> Result<String, SettingsError> {
+    let value = value.map_or(default, JsonStr::as_str);
+    let ok = !value.is_empty()
+        && value.len() <= 253
+        && value.chars().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (group && c == '.')
+        });
+    if ok {
+        Ok(value.to_owned())
+    } else if value.is_empty() && group {
+        Err(at.error(
+            "the core API group (\"\") is refused: roles over real node resources would grant \
+             this permission; name a group no API server serves, such as \"taintguard.io\""
+                .to_owned(),
+        ))
+    } else {
+        Err(at.error(format!(
+            "{value:?} is not an RBAC name: lower-case letters, digits and `-`{}",
+            if group { " and `.`" } else { "" }
+        )))
     }
 }
 

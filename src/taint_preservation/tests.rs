@@ -305,7 +305,8 @@ fn taint_preservation_cases() {
         ),
     ];
     for (name, settings, req, want) in cases {
-        let verdict = TaintPreservation::validate(&req, &settings.to_string());
+        let verdict =
+            TaintPreservation::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
         match want {
             Want::Untouched => {
                 assert!(verdict.accepted(), "{name}: {verdict:?}");
@@ -346,7 +347,7 @@ fn mutation_keeps_text_outside_the_edit() {
     let req = format!(
         r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Node"}},"operation":"UPDATE","userInfo":{{"username":"system:serviceaccount:a:b"}},"object":{new},"oldObject":{old}}}"#
     );
-    let verdict = TaintPreservation::validate(&req, "{}");
+    let verdict = TaintPreservation::validate(&req, "{}", &crate::NoCluster("test"));
     assert_eq!(
         verdict.mutated_object(),
         Some(
@@ -396,7 +397,11 @@ fn missing_places_are_created() {
         ),
     ];
     for (old, new, want) in cases {
-        let verdict = TaintPreservation::validate(&request("UPDATE", who, Some(&old), &new), "{}");
+        let verdict = TaintPreservation::validate(
+            &request("UPDATE", who, Some(&old), &new),
+            "{}",
+            &crate::NoCluster("test"),
+        );
         let text = verdict.mutated_object().expect("mutated");
         taintguard_testkit::assert_valid_object("Node", text);
         let got: Value = serde_json::from_str(text).unwrap();
@@ -415,7 +420,7 @@ fn bad_input_is_rejected_with_the_field() {
         (request("UPDATE", ALICE, Some(&json!({"spec": {"taints": [{"key": 1}]}})), &good_old), "oldObject.spec.taints"),
     ];
     for (req, want) in cases {
-        let verdict = TaintPreservation::validate(&req, "{}");
+        let verdict = TaintPreservation::validate(&req, "{}", &crate::NoCluster("test"));
         assert!(!verdict.accepted());
         assert_eq!(verdict.code(), Some(400));
         let message = verdict.message().unwrap();
@@ -440,7 +445,8 @@ fn other_requests_pass() {
         serde_json::from_str::<Value>(&request("DELETE", KARPENTER, Some(&n), &n)).unwrap();
     delete.as_object_mut().unwrap().remove("object");
     for req in [pod, status, delete] {
-        let verdict = TaintPreservation::validate(&req.to_string(), "{}");
+        let verdict =
+            TaintPreservation::validate(&req.to_string(), "{}", &crate::NoCluster("test"));
         assert_eq!(verdict, Verdict::accept(), "{req}");
     }
 }
@@ -449,6 +455,20 @@ fn other_requests_pass() {
 fn settings_errors_name_the_field() {
     let cases = [
         (json!({"mode": "fix"}), "`mode`: unknown mode \"fix\""),
+        (
+            json!({"rbac": {"enabled": true, "apiGroup": ""}}),
+            "`rbac.apiGroup`: the core API group (\"\") is refused",
+        ),
+        (
+            json!({"rbac": {"untaintVerb": "Untaint"}}),
+            "`rbac.untaintVerb`: \"Untaint\" is not an RBAC name",
+        ),
+        (
+            json!({"rbac": {"resource": "nodes.taintguard.io"}}),
+            "`rbac.resource`: \"nodes.taintguard.io\" is not an RBAC name",
+        ),
+        (json!({"rbac": {"enabled": "yes"}}), "`rbac.enabled`"),
+        (json!({"rbac": {"group": "x"}}), "`rbac.group`: unknown field"),
         (json!({"modes": "deny"}), "`modes`: unknown field"),
         (
             json!({"protectedTaints": [{"key": "[a"}]}),
@@ -576,7 +596,12 @@ fn validating_half_reports_what_restore_would_repair() {
         ),
     ];
     for (req, accepted) in cases {
-        let verdict = TaintPreservation::validate_half(&req, "{}", crate::policy::Half::Validating);
+        let verdict = TaintPreservation::validate_half(
+            &req,
+            "{}",
+            crate::policy::Half::Validating,
+            &crate::NoCluster("test"),
+        );
         assert_eq!(verdict.accepted(), accepted, "{verdict:?}");
         assert_eq!(verdict.mutated_object(), None);
     }
@@ -644,12 +669,197 @@ fn audit_annotations_name_what_was_kept_and_who_tried() {
         ),
     ];
     for (name, settings, req, want) in cases {
-        let verdict = TaintPreservation::validate(&req, &settings.to_string());
+        let verdict =
+            TaintPreservation::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
         let got: Vec<(&str, &str)> = verdict
             .audit_annotations
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         assert_eq!(got, want, "{name}");
+    }
+}
+
+/// RBAC as a way in (docs/context.md): asked only when the settings lists do not permit what the
+/// request does, once per verb needed, about the node by name; a grant lets that part through,
+/// a refusal or a failed question leaves the lists' judgement, which says why.
+#[test]
+fn rbac_permits_what_the_lists_do_not() {
+    use crate::cluster::recorded::Recorded;
+    use crate::cluster::ClusterError;
+
+    let taints = |t: &[&str]| node(t, None, None, "a");
+    let cordoned = node(&[DEDICATED], Some(true), Some(ALICE.0), "a");
+    let uncordoned = node(&[], Some(false), Some(ALICE.0), "a");
+    let sa = GPU_OPERATOR.0;
+    let on = json!({"rbac": {"enabled": true}});
+    let deny = json!({"mode": "deny", "rbac": {"enabled": true}});
+    let failed = || Some(ClusterError::Failed("connection refused".into()));
+    let ask_untaint = format!("can_i {sa} untaint taintguard.io nodes/worker-1");
+    let ask_uncordon = format!("can_i {sa} uncordon taintguard.io nodes/worker-1");
+
+    struct Case<'a> {
+        label: &'a str,
+        settings: Value,
+        who: (&'a str, &'a [&'a str]),
+        old: Value,
+        new: Value,
+        grants: Vec<(&'static str, &'static str)>,
+        can_i_error: Option<ClusterError>,
+        asked: Vec<String>,
+        /// `None`: accepted unchanged; `Some(true)`: mutated; `Some(false)`: rejected.
+        outcome: Option<bool>,
+        says: &'a [&'a str],
+    }
+    let cases = [
+        Case {
+            label: "disabled: never asked",
+            settings: json!({}),
+            who: GPU_OPERATOR,
+            old: taints(&[DEDICATED]),
+            new: taints(&[]),
+            grants: vec![(sa, "untaint")],
+            can_i_error: None,
+            asked: vec![],
+            outcome: Some(true),
+            says: &["kept protected taint"],
+        },
+        Case {
+            label: "granted untaint: the removal stands",
+            settings: on.clone(),
+            who: GPU_OPERATOR,
+            old: taints(&[DEDICATED]),
+            new: taints(&[]),
+            grants: vec![(sa, "untaint")],
+            can_i_error: None,
+            asked: vec![ask_untaint.clone()],
+            outcome: None,
+            says: &["may untaint nodes/worker-1 in API group \"taintguard.io\" by RBAC"],
+        },
+        Case {
+            label: "not granted: restored as before",
+            settings: on.clone(),
+            who: GPU_OPERATOR,
+            old: taints(&[DEDICATED]),
+            new: taints(&[]),
+            grants: vec![(sa, "uncordon")],
+            can_i_error: None,
+            asked: vec![ask_untaint.clone()],
+            outcome: Some(true),
+            says: &["kept protected taint"],
+        },
+        Case {
+            label: "the question fails: restored, and the warning says why",
+            settings: on.clone(),
+            who: GPU_OPERATOR,
+            old: taints(&[DEDICATED]),
+            new: taints(&[]),
+            grants: vec![(sa, "untaint")],
+            can_i_error: failed(),
+            asked: vec![ask_untaint.clone()],
+            outcome: Some(true),
+            says: &[
+                "kept protected taint",
+                "RBAC could not be asked",
+                "connection refused",
+            ],
+        },
+        Case {
+            label: "listed principals are never asked",
+            settings: on.clone(),
+            who: ALICE,
+            old: taints(&[DEDICATED]),
+            new: taints(&[]),
+            grants: vec![],
+            can_i_error: None,
+            asked: vec![],
+            outcome: None,
+            says: &[],
+        },
+        Case {
+            // Accepted, with the owner record the lifted cordon leaves behind removed.
+            label: "deny mode, granted uncordon: accepted",
+            settings: deny.clone(),
+            who: GPU_OPERATOR,
+            old: cordoned.clone(),
+            new: node(&[DEDICATED], Some(false), Some(ALICE.0), "a"),
+            grants: vec![(sa, "uncordon")],
+            can_i_error: None,
+            asked: vec![ask_uncordon.clone()],
+            outcome: Some(true),
+            says: &["may uncordon nodes/worker-1"],
+        },
+        Case {
+            label: "deny mode, not granted: the message names the grant",
+            settings: deny.clone(),
+            who: GPU_OPERATOR,
+            old: cordoned.clone(),
+            new: node(&[DEDICATED], Some(false), Some(ALICE.0), "a"),
+            grants: vec![],
+            can_i_error: None,
+            asked: vec![ask_uncordon.clone()],
+            outcome: Some(false),
+            says: &[
+                "or grant the requester by RBAC: uncordon nodes/worker-1 in API group \"taintguard.io\"",
+            ],
+        },
+        Case {
+            label: "both needed, only untaint granted: the cordon stays",
+            settings: on.clone(),
+            who: GPU_OPERATOR,
+            old: cordoned.clone(),
+            new: uncordoned.clone(),
+            grants: vec![(sa, "untaint")],
+            can_i_error: None,
+            asked: vec![ask_untaint.clone(), ask_uncordon.clone()],
+            outcome: Some(true),
+            says: &["kept node worker-1 cordoned", "may untaint"],
+        },
+        Case {
+            label: "verbs, group and resource come from the settings",
+            settings: json!({"rbac": {"enabled": true, "apiGroup": "ops.example.com",
+                                       "resource": "nodetaints", "untaintVerb": "remove"}}),
+            who: GPU_OPERATOR,
+            old: taints(&[DEDICATED]),
+            new: taints(&[]),
+            grants: vec![(sa, "remove")],
+            can_i_error: None,
+            asked: vec![format!("can_i {sa} remove ops.example.com nodetaints/worker-1")],
+            outcome: None,
+            says: &["may remove nodetaints/worker-1 in API group \"ops.example.com\" by RBAC"],
+        },
+    ];
+    for case in cases {
+        let cluster = Recorded {
+            grants: case.grants,
+            can_i_error: case.can_i_error,
+            ..Recorded::default()
+        };
+        let req = request("UPDATE", case.who, Some(&case.old), &case.new);
+        let verdict = TaintPreservation::validate(&req, &case.settings.to_string(), &cluster);
+        let label = case.label;
+        assert_eq!(*cluster.asked.borrow(), case.asked, "{label}");
+        let outcome = match &verdict.decision {
+            crate::Decision::Accept => None,
+            crate::Decision::Mutate(_) => Some(true),
+            crate::Decision::Reject { .. } => Some(false),
+        };
+        assert_eq!(outcome, case.outcome, "{label}: {verdict:?}");
+        let said = format!(
+            "{} {}",
+            verdict.message().unwrap_or_default(),
+            verdict.warnings.join("\n")
+        );
+        for fragment in case.says {
+            assert!(
+                said.contains(fragment),
+                "{label}: {fragment:?} not in {said}"
+            );
+        }
+        let by_rbac = verdict
+            .audit_annotations
+            .iter()
+            .any(|(k, _)| k == "permitted-by-rbac");
+        assert_eq!(by_rbac, said.contains("\" by RBAC"), "{label}: {verdict:?}");
     }
 }

@@ -15,6 +15,7 @@ mod workload;
 use std::cell::OnceCell;
 
 use crate::admission::{AdmissionRequest, Operation};
+use crate::cluster::Cluster;
 use crate::policy::{Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
@@ -34,18 +35,31 @@ impl Policy for TolerationInjection {
         Settings::from_text(text)
     }
 
-    fn evaluate(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        evaluate_half(request, settings, Half::Mutating)
+    fn evaluate(
+        request: &AdmissionRequest<'_>,
+        settings: &Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        evaluate_half(request, settings, Half::Mutating, cluster)
     }
 
     /// Engines that cannot mutate only get the restrictions: computing the tolerations the
     /// mutating half would add, and the object with them, would be thrown away.
-    fn evaluate_validating(request: &AdmissionRequest<'_>, settings: &Settings) -> Verdict {
-        evaluate_half(request, settings, Half::Validating)
+    fn evaluate_validating(
+        request: &AdmissionRequest<'_>,
+        settings: &Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        evaluate_half(request, settings, Half::Validating, cluster)
     }
 }
 
-fn evaluate_half(request: &AdmissionRequest<'_>, settings: &Settings, half: Half) -> Verdict {
+fn evaluate_half(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    half: Half,
+    cluster: &dyn Cluster,
+) -> Verdict {
     let Some(kind) = Kind::of(request) else {
         return Verdict::accept();
     };
@@ -68,7 +82,7 @@ fn evaluate_half(request: &AdmissionRequest<'_>, settings: &Settings, half: Half
             Err(message) => malformed(&message),
         };
     }
-    judge(request, settings, &workload, half)
+    judge(request, settings, &workload, half, cluster)
 }
 
 fn malformed(message: &str) -> Verdict {
@@ -231,6 +245,7 @@ fn judge(
     settings: &Settings,
     workload: &Workload<'_>,
     half: Half,
+    cluster: &dyn Cluster,
 ) -> Verdict {
     let (subject, rules) = match matching(request, settings, workload) {
         Ok(matched) => matched,
@@ -251,9 +266,24 @@ fn judge(
     // policy's own work and exempt, as in `restriction_violations`.
     let applicable = applicable_restrictions(settings, &subject);
     let allowed_twin = |t: &Toleration<'_>| restriction_hit(&applicable, t).is_none();
-    let added = additions(settings, &rules, &workload.tolerations, allowed_twin);
+    let (from_nodes, withheld) = match node_tolerations(&rules, cluster, &applicable) {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
+    };
+    let added = additions(
+        settings,
+        &rules,
+        &from_nodes,
+        &workload.tolerations,
+        allowed_twin,
+    );
+    let withheld_warnings = withheld
+        .iter()
+        .map(|w| [TolerationInjection::NAME, ": did not add toleration ", w].concat());
     if added.is_empty() {
-        return Verdict::accept();
+        let mut verdict = Verdict::accept();
+        verdict.warnings.extend(withheld_warnings);
+        return verdict;
     }
     let texts: Vec<String> = added.iter().map(|(t, _)| t.to_json()).collect();
     let Some(mutated) = workload.with_tolerations(&texts) else {
@@ -274,6 +304,7 @@ fn judge(
         warnings: described
             .iter()
             .map(|d| [TolerationInjection::NAME, ": added toleration ", d].concat())
+            .chain(withheld_warnings)
             .collect(),
         audit_annotations: vec![("injected-tolerations".to_owned(), described.join("; "))],
         ..Verdict::mutate(mutated)
@@ -309,11 +340,104 @@ fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [String]> {
         .map(Vec::as_slice)
 }
 
-/// Tolerations to append, each with why: the matching rules' tolerations, then the alias twins
-/// of everything the workload will tolerate, each only when nothing already covers it.
+/// The tolerations the matching rules take from the taints nodes carry, each with why (the rule
+/// and a node carrying the taint), and those withheld because a restriction forbids them here.
+/// One list call per distinct node selector. A call that fails refuses the request (500): a rule
+/// that promised these tolerations must not let the workload through without them
+/// (docs/context.md).
+#[allow(clippy::type_complexity)]
+fn node_tolerations(
+    rules: &[&Rule],
+    cluster: &dyn Cluster,
+    restrictions: &[&Restriction],
+) -> Result<(Vec<(Toleration<'static>, String)>, Vec<String>), Verdict> {
+    let mut found: Vec<(Toleration<'static>, String)> = Vec::new();
+    let mut withheld = Vec::new();
+    let mut lists: Vec<(String, String)> = Vec::new();
+    for rule in rules {
+        let Some(source) = &rule.node_taints else {
+            continue;
+        };
+        let query = source
+            .nodes
+            .as_ref()
+            .map(crate::label_selector::LabelSelector::to_query)
+            .unwrap_or_default();
+        if !lists.iter().any(|(q, _)| *q == query) {
+            let selector = (!query.is_empty()).then_some(query.as_str());
+            let text = cluster.list_nodes(selector).map_err(|e| {
+                Verdict::reject(
+                    500,
+                    format!(
+                        "{}: rule {:?} tolerates the taints of {}, but {e}. Nothing was injected; \
+                         the request is refused rather than admitted without the tolerations the \
+                         rule promises.",
+                        TolerationInjection::NAME,
+                        rule.name,
+                        describe_nodes(&query),
+                    ),
+                )
+            })?;
+            lists.push((query.clone(), text));
+        }
+        let text = &lists
+            .iter()
+            .find(|(q, _)| *q == query)
+            .expect("listed above")
+            .1;
+        let nodes = crate::cluster::nodes_of_list(text).map_err(|e| {
+            Verdict::reject(
+                500,
+                format!(
+                    "{}: rule {:?}: {e}; nothing was injected",
+                    TolerationInjection::NAME,
+                    rule.name
+                ),
+            )
+        })?;
+        for node in &nodes {
+            for taint in &node.taints {
+                if !source.selects(&taint.key, &taint.effect) {
+                    continue;
+                }
+                let toleration = Toleration::exists(&taint.key, &taint.effect);
+                if found.iter().any(|(t, _)| *t == toleration) {
+                    continue;
+                }
+                let mut why = String::from("rule ");
+                crate::json::write_debug_str(&mut why, &rule.name);
+                why.push_str(", node ");
+                why.push_str(&node.name);
+                why.push_str(" carries it");
+                if let Some(hit) = restriction_hit(restrictions, &toleration) {
+                    let message = format!("{hit}, which {}", &why[..]);
+                    if !withheld.contains(&message) {
+                        withheld.push(message);
+                    }
+                    continue;
+                }
+                found.push((toleration, why));
+            }
+        }
+    }
+    Ok((found, withheld))
+}
+
+fn describe_nodes(query: &str) -> String {
+    if query.is_empty() {
+        "every node".to_owned()
+    } else {
+        format!("the nodes selected by {query:?}")
+    }
+}
+
+/// Tolerations to append, each with why: the matching rules' tolerations, those taken from node
+/// taints, then the alias twins of everything the workload will tolerate, each only when nothing
+/// already covers it.
 fn additions(
     settings: &Settings,
     rules: &[&Rule],
+    from_nodes: &[(Toleration<'static>, String)],
     existing: &[Toleration<'_>],
     allowed_twin: impl Fn(&Toleration<'_>) -> bool,
 ) -> Vec<(Toleration<'static>, String)> {
@@ -340,6 +464,9 @@ fn additions(
                 why
             });
         }
+    }
+    for (t, why) in from_nodes {
+        add(&mut all, t, &|| why.clone());
     }
     // Twins of twins are covered by construction (a group is one set), so one growing pass ends.
     let mut i = 0;

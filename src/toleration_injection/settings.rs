@@ -37,6 +37,34 @@ pub struct Rule {
     pub name: String,
     pub matcher: Match,
     pub tolerations: Vec<Toleration<'static>>,
+    /// Tolerations taken from the taints nodes carry, asked of the cluster per request.
+    pub node_taints: Option<NodeTaints>,
+}
+
+/// A rule form whose tolerations come from the cluster (docs/context.md): every taint carried by
+/// a node `nodes` selects, that `taints` selects and `except` does not, is tolerated with
+/// `operator: Exists` (any value) and its effect.
+#[derive(Debug, Clone)]
+pub struct NodeTaints {
+    /// `None`: every node.
+    pub nodes: Option<LabelSelector>,
+    /// Empty: every taint.
+    pub taints: Vec<TaintSelector>,
+    pub except: Vec<TaintSelector>,
+}
+
+impl NodeTaints {
+    pub fn selects(&self, key: &str, effect: &str) -> bool {
+        (self.taints.is_empty()
+            || self
+                .taints
+                .iter()
+                .any(|s| s.matches_key_effect(key, effect)))
+            && !self
+                .except
+                .iter()
+                .any(|s| s.matches_key_effect(key, effect))
+    }
 }
 
 /// Denies tolerations of selected taints outside allowed namespaces and principals.
@@ -77,6 +105,19 @@ struct RuleText<'s> {
     matcher: Option<Object<MatchText<'s>>>,
     #[serde(borrow)]
     tolerations: Option<Vec<Object<TolerationSettings<'s>>>>,
+    #[serde(borrow, rename = "nodeTaints")]
+    node_taints: Option<Object<NodeTaintsText<'s>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeTaintsText<'s> {
+    #[serde(borrow)]
+    node_selector: Option<Object<LabelSelectorSettings<'s>>>,
+    #[serde(borrow)]
+    taints: Option<Vec<SelectorSettings<'s, PlainSelector<'s>>>>,
+    #[serde(borrow)]
+    except: Option<Vec<SelectorSettings<'s, PlainSelector<'s>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -195,13 +236,30 @@ impl RuleText<'_> {
             .enumerate()
             .map(|(i, t)| t.build(tolerations_at.index(i)))
             .collect::<Result<_, _>>()?;
-        if tolerations.is_empty() {
-            return Err(tolerations_at.error(format!("rule {name:?} adds no tolerations")));
+        let node_taints = match self.node_taints {
+            Some(n) => {
+                let at = at.field("nodeTaints");
+                Some(NodeTaints {
+                    nodes: match &n.node_selector {
+                        Some(s) => Some(s.build(at.field("nodeSelector"))?),
+                        None => None,
+                    },
+                    taints: selectors(at.field("taints"), n.taints.as_deref().unwrap_or_default())?,
+                    except: selectors(at.field("except"), n.except.as_deref().unwrap_or_default())?,
+                })
+            }
+            None => None,
+        };
+        if tolerations.is_empty() && node_taints.is_none() {
+            return Err(tolerations_at.error(format!(
+                "rule {name:?} adds no tolerations (give `tolerations`, `nodeTaints` or both)"
+            )));
         }
         Ok(Rule {
             name,
             matcher,
             tolerations,
+            node_taints,
         })
     }
 }

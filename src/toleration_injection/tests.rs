@@ -110,8 +110,11 @@ fn every_kind_gets_alias_twins_in_its_pod_spec() {
         "CronJob",
     ] {
         let obj = object(kind, Some(json!([{"key": CP, "effect": "NoSchedule"}])));
-        let verdict =
-            TolerationInjection::validate(&request("CREATE", "alice", "kube-system", &obj), "{}");
+        let verdict = TolerationInjection::validate(
+            &request("CREATE", "alice", "kube-system", &obj),
+            "{}",
+            &crate::NoCluster("test"),
+        );
         assert!(verdict.accepted(), "{kind}");
         assert_eq!(
             added(&verdict, kind, 1),
@@ -340,7 +343,8 @@ fn injection_cases() {
         ),
     ];
     for (name, settings, req, kind, want) in cases {
-        let verdict = TolerationInjection::validate(&req, &settings.to_string());
+        let verdict =
+            TolerationInjection::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
         assert!(verdict.accepted(), "{name}: {verdict:?}");
         let before: Value = serde_json::from_str::<Value>(&req).unwrap()["object"]
             .pointer(&format!("{}/tolerations", pod_spec_pointer(kind)))
@@ -368,9 +372,14 @@ fn the_validating_half_injects_nothing_and_says_so() {
         "kube-system",
         &helper_pod(),
     );
-    let mutating = TolerationInjection::validate(&helper, &settings);
+    let mutating = TolerationInjection::validate(&helper, &settings, &crate::NoCluster("test"));
     assert!(mutating.mutated_object().is_some(), "{mutating:?}");
-    let validating = TolerationInjection::validate_half(&helper, &settings, Half::Validating);
+    let validating = TolerationInjection::validate_half(
+        &helper,
+        &settings,
+        Half::Validating,
+        &crate::NoCluster("test"),
+    );
     assert_eq!(
         validating,
         Verdict {
@@ -384,7 +393,12 @@ fn the_validating_half_injects_nothing_and_says_so() {
         }
     );
     let other = request("CREATE", "mallory", "kube-system", &helper_pod());
-    let validating = TolerationInjection::validate_half(&other, &settings, Half::Validating);
+    let validating = TolerationInjection::validate_half(
+        &other,
+        &settings,
+        Half::Validating,
+        &crate::NoCluster("test"),
+    );
     assert_eq!(validating, Verdict::accept());
 }
 
@@ -394,11 +408,19 @@ fn injection_is_idempotent() {
         "DaemonSet",
         Some(json!([{"key": CP, "effect": "NoSchedule"}])),
     );
-    let first = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
+    let first = TolerationInjection::validate(
+        &request("CREATE", "alice", "ops", &obj),
+        "{}",
+        &crate::NoCluster("test"),
+    );
     let text = first.mutated_object().unwrap();
     taintguard_testkit::assert_valid_object("DaemonSet", text);
     let mutated: Value = serde_json::from_str(text).unwrap();
-    let second = TolerationInjection::validate(&request("UPDATE", "alice", "ops", &mutated), "{}");
+    let second = TolerationInjection::validate(
+        &request("UPDATE", "alice", "ops", &mutated),
+        "{}",
+        &crate::NoCluster("test"),
+    );
     assert_eq!(second, Verdict::accept());
 }
 
@@ -477,8 +499,12 @@ fn restrictions() {
             req["userInfo"]["groups"] = json!(["system:masters"]);
         }
         for half in [Half::Mutating, Half::Validating] {
-            let verdict =
-                TolerationInjection::validate_half(&req.to_string(), &settings.to_string(), half);
+            let verdict = TolerationInjection::validate_half(
+                &req.to_string(),
+                &settings.to_string(),
+                half,
+                &crate::NoCluster("test"),
+            );
             match denied {
                 Some(part) => {
                     assert!(!verdict.accepted(), "{name}");
@@ -587,7 +613,12 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
             req["userInfo"]["groups"] = json!(["system:masters"]);
         }
         for half in [Half::Mutating, Half::Validating] {
-            let verdict = TolerationInjection::validate_half(&req.to_string(), &settings, half);
+            let verdict = TolerationInjection::validate_half(
+                &req.to_string(),
+                &settings,
+                half,
+                &crate::NoCluster("test"),
+            );
             match denied {
                 Some(part) => {
                     assert_eq!(verdict.code(), Some(403), "{name}: {verdict:?}");
@@ -608,7 +639,11 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
     ))
     .unwrap();
     without_old.as_object_mut().unwrap().remove("oldObject");
-    let verdict = TolerationInjection::validate(&without_old.to_string(), &settings);
+    let verdict = TolerationInjection::validate(
+        &without_old.to_string(),
+        &settings,
+        &crate::NoCluster("test"),
+    );
     assert_eq!(verdict.code(), Some(400), "{verdict:?}");
     assert!(verdict.message().unwrap().contains("without oldObject"));
 }
@@ -635,7 +670,12 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
         .to_string()
     };
     for half in [Half::Mutating, Half::Validating] {
-        let verdict = TolerationInjection::validate_half(&audit("tenant-a"), &settings, half);
+        let verdict = TolerationInjection::validate_half(
+            &audit("tenant-a"),
+            &settings,
+            half,
+            &crate::NoCluster("test"),
+        );
         assert_eq!(verdict.code(), Some(403), "{verdict:?}");
         let message = verdict.message().unwrap();
         for part in [
@@ -646,7 +686,12 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
             assert!(message.contains(part), "{part:?} not in {message}");
         }
         assert!(!message.contains("anonymous"), "{message}");
-        let allowed = TolerationInjection::validate_half(&audit("gpu-team"), &settings, half);
+        let allowed = TolerationInjection::validate_half(
+            &audit("gpu-team"),
+            &settings,
+            half,
+            &crate::NoCluster("test"),
+        );
         assert_eq!(allowed, Verdict::accept());
     }
 }
@@ -680,6 +725,22 @@ fn settings_errors_name_the_field() {
             "`rules[0].tolerations`: rule \"r\" adds no tolerations",
         ),
         (json!({"rules": [{"name": "r"}]}), "`rules[0].tolerations`"),
+        (
+            json!({"rules": [{"name": "r", "nodeTaints": {"taints": [{"key": "a", "effects": ["Never"]}]}}]}),
+            "`rules[0].nodeTaints.taints[0].effects[0]`: unknown effect",
+        ),
+        (
+            json!({"rules": [{"name": "r", "nodeTaints": {"nodeSelector": {"matchLabels": {"a": 1}}}}]}),
+            "`rules[0].nodeTaints.nodeSelector.matchLabels.a`",
+        ),
+        (
+            json!({"rules": [{"name": "r", "nodeTaints": {"except": ["a b"]}}]}),
+            "`rules[0].nodeTaints.except[0]`",
+        ),
+        (
+            json!({"rules": [{"name": "r", "nodeTaints": {"nodes": {}}}]}),
+            "`rules[0].nodeTaints.nodes`: unknown field",
+        ),
         (
             json!({"rules": [{"tolerations": [{"operator": "Exists"}]}]}),
             "`rules[0].name`: every rule needs a name",
@@ -742,7 +803,11 @@ fn settings_errors_name_the_field() {
 fn malformed_objects_are_rejected() {
     let mut obj = object("Deployment", None);
     obj["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"});
-    let verdict = TolerationInjection::validate(&request("CREATE", "alice", "ops", &obj), "{}");
+    let verdict = TolerationInjection::validate(
+        &request("CREATE", "alice", "ops", &obj),
+        "{}",
+        &crate::NoCluster("test"),
+    );
     assert_eq!(verdict.code(), Some(400));
     assert!(verdict
         .message()
@@ -791,7 +856,8 @@ fn aliasing_does_not_bypass_restrictions() {
         let mut obj = object("DaemonSet", Some(tolerates_cp.clone()));
         obj["metadata"]["namespace"] = json!(namespace);
         let req = request("CREATE", "alice", namespace, &obj);
-        let verdict = TolerationInjection::validate(&req, &settings.to_string());
+        let verdict =
+            TolerationInjection::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
         assert!(verdict.accepted(), "{name}: {verdict:?}");
         let keys: Vec<String> = added(&verdict, "DaemonSet", 1)
             .iter()
@@ -802,6 +868,7 @@ fn aliasing_does_not_bypass_restrictions() {
             let again = TolerationInjection::validate(
                 &taintguard_testkit::with_object(&req, mutated).unwrap(),
                 &settings.to_string(),
+                &crate::NoCluster("test"),
             );
             assert!(
                 again.accepted() && again.mutated_object().is_none(),
@@ -845,7 +912,11 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
             (rule(json!([])), None),
         ];
         for (settings, code) in cases {
-            let verdict = TolerationInjection::validate(&req, &settings.to_string());
+            let verdict = TolerationInjection::validate(
+                &req,
+                &settings.to_string(),
+                &crate::NoCluster("test"),
+            );
             match code {
                 Some(code) => {
                     assert!(!verdict.accepted(), "{depth}: {verdict:?}");
@@ -856,4 +927,177 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
             }
         }
     }
+}
+
+/// Tolerations from the taints nodes carry (docs/context.md): one list call per node selector,
+/// every selected taint tolerated once with `Exists` and its effect, the warning naming a node
+/// that carries it; restrictions withhold what they forbid; a list that cannot be had refuses
+/// the request rather than admit it without what the rule promises.
+#[test]
+fn node_taint_rules_tolerate_what_nodes_carry() {
+    use crate::cluster::recorded::Recorded;
+    use crate::cluster::ClusterError;
+
+    let nodes = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},
+         "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                             {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]}},
+        {"metadata": {"name": "edge-1"},
+         "spec": {"taints": [{"key": "example.com/edge", "effect": "NoExecute"},
+                             {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}},
+        {"metadata": {"name": "plain-1"}, "spec": {}}]})
+    .to_string();
+    let rule = |node_taints: Value| {
+        json!({"rules": [{"name": "system-daemonsets", "match": {"kinds": ["DaemonSet"], "namespaces": ["kube-system"]},
+                          "nodeTaints": node_taints}]})
+    };
+    let exists =
+        |key: &str, effect: &str| json!({"key": key, "operator": "Exists", "effect": effect});
+    let ds = object("DaemonSet", None);
+    let failed = || Err(ClusterError::Failed("the API server is unreachable".into()));
+
+    struct Case<'a> {
+        label: &'a str,
+        settings: Value,
+        object: Value,
+        answer: Result<String, ClusterError>,
+        asked: &'a [&'a str],
+        /// The tolerations appended; `None`: rejected with code 500.
+        added: Option<Vec<Value>>,
+        says: &'a [&'a str],
+    }
+    let cases = [
+        Case {
+            label: "every taint of every node, each once",
+            settings: rule(json!({})),
+            object: ds.clone(),
+            answer: Ok(nodes.clone()),
+            asked: &["list "],
+            added: Some(vec![
+                exists("nvidia.com/gpu", "NoSchedule"),
+                exists("dedicated", "NoSchedule"),
+                exists("example.com/edge", "NoExecute"),
+            ]),
+            says: &["nvidia.com/gpu:NoSchedule (Exists) (rule \"system-daemonsets\", node gpu-1 carries it)",
+                    "node edge-1 carries it"],
+        },
+        Case {
+            label: "effects selected, a key excepted",
+            settings: rule(json!({"taints": [{"key": "*", "effects": ["NoSchedule"]}], "except": ["dedicated"]})),
+            object: ds.clone(),
+            answer: Ok(nodes.clone()),
+            asked: &["list "],
+            added: Some(vec![exists("nvidia.com/gpu", "NoSchedule")]),
+            says: &[],
+        },
+        Case {
+            label: "the node selector is asked of the cluster",
+            settings: rule(json!({"nodeSelector": {"matchLabels": {"pool": "gpu"}, "matchExpressions": [{"key": "retired", "operator": "DoesNotExist"}]}})),
+            object: ds.clone(),
+            answer: Ok(r#"{"items": []}"#.to_owned()),
+            asked: &["list pool=gpu,!retired"],
+            added: Some(vec![]),
+            says: &[],
+        },
+        Case {
+            label: "what the workload already tolerates is not added again",
+            settings: rule(json!({})),
+            object: object("DaemonSet", Some(json!([{"operator": "Exists", "effect": "NoSchedule"}]))),
+            answer: Ok(nodes.clone()),
+            asked: &["list "],
+            added: Some(vec![exists("example.com/edge", "NoExecute")]),
+            says: &[],
+        },
+        Case {
+            label: "a restriction withholds what it forbids, and says so",
+            settings: {
+                let mut s = rule(json!({}));
+                s["restrictions"] = json!([{"name": "ml-only", "taints": ["dedicated"], "allowedNamespaces": ["ml"]}]);
+                s
+            },
+            object: ds.clone(),
+            answer: Ok(nodes.clone()),
+            asked: &["list "],
+            added: Some(vec![exists("nvidia.com/gpu", "NoSchedule"), exists("example.com/edge", "NoExecute")]),
+            says: &["did not add toleration dedicated:NoSchedule (Exists) (restriction \"ml-only\" protects taints dedicated), which rule \"system-daemonsets\", node gpu-1 carries it"],
+        },
+        Case {
+            label: "the list fails: refused, nothing injected",
+            settings: rule(json!({})),
+            object: ds.clone(),
+            answer: failed(),
+            asked: &["list "],
+            added: None,
+            says: &["rule \"system-daemonsets\" tolerates the taints of every node, but asking the cluster failed: the API server is unreachable"],
+        },
+        Case {
+            label: "an answer that is not a list: refused",
+            settings: rule(json!({})),
+            object: ds.clone(),
+            answer: Ok("{}".to_owned()),
+            asked: &["list "],
+            added: None,
+            says: &["the list of nodes cannot be read"],
+        },
+        Case {
+            label: "a rule that does not match never asks",
+            settings: rule(json!({})),
+            object: object("Deployment", None),
+            answer: failed(),
+            asked: &[],
+            added: Some(vec![]),
+            says: &[],
+        },
+    ];
+    for case in cases {
+        let cluster = Recorded {
+            nodes: Some(case.answer),
+            ..Recorded::default()
+        };
+        let label = case.label;
+        let kind = case.object["kind"].as_str().unwrap().to_owned();
+        let req = request("CREATE", "alice", "kube-system", &case.object);
+        let verdict = TolerationInjection::validate(&req, &case.settings.to_string(), &cluster);
+        assert_eq!(*cluster.asked.borrow(), case.asked, "{label}");
+        match case.added {
+            Some(want) => {
+                assert!(verdict.accepted(), "{label}: {verdict:?}");
+                let before = case
+                    .object
+                    .pointer(&format!("{}/tolerations", pod_spec_pointer(&kind)))
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                assert_eq!(added(&verdict, &kind, before), want, "{label}");
+            }
+            None => {
+                assert_eq!(verdict.code(), Some(500), "{label}: {verdict:?}");
+                assert!(verdict.mutated_object().is_none(), "{label}");
+            }
+        }
+        let said = format!(
+            "{} {}",
+            verdict.message().unwrap_or_default(),
+            verdict.warnings.join("\n")
+        );
+        for fragment in case.says {
+            assert!(
+                said.contains(fragment),
+                "{label}: {fragment:?} not in {said}"
+            );
+        }
+    }
+
+    // The validating half injects nothing, so it never lists nodes.
+    let cluster = Recorded::default();
+    let req = request("CREATE", "alice", "kube-system", &ds);
+    let verdict = TolerationInjection::validate_half(
+        &req,
+        &rule(json!({})).to_string(),
+        Half::Validating,
+        &cluster,
+    );
+    assert!(
+        verdict.accepted() && cluster.asked.borrow().is_empty(),
+        "{verdict:?}"
+    );
 }

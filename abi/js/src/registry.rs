@@ -4,7 +4,7 @@ use serde_json::Value;
 use taintguard::policy::Half;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
-use taintguard::{Policy, PolicyExt, Verdict};
+use taintguard::{NoCluster, Policy, PolicyExt, Verdict};
 
 use crate::defaults;
 
@@ -65,8 +65,14 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
 
 /// Engines get bad settings and malformed requests as 400 verdicts, because they can only show
 /// a verdict; a library caller is better served by an exception with the same message.
+/// The package runs where no cluster is: rules that ask one are answered with this reason.
+const NO_CLUSTER: NoCluster = NoCluster(
+    "the JavaScript package has no cluster to ask (RBAC grants and node taints are read by the \
+     Kubewarden build in policy-server or kwctl run --allow-context-aware; docs/context.md)",
+);
+
 fn evaluate<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    P::try_validate(request, settings, Half::Mutating)
+    P::try_validate(request, settings, Half::Mutating, &NO_CLUSTER)
 }
 
 fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
@@ -111,8 +117,10 @@ mod tests {
         for entry in POLICIES {
             for (request, settings) in cases {
                 let core = match entry.name {
-                    "taint-preservation" => TaintPreservation::validate(request, settings),
-                    _ => TolerationInjection::validate(request, settings),
+                    "taint-preservation" => {
+                        TaintPreservation::validate(request, settings, &NO_CLUSTER)
+                    }
+                    _ => TolerationInjection::validate(request, settings, &NO_CLUSTER),
                 };
                 if core.code() == Some(400) {
                     let err = (entry.evaluate)(request, settings).unwrap_err();

@@ -8,6 +8,8 @@
 //!
 //! A policy crate is one line: `taintguard_kubewarden::policy!(MyPolicy);`.
 
+mod cluster;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use taintguard::verdict::serialize_pairs;
@@ -58,6 +60,7 @@ pub fn validate_payload<P: PolicyExt>(payload: &[u8]) -> Vec<u8> {
         Ok(envelope) => P::validate(
             envelope.request.get(),
             envelope.settings.map_or("{}", RawValue::get),
+            &cluster::HostCluster,
         ),
         Err(e) => Verdict::reject(
             400,

@@ -18,7 +18,7 @@ use taintguard::admission::describe_error;
 use taintguard::json::{members, write_str, JsonStr, Raw};
 use taintguard::policy::Half;
 use taintguard::verdict::serialize_pairs;
-use taintguard::{Decision, PolicyExt, Verdict};
+use taintguard::{Decision, NoCluster, PolicyExt, Verdict};
 
 /// The module's entrypoints. Kubewarden always runs id 0, whatever the mode; the input's shape
 /// tells the modes apart, so the OPA-mode entrypoint is only reachable by name (the JS SDK).
@@ -126,7 +126,15 @@ fn gatekeeper_input(input: Option<&[u8]>) -> Result<(&RawValue, &str), String> {
 
 /// The validating half on a request serde_json has checked, and settings text.
 fn validate<P: PolicyExt>(request: &RawValue, settings_text: &str) -> Verdict {
-    P::validate_half(request.get(), settings_text, Half::Validating)
+    P::validate_half(
+        request.get(),
+        settings_text,
+        Half::Validating,
+        &NoCluster(
+            "a Gatekeeper-style engine answers no host calls: it cannot ask RBAC, and it cannot \
+             inject tolerations (docs/context.md)",
+        ),
+    )
 }
 
 /// A Rego result set of one result: `[{"result": <result>}]`.

@@ -17,7 +17,7 @@
 
 use taintguard::policy::{Half, PolicyExt};
 use taintguard::settings::SettingsError;
-use taintguard::Verdict;
+use taintguard::{Cluster, Verdict};
 
 /// Not a [`taintguard::Policy`]: it implements what the adapter calls directly, so that its
 /// work is its own parse into `Value`s and not the policies' readers.
@@ -30,7 +30,12 @@ impl PolicyExt for Baseline {
         Ok(())
     }
 
-    fn try_validate(request: &str, settings: &str, _: Half) -> Result<Verdict, String> {
+    fn try_validate(
+        request: &str,
+        settings: &str,
+        _: Half,
+        _: &dyn Cluster,
+    ) -> Result<Verdict, String> {
         let parsed = (
             serde_json::from_str::<serde_json::Value>(request),
             serde_json::from_str::<serde_json::Value>(settings),

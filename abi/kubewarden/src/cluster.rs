@@ -1,0 +1,116 @@
+//! The cluster as Kubewarden's host capabilities answer it (docs/context.md): waPC host calls on
+//! binding `kubewarden`, namespace `kubernetes`. policy-server and `kwctl run
+//! --allow-context-aware` serve them with their kubeconfig, for the resources a policy's
+//! `contextAwareResources` names and the capabilities its `hostCapabilities` grants.
+
+use serde::{Deserialize, Serialize};
+use taintguard::cluster::{AccessQuestion, Cluster, ClusterError};
+
+/// The host of the running module.
+pub struct HostCluster;
+
+/// `list_resources_all`'s request. Field masks ask the host to keep only what the policy reads,
+/// which keeps a list of thousands of nodes small (their image lists and status are most of it).
+#[derive(Serialize)]
+struct ListAll<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    label_selector: Option<&'a str>,
+    field_selector: Option<&'a str>,
+    field_masks: [&'a str; 3],
+}
+
+/// `can_i`'s request: a SubjectAccessReview spec, asked fresh (not from the host's cache), since
+/// an RBAC grant or revocation must take effect on the next request.
+#[derive(Serialize)]
+struct CanI<'a> {
+    subject_access_review: Review<'a>,
+    disable_cache: bool,
+}
+
+#[derive(Serialize)]
+struct Review<'a> {
+    user: &'a str,
+    groups: Vec<&'a str>,
+    resource_attributes: Attributes<'a>,
+}
+
+#[derive(Serialize)]
+struct Attributes<'a> {
+    verb: &'a str,
+    group: &'a str,
+    resource: &'a str,
+    name: Option<&'a str>,
+    namespace: Option<&'a str>,
+    subresource: Option<&'a str>,
+    version: Option<&'a str>,
+}
+
+/// The part of a SubjectAccessReview status the policy reads.
+#[derive(Deserialize)]
+struct Status {
+    allowed: bool,
+}
+
+/// Native builds (the profiling example, unit tests) have no waPC host to call.
+#[cfg(not(target_arch = "wasm32"))]
+fn call(operation: &str, _: &[u8]) -> Result<Vec<u8>, ClusterError> {
+    Err(ClusterError::Unavailable(format!(
+        "kubewarden/kubernetes/{operation} is a waPC host call, which only a wasm build makes"
+    )))
+}
+
+#[cfg(target_arch = "wasm32")]
+fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, ClusterError> {
+    wapc_guest::host_call("kubewarden", "kubernetes", operation, payload).map_err(|e| {
+        ClusterError::Failed(format!(
+            "the host refused kubewarden/kubernetes/{operation}: {e} (does the policy's \
+             configuration grant it? see docs/context.md)"
+        ))
+    })
+}
+
+impl Cluster for HostCluster {
+    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
+        let request = ListAll {
+            api_version: "v1",
+            kind: "Node",
+            label_selector,
+            field_selector: None,
+            field_masks: ["metadata.name", "metadata.labels", "spec.taints"],
+        };
+        let payload = serde_json::to_vec(&request).expect("strings only");
+        let answer = call("list_resources_all", &payload)?;
+        String::from_utf8(answer).map_err(|_| {
+            ClusterError::Failed("the host's list of nodes is not UTF-8 text".to_owned())
+        })
+    }
+
+    fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        let request = CanI {
+            subject_access_review: Review {
+                user: question.user,
+                groups: question.groups.iter().map(|g| g.as_str()).collect(),
+                resource_attributes: Attributes {
+                    verb: question.verb,
+                    group: question.group,
+                    resource: question.resource,
+                    name: question.name,
+                    namespace: None,
+                    subresource: None,
+                    version: None,
+                },
+            },
+            disable_cache: true,
+        };
+        let payload = serde_json::to_vec(&request).expect("strings only");
+        let answer = call("can_i", &payload)?;
+        serde_json::from_slice::<Status>(&answer)
+            .map(|status| status.allowed)
+            .map_err(|e| {
+                ClusterError::Failed(format!(
+                    "the host's SubjectAccessReview answer cannot be read: {e}"
+                ))
+            })
+    }
+}

@@ -1,0 +1,237 @@
+//! What a policy may ask the cluster while it judges a request, through its engine
+//! (docs/context.md). The core knows no engine: each adapter implements [`Cluster`] with what its
+//! host offers (Kubewarden's host capabilities, the inventory a Gatekeeper-style engine passes as
+//! data, or nothing), and says why when it cannot answer.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::json::JsonStr;
+
+/// One node as the cluster lists it: what the policies read of it. Owned: a list of nodes is
+/// small next to the host call that fetched it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ClusterNode {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<NodeTaint>,
+}
+
+/// A taint a node carries.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NodeTaint {
+    pub key: String,
+    #[serde(default)]
+    pub value: Option<String>,
+    pub effect: String,
+}
+
+/// A SubjectAccessReview question: may `user` (in `groups`) `verb` the `resource` named `name`
+/// in API group `group`?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessQuestion<'a> {
+    pub user: &'a str,
+    pub groups: &'a [JsonStr<'a>],
+    pub verb: &'a str,
+    pub group: &'a str,
+    pub resource: &'a str,
+    pub name: Option<&'a str>,
+}
+
+/// Why the cluster gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterError {
+    /// The engine offers no way to ask (a Gatekeeper-style engine asked for RBAC, the
+    /// JavaScript package without a cluster given, a policy-server that did not grant access).
+    Unavailable(String),
+    /// The engine asked and the question failed (API server unreachable, RBAC refused the
+    /// policy-server's service account, an answer that could not be read).
+    Failed(String),
+}
+
+impl std::fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClusterError::Unavailable(why) => write!(f, "the cluster cannot be asked here: {why}"),
+            ClusterError::Failed(why) => write!(f, "asking the cluster failed: {why}"),
+        }
+    }
+}
+
+/// The questions a policy may ask. Implementations answer from the engine's host; answers are
+/// never cached across requests (a fresh module instance serves every request).
+pub trait Cluster {
+    /// Every node, or those matching `label_selector` (Kubernetes selector syntax), as the text
+    /// of a Kubernetes `List` (`{"items": [Node, ...]}`), read with [`nodes_of_list`].
+    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError>;
+
+    /// The answer of a SubjectAccessReview.
+    fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError>;
+}
+
+/// A host that can answer nothing, with the reason given in every error.
+pub struct NoCluster(pub &'static str);
+
+impl Cluster for NoCluster {
+    fn list_nodes(&self, _: Option<&str>) -> Result<String, ClusterError> {
+        Err(ClusterError::Unavailable(self.0.to_owned()))
+    }
+
+    fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        Err(ClusterError::Unavailable(self.0.to_owned()))
+    }
+}
+
+/// `items` is required (a `null` list is empty): without it, an answer that is not a list at all
+/// (`{}`, `[]`) would read as "no nodes".
+#[derive(Deserialize)]
+struct ListText {
+    #[serde(deserialize_with = "null_as_empty")]
+    items: Vec<NodeText>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<NodeText>, D::Error> {
+    Ok(Option::<Vec<NodeText>>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+struct NodeText {
+    #[serde(default)]
+    metadata: Option<MetadataText>,
+    #[serde(default)]
+    spec: Option<SpecText>,
+}
+
+#[derive(Deserialize)]
+struct MetadataText {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+struct SpecText {
+    #[serde(default)]
+    taints: Option<Vec<NodeTaint>>,
+}
+
+/// The nodes of a Kubernetes `List` of Nodes; `null` items is an empty list. An answer that is
+/// not such a list is an error: a policy must not read "no nodes" into an answer it cannot read.
+pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode>, ClusterError> {
+    let list: ListText = serde_json::from_str(text)
+        .map_err(|e| ClusterError::Failed(format!("the list of nodes cannot be read: {e}")))?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|node| {
+            let metadata = node.metadata.unwrap_or(MetadataText {
+                name: None,
+                labels: None,
+            });
+            ClusterNode {
+                name: metadata.name.unwrap_or_default(),
+                labels: metadata.labels.unwrap_or_default(),
+                taints: node.spec.and_then(|s| s.taints).unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
+/// A cluster that answers from recorded answers, and remembers what it was asked: the core's
+/// tests judge requests against it. The engines' own hosts are tested in `wasm-tests` and `e2e`.
+#[cfg(test)]
+pub(crate) mod recorded {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    #[derive(Default)]
+    pub struct Recorded {
+        /// The answer to every `list_nodes`.
+        pub nodes: Option<Result<String, ClusterError>>,
+        /// `(user, verb)` pairs RBAC allows; `can_i_error` instead answers every question.
+        pub grants: Vec<(&'static str, &'static str)>,
+        pub can_i_error: Option<ClusterError>,
+        /// One line per question: `list <selector>` or `can_i <user> <verb> <group> <resource>/<name>`.
+        pub asked: RefCell<Vec<String>>,
+    }
+
+    impl Cluster for Recorded {
+        fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
+            self.asked
+                .borrow_mut()
+                .push(format!("list {}", label_selector.unwrap_or("")));
+            self.nodes
+                .clone()
+                .unwrap_or_else(|| Err(ClusterError::Unavailable("no nodes recorded".into())))
+        }
+
+        fn can_i(&self, q: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+            self.asked.borrow_mut().push(format!(
+                "can_i {} {} {} {}/{}",
+                q.user,
+                q.verb,
+                q.group,
+                q.resource,
+                q.name.unwrap_or("")
+            ));
+            match &self.can_i_error {
+                Some(e) => Err(e.clone()),
+                None => Ok(self.grants.contains(&(q.user, q.verb))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lists_are_read_or_refused() {
+        let cases = [
+            (r#"{"items": null}"#, Ok(0)),
+            (
+                r#"{"apiVersion": "v1", "kind": "List", "items": []}"#,
+                Ok(0),
+            ),
+            (
+                r#"{"items": [{"metadata": {"name": "n1", "labels": {"pool": "gpu"}},
+                               "spec": {"taints": [{"key": "a", "effect": "NoSchedule"},
+                                                   {"key": "b", "value": "v", "effect": "NoExecute"}]}},
+                              {"metadata": {"name": "n2"}}]}"#,
+                Ok(2),
+            ),
+            ("[]", Err("cannot be read")),
+            ("{}", Err("missing field `items`")),
+            (
+                r#"{"items": [{"spec": {"taints": [{"effect": "NoSchedule"}]}}]}"#,
+                Err("key"),
+            ),
+            ("not json", Err("cannot be read")),
+        ];
+        for (text, want) in cases {
+            match (nodes_of_list(text), want) {
+                (Ok(nodes), Ok(n)) => assert_eq!(nodes.len(), n, "{text}"),
+                (Err(ClusterError::Failed(e)), Err(fragment)) => {
+                    assert!(e.contains(fragment), "{text}: {e}")
+                }
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
+        let nodes = nodes_of_list(cases[2].0).unwrap();
+        assert_eq!(nodes[0].name, "n1");
+        assert_eq!(nodes[0].labels.get("pool").map(String::as_str), Some("gpu"));
+        assert_eq!(
+            nodes[0].taints[1],
+            NodeTaint {
+                key: "b".into(),
+                value: Some("v".into()),
+                effect: "NoExecute".into()
+            }
+        );
+        assert!(nodes[1].taints.is_empty());
+    }
+}
