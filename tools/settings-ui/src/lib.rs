@@ -9,7 +9,8 @@
 //! * the settings tables of `policies/<policy>/README.md` (found by their header and fields).
 //!
 //! `tests/` checks that the written files are up to date and that the questions match the real
-//! settings types, read through the policies' own settings readers.
+//! settings types, read through the policies' own settings readers. docs/settings-ui.md has the
+//! facts about the UI this relies on.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
