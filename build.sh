@@ -22,6 +22,10 @@
 #                       policy-server on loopback, the incidents replayed by their real actors
 #                       (docs/e2e.md; needs those binaries, found through KUBEBUILDER_ASSETS,
 #                       KUBECTL, POLICY_SERVER, KWCTL, else PATH)
+#   ./build.sh settings-ui
+#                       rewrite each policy's questions-ui.yml (the Kubewarden UI's settings form)
+#                       and README settings tables from its settings-fields.yml (tools/settings-ui;
+#                       `./build.sh test` fails while they are stale)
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
@@ -246,6 +250,12 @@ push_policies() {
   oci_tool push "$@"
 }
 
+# policies/*/questions-ui.yml and the README settings tables, from policies/*/settings-fields.yml.
+write_settings_ui() {
+  say "writing questions-ui.yml and README settings tables from settings-fields.yml"
+  cargo run -q -p taintguard-settings-ui -- write
+}
+
 # Every artifact through a real registry (Debian's docker-registry on a loopback port; its
 # packaged service, where systemd starts one, listens on :5000 and is not used), pulled back by
 # digest with skopeo and with Kubewarden's client; then signed pushes judged by kwctl.
@@ -317,5 +327,6 @@ case "${1:-build}" in
   bench) shift; run_benchmarks "$@" ;;
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
+  settings-ui) write_settings_ui ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
 esac
