@@ -178,14 +178,16 @@ build_js() {
   printf '    dist/js/node/taintguard_bg.wasm  %s bytes\n' "$(stat -c %s dist/js/node/taintguard_bg.wasm)"
 }
 
-# The wasm-bindgen-test suites, in Node and then in headless Chromium, and the node:test suites:
-# the package against the waPC build on every example, the page in Chromium, and the example
-# of a user testing their own settings.
+# The wasm-bindgen-test suites, in Node and then in headless Chromium, the package's TypeScript
+# declarations under tsc, and the node:test suites: the package against the waPC build on every
+# example, the page in Chromium, and the example of a user testing their own settings.
 run_js_tests() {
   build_host_tools
   ensure_chromium
   ensure_npm_packages abi/js/tests
   ensure_npm_packages examples/node-test
+  say "tsc --noEmit: the package's .d.ts (node and web) against typed use of the documented API"
+  (cd abi/js/tests && npm run --silent typecheck)
   say "cargo clippy for wasm32: the JavaScript adapter and its suites"
   "${JS_CARGO[@]}" clippy -q -p taintguard-js -p bindgen-tests --target wasm32-unknown-unknown \
     --all-targets -- -D warnings
