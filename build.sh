@@ -22,6 +22,10 @@
 #                       policy-server on loopback, the incidents replayed by their real actors
 #                       (docs/e2e.md; needs those binaries, found through KUBEBUILDER_ASSETS,
 #                       KUBECTL, POLICY_SERVER, KWCTL, else PATH)
+#   ./build.sh settings-ui
+#                       rewrite each policy's questions-ui.yml (the Kubewarden UI's settings form)
+#                       and README settings tables from its settings-fields.yml (tools/settings-ui;
+#                       `./build.sh test` fails while they are stale)
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
@@ -174,14 +178,16 @@ build_js() {
   printf '    dist/js/node/taintguard_bg.wasm  %s bytes\n' "$(stat -c %s dist/js/node/taintguard_bg.wasm)"
 }
 
-# The wasm-bindgen-test suites, in Node and then in headless Chromium, and the node:test suites:
-# the package against the waPC build on every example, the page in Chromium, and the example
-# of a user testing their own settings.
+# The wasm-bindgen-test suites, in Node and then in headless Chromium, the package's TypeScript
+# declarations under tsc, and the node:test suites: the package against the waPC build on every
+# example, the page in Chromium, and the example of a user testing their own settings.
 run_js_tests() {
   build_host_tools
   ensure_chromium
   ensure_npm_packages abi/js/tests
   ensure_npm_packages examples/node-test
+  say "tsc --noEmit: the package's .d.ts (node and web) against typed use of the documented API"
+  (cd abi/js/tests && npm run --silent typecheck)
   say "cargo clippy for wasm32: the JavaScript adapter and its suites"
   "${JS_CARGO[@]}" clippy -q -p taintguard-js -p bindgen-tests --target wasm32-unknown-unknown \
     --all-targets -- -D warnings
@@ -244,6 +250,12 @@ push_policies() {
   evaluate_examples
   say "pushing dist/*.wasm to $1"
   oci_tool push "$@"
+}
+
+# policies/*/questions-ui.yml and the README settings tables, from policies/*/settings-fields.yml.
+write_settings_ui() {
+  say "writing questions-ui.yml and README settings tables from settings-fields.yml"
+  cargo run -q -p taintguard-settings-ui -- write
 }
 
 # Every artifact through a real registry (Debian's docker-registry on a loopback port; its
@@ -317,5 +329,6 @@ case "${1:-build}" in
   bench) shift; run_benchmarks "$@" ;;
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]]" >&2; exit 2 ;;
+  settings-ui) write_settings_ui ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
 esac

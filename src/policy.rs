@@ -2,6 +2,7 @@
 
 use crate::admission::AdmissionRequest;
 use crate::cluster::Cluster;
+use crate::json;
 use crate::settings::SettingsError;
 use crate::verdict::Verdict;
 
@@ -95,8 +96,114 @@ impl<P: Policy> PolicyExt for P {
         let request =
             AdmissionRequest::parse(request).map_err(|e| format!("{}: {e}", Self::NAME))?;
         Ok(match half {
-            Half::Mutating => P::evaluate(&request, &settings, cluster),
+            Half::Mutating => readable_by_engines::<P>(P::evaluate(&request, &settings, cluster))?,
             Half::Validating => P::evaluate_validating(&request, &settings, cluster),
         })
+    }
+}
+
+/// The mutating half hands its object to an engine, which reads it into a `serde_json::Value`
+/// (see [`json::nested_past`]). An object nested deeper than that could only come back as a
+/// misleading "not JSON" error from the engine, or be dropped, admitting the request without
+/// the policy's change; it is refused here with the limit named, like any other input the
+/// policy cannot handle. The request reaches this only through a field the policy never reads:
+/// fields it decodes hit the same limit earlier. The validating half returns no object, so it
+/// still gives the policy's decision.
+fn readable_by_engines<P: Policy>(verdict: Verdict) -> Result<Verdict, String> {
+    match verdict
+        .mutated_object()
+        .and_then(|object| json::nested_past(object, json::MAX_NESTING))
+    {
+        Some(at) => Err(format!(
+            "{}: the mutated object would nest arrays and objects more than {} levels deep (at \
+             byte {at}), past serde_json's recursion limit, so engines could not read it back",
+            P::NAME,
+            json::MAX_NESTING
+        )),
+        None => Ok(verdict),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::taint_preservation::TaintPreservation;
+
+    /// The `request` of a bundled example, with `"@DEEP@"` in an unknown field of `at` (`object`
+    /// or the request itself).
+    fn example(name: &str, at: &str) -> String {
+        let path = format!(
+            "{}/policies/taint-preservation/examples/requests/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let review: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut request = review["request"].clone();
+        match at {
+            "object" => request["object"]["x-deep"] = json!("@DEEP@"),
+            _ => request["x-deep"] = json!("@DEEP@"),
+        }
+        request.to_string()
+    }
+
+    /// A field no policy reads, nested so that the object (or the request) is `depth` levels
+    /// deep in all, counted as serde_json counts: the object itself is level 1. Past serde_json's
+    /// 127 levels, the mutating half refuses to hand back an object no engine could read, with
+    /// the limit named; anywhere else the policy's own decision stands, whatever the depth.
+    #[test]
+    fn unread_deep_fields_never_change_the_decision_only_a_mutation_past_the_limit() {
+        let nested = |depth: usize| format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+        // (example, where the deep field is, the validating half's code when it rejects)
+        let cases = [
+            ("incident-1-stale-taint-patch", "object", true),
+            ("incident-1-stale-taint-patch", "request", true),
+            ("label-update-by-service-account", "object", false),
+            ("label-update-by-service-account", "request", false),
+        ];
+        for (name, at, mutates) in cases {
+            for depth in [126, 127, 128, 129, 1000] {
+                let request = example(name, at).replacen(r#""@DEEP@""#, &nested(depth - 1), 1);
+                // The depth is counted as serde_json counts it: the request is one level more.
+                let request_depth = if at == "object" { depth + 1 } else { depth };
+                let whole = serde_json::from_str::<Value>(&request);
+                assert_eq!(whole.is_ok(), request_depth <= 127, "{at} {depth}");
+                let got = TaintPreservation::try_validate(
+                    &request,
+                    "{}",
+                    Half::Mutating,
+                    &crate::NoCluster("test"),
+                );
+                let validating = TaintPreservation::validate_half(
+                    &request,
+                    "{}",
+                    Half::Validating,
+                    &crate::NoCluster("test"),
+                );
+                let case = format!("{name}, {at} {depth} deep: {got:?}");
+                match (mutates, at, depth) {
+                    (true, "object", 128..) => {
+                        let message = got.expect_err(&case);
+                        assert!(
+                            message.starts_with("taint-preservation: the mutated object would nest arrays and objects more than 127 levels deep (at byte "),
+                            "{case}"
+                        );
+                        assert!(message.contains("recursion limit"), "{case}");
+                        let verdict =
+                            TaintPreservation::validate(&request, "{}", &crate::NoCluster("test"));
+                        assert_eq!(verdict.code(), Some(400), "{case}");
+                        assert_eq!(verdict.message(), Some(message.as_str()));
+                    }
+                    (true, ..) => {
+                        let verdict = got.expect(&case);
+                        assert!(verdict.mutated_object().is_some(), "{case}");
+                    }
+                    (false, ..) => assert_eq!(got, Ok(Verdict::accept()), "{case}"),
+                }
+                // The validating half hands back no object: the policy's decision at any depth.
+                assert_eq!(validating.accepted(), !mutates, "{case}: {validating:?}");
+                assert_eq!(validating.code(), mutates.then_some(403), "{case}");
+            }
+        }
     }
 }

@@ -881,8 +881,9 @@ fn aliasing_does_not_bypass_restrictions() {
 /// An object nested deeper than serde_json's 128 levels passes the borrowed views (raw-value
 /// capture is iterative and uncounted). Read as `null`, it would satisfy `exists: false` and get
 /// injected tolerations; instead a rule whose conditions read that deep rejects it as
-/// malformed. Conditions that do not read that part, and rules without conditions, are
-/// unaffected.
+/// malformed. Conditions that do not read that part, and rules without conditions, match as
+/// usual, but the mutating half cannot hand back an object that deep (no engine could read it):
+/// it is refused naming that limit, while the validating half, which returns no object, accepts.
 #[test]
 fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
     let rule = |conditions: Value| {
@@ -917,13 +918,29 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
                 &settings.to_string(),
                 &crate::NoCluster("test"),
             );
+            assert!(!verdict.accepted(), "{depth}: {verdict:?}");
+            assert_eq!(verdict.code(), Some(400));
+            let message = verdict.message().unwrap();
+            assert!(message.contains("recursion limit"), "{message}");
+            let validating = TolerationInjection::validate_half(
+                &req,
+                &settings.to_string(),
+                Half::Validating,
+                &crate::NoCluster("test"),
+            );
             match code {
-                Some(code) => {
-                    assert!(!verdict.accepted(), "{depth}: {verdict:?}");
-                    assert_eq!(verdict.code(), Some(code));
-                    assert!(verdict.message().unwrap().contains("recursion limit"));
+                Some(_) => {
+                    assert!(!message.contains("mutated object"), "{message}");
+                    assert_eq!(validating, verdict);
                 }
-                None => assert!(verdict.mutated_object().is_some(), "{depth}: {verdict:?}"),
+                None => {
+                    assert!(
+                        message.contains("the mutated object would nest arrays and objects more than 127 levels deep"),
+                        "{message}"
+                    );
+                    assert!(validating.accepted(), "{depth}: {validating:?}");
+                    assert!(validating.mutated_object().is_none());
+                }
             }
         }
     }

@@ -13,7 +13,7 @@ pub const MAX_OBJECT: usize = 1536 * 1024;
 pub const DEEP: usize = 10_000;
 
 pub struct LimitCase {
-    pub name: &'static str,
+    pub name: String,
     pub policy: &'static str,
     /// A bare AdmissionRequest.
     pub request: String,
@@ -22,6 +22,10 @@ pub struct LimitCase {
     pub expect: Expect,
     /// What the validating half (OPA, Gatekeeper) answers.
     pub expect_validating: Expect,
+    /// The full policy's rejection (400) is of the object it would hand back mutated, nested
+    /// past serde_json's 127 levels; the validating half hands nothing back, so it gives the
+    /// policy's own decision instead of that 400.
+    pub mutation_too_deep: bool,
 }
 
 /// `{"a":{"a":…1…}}`, `depth` objects deep.
@@ -75,16 +79,20 @@ pub fn cases() -> Vec<LimitCase> {
     let flannel = example(ti, "flannel-v0.24.4-daemonset");
     let critical = r#"{"rules":[{"name":"critical","match":{"jsonPath":[{"path":"$..priorityClassName","in":["system-node-critical"]}]}, "tolerations":[{"key":"node.cloudprovider.kubernetes.io/uninitialized","operator":"Exists","effect":"NoSchedule"}]}]}"#;
     let mut cases = Vec::new();
-    let mut add = |name, policy, request: String, settings: &str, expect, expect_validating| {
-        cases.push(LimitCase {
-            name,
-            policy,
-            request,
-            settings: settings.to_owned(),
-            expect,
-            expect_validating,
-        })
-    };
+    let mut add =
+        |name: &str, policy, request: String, settings: &str, expect, expect_validating| {
+            cases.push(LimitCase {
+                name: name.to_owned(),
+                policy,
+                request,
+                settings: settings.to_owned(),
+                expect,
+                expect_validating,
+                mutation_too_deep: false,
+            })
+        };
+    // The names of the cases whose mutated object would be too deep (set once all are added).
+    let mut too_deep: Vec<String> = Vec::new();
 
     let mut big = incident.clone();
     pad_images(&mut big["object"], MAX_OBJECT);
@@ -140,25 +148,30 @@ pub fn cases() -> Vec<LimitCase> {
         Accepted,
     );
 
+    // The policy never reads these fields, but the mutated object would carry them back, deeper
+    // than engines read (the core's `PolicyExt::try_validate`): a 400 naming the limit. The
+    // validating half rejects the stale taint patch itself.
     let mut deep = incident.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");
+    too_deep.push("10,000-deep unknown field in the Node".into());
     add(
         "10,000-deep unknown field in the Node",
         tp,
         deepen(&deep.to_string(), DEEP),
         "{}",
-        Mutated,
+        Rejected,
         Rejected,
     );
 
     let mut deep = incident.clone();
     deep["oldObject"]["spec"]["taints"][0]["x-deep"] = json!("@DEEP@");
+    too_deep.push("10,000-deep unknown field in a taint that is restored".into());
     add(
-        "10,000-deep unknown field in a taint",
+        "10,000-deep unknown field in a taint that is restored",
         tp,
         deepen(&deep.to_string(), DEEP),
         "{}",
-        Mutated,
+        Rejected,
         Rejected,
     );
 
@@ -183,6 +196,43 @@ pub fn cases() -> Vec<LimitCase> {
         Mutated,
         Rejected,
     );
+
+    // At serde_json's limit: the object (or the request) nests `depth` levels in all, counted
+    // as serde_json counts them (the object itself is level 1), through a field the policy never
+    // reads. Only a mutated object past 127 levels is refused; anywhere else the policy's own
+    // decision stands. `label-update-by-service-account` is accepted untouched.
+    let untouched = example(tp, "label-update-by-service-account");
+    for depth in [127, 128, 129, 1000] {
+        for (what, request, mutates) in [
+            ("stale taint patch", &incident, true),
+            ("label update", &untouched, false),
+        ] {
+            for at in ["object", "request"] {
+                let mut deep = request.clone();
+                match at {
+                    "object" => deep["object"]["x-deep"] = json!("@DEEP@"),
+                    _ => deep["x-deep"] = json!("@DEEP@"),
+                }
+                let name = format!("{what}, {at} {depth} deep");
+                let (expect, expect_validating) = match (mutates, at, depth) {
+                    (true, "object", 128..) => {
+                        too_deep.push(name.clone());
+                        (Rejected, Rejected)
+                    }
+                    (true, ..) => (Mutated, Rejected),
+                    (false, ..) => (Accepted, Accepted),
+                };
+                add(
+                    &name,
+                    tp,
+                    deepen(&deep.to_string(), depth - 1),
+                    "{}",
+                    expect,
+                    expect_validating,
+                );
+            }
+        }
+    }
 
     add(
         "10,000-deep settings",
@@ -250,12 +300,14 @@ pub fn cases() -> Vec<LimitCase> {
     let mut deep = flannel.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");
     let deep_flannel = deepen(&deep.to_string(), DEEP);
+    // The validating half injects nothing, so it has no object to hand back.
+    too_deep.push("10,000-deep unknown field, rule without JSONPath".into());
     add(
         "10,000-deep unknown field, rule without JSONPath",
         ti,
         deep_flannel.clone(),
         "{}",
-        Mutated,
+        Rejected,
         Accepted,
     );
     add(
@@ -286,6 +338,14 @@ pub fn cases() -> Vec<LimitCase> {
         &deepen(r#"{"rules":"@DEEP@"}"#, DEEP),
         Rejected,
         Rejected,
+    );
+    for case in &mut cases {
+        case.mutation_too_deep = too_deep.contains(&case.name);
+    }
+    assert_eq!(
+        cases.iter().filter(|c| c.mutation_too_deep).count(),
+        too_deep.len(),
+        "a name in too_deep matches no case"
     );
     cases
 }

@@ -51,17 +51,29 @@ pub fn evaluate(policy: &Entry, input: &str, settings: &str) -> Result<String, S
 /// The RFC 6902 patch from the request's object to the mutated object, computed as Kubewarden's
 /// policy-evaluator does (json-patch `diff`).
 fn patch(request: &str, mutated: &str) -> Result<json_patch::Patch, String> {
+    // The object is captured raw, then read on its own: read as a `Value` member of the request,
+    // it would have one level less than the 127 the core allows the mutated object.
     #[derive(Deserialize)]
-    struct Object {
-        #[serde(default)]
-        object: Value,
+    struct Object<'a> {
+        #[serde(borrow, default)]
+        object: Option<&'a RawValue>,
     }
     let original: Object = serde_json::from_str(request).map_err(|e| format!("request: {e}"))?;
-    // The core checked that the mutated object is JSON; this fails only on what a `Value` cannot
-    // hold.
+    let original: Value = match original.object {
+        Some(object) => serde_json::from_str(object.get()).map_err(|e| {
+            format!(
+                "request: `object` cannot be read to compute the patch \
+                 (serde_json reads at most {} nested levels): {e}",
+                taintguard::json::MAX_NESTING
+            )
+        })?,
+        None => Value::Null,
+    };
+    // The core checked that the mutated object is JSON and nests no deeper than a `Value` holds
+    // (`PolicyExt::try_validate`), so this cannot fail.
     let mutated: Value = serde_json::from_str(mutated)
-        .map_err(|e| format!("internal error: mutated object is not JSON: {e}"))?;
-    Ok(json_patch::diff(&original.object, &mutated))
+        .map_err(|e| format!("internal error: the mutated object cannot be read back: {e}"))?;
+    Ok(json_patch::diff(&original, &mutated))
 }
 
 /// The object `evaluate()` returns (`Verdict` in the package's TypeScript declarations).

@@ -19,6 +19,8 @@ use wasm_bindgen::prelude::*;
 
 /// The package's TypeScript declarations. The functions' signatures are written here rather
 /// than generated, because wasm-bindgen cannot mark `settings` optional once its type is given.
+/// `abi/js/tests/types` compiles typed use of them against the shapes the package README
+/// documents (`./build.sh test`).
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &'static str = r#"
 /** One RFC 6902 operation, as json-patch writes them. */
@@ -33,7 +35,7 @@ export interface PatchOperation {
 export interface Verdict {
   accepted: boolean;
   message: string | null;
-  /** HTTP-style status for rejections (403 refused). */
+  /** HTTP-style status for rejections (403 refused, 400 the request cannot be judged). */
   code: number | null;
   warnings: string[];
   auditAnnotations: Record<string, string>;
@@ -61,16 +63,16 @@ export interface PolicyInfo {
 
 /**
  * Evaluates `policy` on `request` (an AdmissionReview or AdmissionRequest, as an object or JSON
- * text) with `settings` (object or JSON text; omitted means `{}`). Throws an Error naming the
+ * text) with `settings` (object or JSON text; omitted or null means `{}`). Throws an Error naming the
  * field on an unknown policy, invalid settings or a malformed request.
  */
-export function evaluate(policy: string, request: object | string, settings?: object | string): Verdict;
+export function evaluate(policy: string, request: object | string, settings?: object | string | null): Verdict;
 
 /**
  * Checks settings as Kubewarden does when it loads the policy. Invalid settings are an answer,
  * not an exception; an unknown policy throws.
  */
-export function validateSettings(policy: string, settings?: object | string): SettingsValidation;
+export function validateSettings(policy: string, settings?: object | string | null): SettingsValidation;
 
 /** The policies in this package, with their descriptions and default settings. */
 export function policies(): PolicyInfo[];

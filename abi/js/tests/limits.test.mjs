@@ -1,8 +1,9 @@
 // The limit cases of wasm-tests/src/limits.rs (1.5 MiB Nodes, pod templates of ~20,000
-// tolerations, JSON nested 10,000 levels deep) in the npm package: each gets the full policy's
-// verdict or, where the package cannot hand a result back as JavaScript objects (JSON deeper
-// than serde_json's 128 levels), the documented Error with a message; never a wasm trap
-// (WebAssembly.RuntimeError). Time is printed as a diagnostic, never asserted.
+// tolerations, JSON nested up to 10,000 levels deep) in the npm package: each gets the full
+// policy's verdict or, where the waPC build rejects the input as malformed (400: JSON the policy
+// must decode, or hand back mutated, nested past serde_json's 127 levels), the documented Error
+// naming the recursion limit; never a wasm trap (WebAssembly.RuntimeError) nor a message that
+// blames the policy. Time is printed as a diagnostic, never asserted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -26,7 +27,10 @@ for (let i = 0; i + 2 < lines.length; i += 3) {
     } catch (e) {
       if (e instanceof assert.AssertionError) throw e;
       assert.ok(!(e instanceof WebAssembly.RuntimeError), `trapped: ${e}`);
-      assert.match(e.message, /recursion limit exceeded/, e.message);
+      assert.equal(c.expect, 'rejected', `throws where the waPC build answers: ${e.message}`);
+      assert.match(e.message, /recursion limit/, e.message);
+      assert.doesNotMatch(e.message, /internal error|not JSON/, e.message);
+      assert.equal(/the mutated object/.test(e.message), c.mutationTooDeep, e.message);
       assert.ok(request.length + settings.length < 1 << 20, 'only deep input may throw');
       answer = `Error: ${e.message.slice(0, 90)}`;
     }

@@ -240,7 +240,15 @@ fn write_manifests(
     created_at: &str,
 ) -> Result<(), String> {
     let (settings, settings_source) = manifests::default_settings(policies, &artifact.policy)?;
-    let rendered = manifests::render(artifact, &settings, &settings_source, target, created_at)?;
+    let questions = manifests::questions_ui(policies, &artifact.policy)?;
+    let rendered = manifests::render(
+        artifact,
+        &settings,
+        &settings_source,
+        questions.as_deref(),
+        target,
+        created_at,
+    )?;
     let written = manifests::write(dist, &artifact.name, &rendered)?;
     let names: Vec<String> = written
         .iter()

@@ -1,6 +1,6 @@
 //! Prints the limit cases of `wasm_tests::limits` for the JavaScript hosts' tests, three lines
-//! each: `{"name", "policy", "expect", "expectValidating"}`, the request, the settings. Request
-//! and settings stay text: JavaScript's JSON.stringify overflows its stack on the deep ones.
+//! each: `{"name", "policy", "expect", "expectValidating", "mutationTooDeep"}`, the request, the
+//! settings. Request and settings stay text: JavaScript's JSON.stringify overflows its stack on the deep ones.
 
 use std::io::Write;
 
@@ -20,11 +20,12 @@ fn main() {
     for case in cases() {
         writeln!(
             out,
-            "{{\"name\":{},\"policy\":\"{}\",\"expect\":\"{}\",\"expectValidating\":\"{}\"}}\n{}\n{}",
-            serde_json::to_string(case.name).expect("a string"),
+            "{{\"name\":{},\"policy\":\"{}\",\"expect\":\"{}\",\"expectValidating\":\"{}\",\"mutationTooDeep\":{}}}\n{}\n{}",
+            serde_json::to_string(&case.name).expect("a string"),
             case.policy,
             word(case.expect),
             word(case.expect_validating),
+            case.mutation_too_deep,
             case.request,
             case.settings
         )

@@ -1,0 +1,98 @@
+//! How deep JSON text nests, found without decoding it.
+//!
+//! The borrowed views read requests with `&RawValue` captures, which serde_json skips without
+//! counting nesting: a request nested 10,000 levels deep in a field no policy reads is read fine.
+//! The engines are not as lenient with what a policy hands back. Kubewarden's policy-server, and
+//! the npm package when it computes the JSONPatch, read the mutated object into a
+//! `serde_json::Value`, which refuses the 128th nested array or object ("recursion limit
+//! exceeded": serde_json's guard against overflowing the stack).
+
+/// The most arrays and objects serde_json nests when it reads a `Value`: it refuses the 128th.
+pub const MAX_NESTING: usize = 127;
+
+/// The byte offset of the first `[` or `{` in `text` that opens a container nested more than
+/// `max` levels deep (the outermost container is level 1), or `None` when `text` nests at most
+/// `max` levels. Meant for text serde_json accepted; on anything else the answer is meaningless
+/// but never a panic. Linear in the text, without allocating or recursing.
+pub fn nested_past(text: &str, max: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(&byte) = b.get(at) {
+        match byte {
+            b'"' => {
+                // Skip the string: brackets inside it do not nest anything.
+                at += 1;
+                loop {
+                    at += memchr::memchr2(b'"', b'\\', b.get(at..)?)?;
+                    if b[at] == b'"' {
+                        break;
+                    }
+                    // A backslash: the byte after it is escaped, whatever it is.
+                    at += 2;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(at);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn objects(depth: usize) -> String {
+        format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth))
+    }
+
+    fn arrays(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    /// `MAX_NESTING` is serde_json's own limit, whatever the containers, at the boundary.
+    #[test]
+    fn agrees_with_serde_json_at_the_limit() {
+        for depth in [2, 126, 127, 128, 129, 1000] {
+            for text in [
+                objects(depth),
+                arrays(depth),
+                format!(r#"{{"s":"[[[{{\"","x":{}}}"#, arrays(depth - 1)),
+            ] {
+                let readable = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+                let past = nested_past(&text, MAX_NESTING);
+                assert_eq!(past.is_none(), readable, "{depth}: {past:?}");
+                if let Some(at) = past {
+                    assert!(matches!(text.as_bytes()[at], b'[' | b'{'), "{depth}");
+                    assert_eq!(nested_past(&text[..at], MAX_NESTING), None, "{depth}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_and_escapes_do_not_nest() {
+        // (text, max, want)
+        let cases: [(&str, usize, Option<usize>); 7] = [
+            (r#"{"a":"{[{[","b":[]}"#, 1, Some(16)),
+            (r#"{"a":"\"[","b":1}"#, 1, None),
+            (r#"{"a":"\\","b":[1]}"#, 1, Some(14)),
+            (r#"["]]]]",[[]]]"#, 2, Some(9)),
+            ("1", 0, None),
+            ("", 0, None),
+            // Not JSON: an answer, never a panic.
+            (r#"{"a":"unterminated\"#, 1, None),
+        ];
+        for (text, max, want) in cases {
+            assert_eq!(nested_past(text, max), want, "{text}");
+        }
+    }
+}
