@@ -3,18 +3,16 @@
 //! host offers (Kubewarden's host capabilities, the inventory a Gatekeeper-style engine passes as
 //! data, or nothing), and says why when it cannot answer.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 
 use crate::json::JsonStr;
 
-/// One node as the cluster lists it: what the policies read of it. Owned: a list of nodes is
-/// small next to the host call that fetched it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// One node as the cluster lists it: what the policies read of it. The host selects nodes by
+/// label, so labels are not read here. Owned: a list of nodes is small next to the host call
+/// that fetched it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterNode {
     pub name: String,
-    pub labels: BTreeMap<String, String>,
     pub taints: Vec<NodeTaint>,
 }
 
@@ -107,8 +105,6 @@ struct NodeText {
 struct MetadataText {
     #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -125,16 +121,9 @@ pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode>, ClusterError> {
     Ok(list
         .items
         .into_iter()
-        .map(|node| {
-            let metadata = node.metadata.unwrap_or(MetadataText {
-                name: None,
-                labels: None,
-            });
-            ClusterNode {
-                name: metadata.name.unwrap_or_default(),
-                labels: metadata.labels.unwrap_or_default(),
-                taints: node.spec.and_then(|s| s.taints).unwrap_or_default(),
-            }
+        .map(|node| ClusterNode {
+            name: node.metadata.and_then(|m| m.name).unwrap_or_default(),
+            taints: node.spec.and_then(|s| s.taints).unwrap_or_default(),
         })
         .collect())
 }
@@ -223,7 +212,6 @@ mod tests {
         }
         let nodes = nodes_of_list(cases[2].0).unwrap();
         assert_eq!(nodes[0].name, "n1");
-        assert_eq!(nodes[0].labels.get("pool").map(String::as_str), Some("gpu"));
         assert_eq!(
             nodes[0].taints[1],
             NodeTaint {

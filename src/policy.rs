@@ -16,6 +16,24 @@ pub enum Half {
     Validating,
 }
 
+/// What a policy may ask the cluster through [`Cluster`]. Adapters make only these host calls,
+/// so a module carries, and its metadata declares, exactly the capabilities it uses
+/// (docs/context.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asks {
+    /// [`Cluster::list_nodes`]: Kubewarden's `kubernetes/list_resources_all` for `v1/Node`.
+    pub nodes: bool,
+    /// [`Cluster::can_i`]: Kubewarden's `kubernetes/can_i`.
+    pub access: bool,
+}
+
+impl Asks {
+    pub const NOTHING: Asks = Asks {
+        nodes: false,
+        access: false,
+    };
+}
+
 /// One admission policy: the settings it reads and how it judges a request. This is what a
 /// policy author writes; [`PolicyExt`] runs it on the text an engine hands over.
 pub trait Policy {
@@ -23,6 +41,8 @@ pub trait Policy {
     const NAME: &'static str;
     /// Validated settings.
     type Settings;
+    /// What it may ask the cluster.
+    const ASKS: Asks = Asks::NOTHING;
 
     /// Reads and validates settings text (`{}` means every default).
     fn settings(text: &str) -> Result<Self::Settings, SettingsError>;
@@ -51,6 +71,8 @@ pub trait Policy {
 pub trait PolicyExt {
     /// The policy's name, as used in messages and artifact names.
     const NAME: &'static str;
+    /// What it may ask the cluster.
+    const ASKS: Asks = Asks::NOTHING;
 
     /// Settings validation as engines call it: the error text names the field.
     fn validate_settings(text: &str) -> Result<(), SettingsError>;
@@ -80,6 +102,7 @@ pub trait PolicyExt {
 
 impl<P: Policy> PolicyExt for P {
     const NAME: &'static str = <P as Policy>::NAME;
+    const ASKS: Asks = <P as Policy>::ASKS;
 
     fn validate_settings(text: &str) -> Result<(), SettingsError> {
         P::settings(text).map(drop)

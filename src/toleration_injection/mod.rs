@@ -16,7 +16,7 @@ use std::cell::OnceCell;
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::cluster::Cluster;
-use crate::policy::{Half, Policy};
+use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
 use crate::verdict::Verdict;
@@ -30,6 +30,11 @@ pub struct TolerationInjection;
 impl Policy for TolerationInjection {
     const NAME: &'static str = "toleration-injection";
     type Settings = Settings;
+    /// The nodes' taints, for `nodeTaints` rules.
+    const ASKS: Asks = Asks {
+        nodes: true,
+        access: false,
+    };
 
     fn settings(text: &str) -> Result<Settings, crate::settings::SettingsError> {
         Settings::from_text(text)

@@ -43,7 +43,12 @@ pub fn check_both(request: &str, settings: &str) -> Checked {
 /// nothing more.
 fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
     let verdict = P::validate(request, settings, &taintguard::NoCluster("test"));
-    let validating = P::validate_half(request, settings, Half::Validating, &taintguard::NoCluster("test"));
+    let validating = P::validate_half(
+        request,
+        settings,
+        Half::Validating,
+        &taintguard::NoCluster("test"),
+    );
     for (half, v) in [("mutating", &verdict), ("validating", &validating)] {
         let explained = matches!(v.code(), Some(400 | 403)) && v.message().is_some();
         if !v.accepted() && !explained {
@@ -71,7 +76,11 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
             }
         }
         still_valid(request, mutated)?;
-        let again = P::validate(&with_object(request, mutated)?, settings, &taintguard::NoCluster("test"));
+        let again = P::validate(
+            &with_object(request, mutated)?,
+            settings,
+            &taintguard::NoCluster("test"),
+        );
         if !again.accepted() || again.mutated_object().is_some() {
             return Err(format!(
                 "not idempotent: its own output {mutated} gives {again:?}"
@@ -227,7 +236,12 @@ fn taints_of(node: Option<&str>) -> Option<Vec<(String, String, String)>> {
 pub fn check_toleration_injection(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TolerationInjection>(request, settings)?;
     // Injection repairs nothing, so an engine that cannot mutate judges exactly alike.
-    let validating = TolerationInjection::validate_half(request, settings, Half::Validating, &taintguard::NoCluster("test"));
+    let validating = TolerationInjection::validate_half(
+        request,
+        settings,
+        Half::Validating,
+        &taintguard::NoCluster("test"),
+    );
     let judged = |v: &Verdict| (v.accepted(), v.code(), v.message().map(str::to_owned));
     if judged(&validating) != judged(&verdict) {
         return Err(format!(

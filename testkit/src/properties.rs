@@ -54,7 +54,11 @@ fn after_aliasing(toleration: &Value) -> Vec<Value> {
     let request = json!({"uid": "1", "kind": {"group": "apps", "version": "v1", "kind": "DaemonSet"},
         "namespace": "n", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": object});
     let settings = json!({"aliases": {"groups": [GROUP]}});
-    let verdict = TolerationInjection::validate(&request.to_string(), &settings.to_string(), &taintguard::NoCluster("test"));
+    let verdict = TolerationInjection::validate(
+        &request.to_string(),
+        &settings.to_string(),
+        &taintguard::NoCluster("test"),
+    );
     assert!(verdict.accepted(), "{verdict:?}");
     let original = object.to_string();
     let text = verdict.mutated_object().unwrap_or(&original);
@@ -128,10 +132,18 @@ fn generated_cases_reach_every_verdict() {
     for _ in 0..300 {
         let data = bytes();
         let cases = [
-            gen::taint_preservation(&mut Unstructured::new(&data))
-                .map(|(r, s)| (TaintPreservation::validate(&r, &s, &taintguard::NoCluster("test")), r)),
-            gen::toleration_injection(&mut Unstructured::new(&data))
-                .map(|(r, s)| (TolerationInjection::validate(&r, &s, &taintguard::NoCluster("test")), r)),
+            gen::taint_preservation(&mut Unstructured::new(&data)).map(|(r, s)| {
+                (
+                    TaintPreservation::validate(&r, &s, &taintguard::NoCluster("test")),
+                    r,
+                )
+            }),
+            gen::toleration_injection(&mut Unstructured::new(&data)).map(|(r, s)| {
+                (
+                    TolerationInjection::validate(&r, &s, &taintguard::NoCluster("test")),
+                    r,
+                )
+            }),
         ];
         for (policy, verdict) in cases.into_iter().enumerate() {
             let Ok((v, request)) = verdict else { continue };

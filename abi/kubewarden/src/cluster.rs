@@ -3,11 +3,20 @@
 //! --allow-context-aware` serve them with their kubeconfig, for the resources a policy's
 //! `contextAwareResources` names and the capabilities its `hostCapabilities` grants.
 
+use std::marker::PhantomData;
+
 use serde::{Deserialize, Serialize};
 use taintguard::cluster::{AccessQuestion, Cluster, ClusterError};
+use taintguard::PolicyExt;
 
-/// The host of the running module.
-pub struct HostCluster;
+/// The host of the running module, for policy `P`: only the calls `P::ASKS` names are made, so
+/// the others are not even compiled into its module (kwctl finds a module's host calls by the
+/// names in it, and warns about any its metadata does not declare).
+pub struct HostCluster<P>(pub PhantomData<P>);
+
+fn not_asked(what: &str) -> ClusterError {
+    ClusterError::Unavailable(format!("this policy does not ask the cluster for {what}"))
+}
 
 /// `list_resources_all`'s request. Field masks ask the host to keep only what the policy reads,
 /// which keeps a list of thousands of nodes small (their image lists and status are most of it).
@@ -70,8 +79,11 @@ fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, ClusterError> {
     })
 }
 
-impl Cluster for HostCluster {
+impl<P: PolicyExt> Cluster for HostCluster<P> {
     fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
+        if !P::ASKS.nodes {
+            return Err(not_asked("nodes"));
+        }
         let request = ListAll {
             api_version: "v1",
             kind: "Node",
@@ -87,6 +99,9 @@ impl Cluster for HostCluster {
     }
 
     fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        if !P::ASKS.access {
+            return Err(not_asked("RBAC answers"));
+        }
         let request = CanI {
             subject_access_review: Review {
                 user: question.user,

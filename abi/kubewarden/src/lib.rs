@@ -60,7 +60,7 @@ pub fn validate_payload<P: PolicyExt>(payload: &[u8]) -> Vec<u8> {
         Ok(envelope) => P::validate(
             envelope.request.get(),
             envelope.settings.map_or("{}", RawValue::get),
-            &cluster::HostCluster,
+            &cluster::HostCluster::<P>(std::marker::PhantomData),
         ),
         Err(e) => Verdict::reject(
             400,

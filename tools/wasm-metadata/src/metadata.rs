@@ -91,6 +91,10 @@ pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> 
     fields.insert("protocolVersion".into(), Value::from(protocol));
     if mode != DEFAULT_EXECUTION_MODE {
         fields.insert("mutating".into(), Value::Bool(false));
+        // The cluster is only asked through waPC host calls (docs/context.md): a gatekeeper
+        // module makes none, and reads no inventory.
+        fields.insert("contextAwareResources".into(), Value::Array(Vec::new()));
+        fields.remove("hostCapabilities");
     }
     Ok(meta)
 }
@@ -162,6 +166,22 @@ mod tests {
         let typed = Metadata::from_yml(&format!("{RULE}mutating: true\n")).unwrap();
         assert!(typed.mutating && typed.background_audit);
         assert_eq!(typed.rules[0].resources, ["pods"]);
+    }
+
+    /// A gatekeeper module makes no host call: it declares none, and asks no resource.
+    #[test]
+    fn gatekeeper_modules_declare_no_cluster_access() {
+        let yml = format!(
+            "{RULE}mutating: true\ncontextAwareResources: [{{apiVersion: v1, kind: Node}}]\n\
+             hostCapabilities: [kubernetes/list_resources_all]\n"
+        );
+        let wapc = metadata_json(&yml, "").unwrap();
+        assert_eq!(wapc["hostCapabilities"][0], "kubernetes/list_resources_all");
+        assert_eq!(wapc["contextAwareResources"][0]["kind"], "Node");
+        let gatekeeper = for_execution_mode(wapc, "gatekeeper").unwrap();
+        assert_eq!(gatekeeper["contextAwareResources"], Value::Array(vec![]));
+        assert!(gatekeeper.get("hostCapabilities").is_none());
+        assert_eq!(gatekeeper["mutating"], false);
     }
 
     #[test]
