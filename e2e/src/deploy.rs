@@ -37,8 +37,8 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn variant_selector(operator: &str, variant: &str) -> Value {
-    json!({"matchExpressions": [{"key": VARIANT_LABEL, "operator": operator, "values": [variant]}]})
+fn variant_selector(operator: &str, variants: &[&str]) -> Value {
+    json!({"matchExpressions": [{"key": VARIANT_LABEL, "operator": operator, "values": variants}]})
 }
 
 /// One deployed variant of `policy`'s ClusterAdmissionPolicy.
@@ -96,7 +96,7 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             "taint-preservation",
             false,
             tp_settings.clone(),
-            variant_selector("In", "restore"),
+            variant_selector("In", &["restore"]),
         )?,
         variant(
             repo,
@@ -104,7 +104,16 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             "taint-preservation-deny",
             false,
             json!({"mode": "deny"}),
-            variant_selector("In", "deny"),
+            variant_selector("In", &["deny"]),
+        )?,
+        // RBAC as a way in (docs/context.md): the policy asks SubjectAccessReviews.
+        variant(
+            repo,
+            "taint-preservation",
+            "taint-preservation-rbac",
+            false,
+            json!({"rbac": {"enabled": true}}),
+            variant_selector("In", &["rbac"]),
         )?,
         variant(
             repo,
@@ -112,7 +121,7 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             "taint-preservation-gatekeeper",
             true,
             tp_settings,
-            variant_selector("In", "gatekeeper"),
+            variant_selector("In", &["gatekeeper"]),
         )?,
         variant(
             repo,
@@ -120,7 +129,16 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             "toleration-injection",
             false,
             ti_settings.clone(),
-            variant_selector("NotIn", "gatekeeper"),
+            variant_selector("NotIn", &["gatekeeper", "nodes"]),
+        )?,
+        // Tolerations from the nodes' taints (docs/context.md): the policy lists Nodes.
+        variant(
+            repo,
+            "toleration-injection",
+            "toleration-injection-nodes",
+            false,
+            node_taints_settings(),
+            variant_selector("In", &["nodes"]),
         )?,
         variant(
             repo,
@@ -128,12 +146,25 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             "toleration-injection-gatekeeper",
             true,
             ti_settings,
-            variant_selector("In", "gatekeeper"),
+            variant_selector("In", &["gatekeeper"]),
         )?,
     ])
 }
 
-/// policy-server's `policies.yml` (JSON is YAML).
+/// The label of the Nodes whose taints the `nodes` variant tolerates.
+pub const POOL_LABEL: &str = "e2e.taintguard.io/pool";
+
+/// DaemonSets in kube-system tolerate every taint the pool's nodes carry, except `dedicated`.
+pub fn node_taints_settings() -> Value {
+    json!({"rules": [{
+        "name": "system-daemonsets",
+        "match": {"kinds": ["DaemonSet"], "namespaces": ["kube-system"]},
+        "nodeTaints": {"nodeSelector": {"matchLabels": {POOL_LABEL: "context"}}, "except": ["dedicated"]}
+    }]})
+}
+
+/// policy-server's `policies.yml` (JSON is YAML). As Kubewarden's controller writes it for a
+/// ClusterAdmissionPolicy: its `contextAwareResources`, and every host capability granted.
 pub fn policies_yml(deployed: &[Deployed]) -> String {
     let entries: serde_json::Map<String, Value> = deployed
         .iter()
@@ -145,6 +176,8 @@ pub fn policies_yml(deployed: &[Deployed]) -> String {
                     "settings": d.settings,
                     "allowedToMutate": d.mutating,
                     "policyMode": d.spec["mode"].as_str().unwrap_or("protect"),
+                    "contextAwareResources": d.spec.get("contextAwareResources").cloned().unwrap_or(json!([])),
+                    "hostCapabilities": ["*"],
                 }),
             )
         })

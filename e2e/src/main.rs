@@ -4,6 +4,7 @@
 
 mod binaries;
 mod cluster;
+mod context;
 mod deploy;
 mod kubectl;
 mod scenarios;

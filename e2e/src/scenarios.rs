@@ -70,6 +70,23 @@ pub const SCENARIOS: &[Scenario] = &[
         run: kwctl_gatekeeper_parity,
     },
     Scenario {
+        name: "RBAC: a break-glass ClusterRole lets one service account remove a protected taint",
+        run: crate::context::rbac_permission,
+    },
+    Scenario {
+        name:
+            "node taints: a CNI DaemonSet tolerates what the pool's nodes carry, read per request",
+        run: crate::context::node_taints,
+    },
+    Scenario {
+        name: "kwctl run --allow-context-aware: node taints and RBAC from the same API server",
+        run: crate::context::kwctl_context_aware,
+    },
+    Scenario {
+        name: "kwctl inspect and annotate: no warning; declared host capabilities are those called",
+        run: crate::context::kwctl_declarations,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },
@@ -80,11 +97,11 @@ pub const SCENARIOS: &[Scenario] = &[
 
 // Well-formed objects are built with the Kubernetes API's own types, and compared as JSON.
 
-fn to_json<T: serde::Serialize>(object: T) -> Value {
+pub(crate) fn to_json<T: serde::Serialize>(object: T) -> Value {
     serde_json::to_value(object).expect("Kubernetes objects serialise")
 }
 
-fn taint(key: &str, value: &str, effect: &str) -> Value {
+pub(crate) fn taint(key: &str, value: &str, effect: &str) -> Value {
     to_json(Taint {
         key: key.into(),
         value: (!value.is_empty()).then(|| value.into()),
@@ -93,7 +110,7 @@ fn taint(key: &str, value: &str, effect: &str) -> Value {
     })
 }
 
-fn dedicated() -> Value {
+pub(crate) fn dedicated() -> Value {
     taint("example.com/dedicated", "gpu", "NoSchedule")
 }
 fn not_ready(effect: &str) -> Value {
@@ -113,7 +130,7 @@ fn ebs_not_ready() -> Value {
     taint("ebs.csi.aws.com/agent-not-ready", "", "NoExecute")
 }
 
-fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
     Some(
         pairs
             .iter()
@@ -122,7 +139,7 @@ fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
     )
 }
 
-fn node(name: &str, variant: &str, taints: &[Value]) -> Value {
+pub(crate) fn node(name: &str, variant: &str, taints: &[Value]) -> Value {
     let taints = taints
         .iter()
         .map(|t| serde_json::from_value::<Taint>(t.clone()).expect("a taint"))
@@ -142,7 +159,7 @@ fn node(name: &str, variant: &str, taints: &[Value]) -> Value {
 }
 
 /// `key=value:Effect` of each stored taint, in order.
-fn taints(node: &Value) -> Vec<String> {
+pub(crate) fn taints(node: &Value) -> Vec<String> {
     node["spec"]["taints"]
         .as_array()
         .map(|list| list.iter().map(describe_taint).collect())
@@ -160,20 +177,20 @@ fn describe_taint(t: &Value) -> String {
     }
 }
 
-fn described(list: &[Value]) -> Vec<String> {
+pub(crate) fn described(list: &[Value]) -> Vec<String> {
     list.iter().map(describe_taint).collect()
 }
 
-fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
     object["metadata"]["annotations"][key].as_str()
 }
 
-fn cordoned(node: &Value) -> bool {
+pub(crate) fn cordoned(node: &Value) -> bool {
     node["spec"]["unschedulable"].as_bool() == Some(true)
 }
 
 /// The keys of an object's tolerations, `*` for an empty key.
-fn toleration_keys(pod_spec: &Value) -> Vec<String> {
+pub(crate) fn toleration_keys(pod_spec: &Value) -> Vec<String> {
     pod_spec["tolerations"]
         .as_array()
         .map(|list| {
@@ -191,7 +208,7 @@ fn toleration_keys(pod_spec: &Value) -> Vec<String> {
 }
 
 /// `got` as a set equals `want` as a set, or what is stored versus expected.
-fn same_set(what: &str, got: &[String], want: &[String]) -> Result<(), String> {
+pub(crate) fn same_set(what: &str, got: &[String], want: &[String]) -> Result<(), String> {
     let mut g = got.to_vec();
     let mut w = want.to_vec();
     g.sort();
@@ -204,11 +221,11 @@ fn same_set(what: &str, got: &[String], want: &[String]) -> Result<(), String> {
 }
 
 /// The node's stored taints are `want`, in any order.
-fn stored_taints_are(what: &str, node: &Value, want: &[Value]) -> Result<(), String> {
+pub(crate) fn stored_taints_are(what: &str, node: &Value, want: &[Value]) -> Result<(), String> {
     same_set(what, &taints(node), &described(want))
 }
 
-fn check(holds: bool, explain: impl FnOnce() -> String) -> Result<(), String> {
+pub(crate) fn check(holds: bool, explain: impl FnOnce() -> String) -> Result<(), String> {
     if holds {
         Ok(())
     } else {
@@ -216,7 +233,7 @@ fn check(holds: bool, explain: impl FnOnce() -> String) -> Result<(), String> {
     }
 }
 
-fn told(out: &Out, text: &str, what: &str) -> Result<(), String> {
+pub(crate) fn told(out: &Out, text: &str, what: &str) -> Result<(), String> {
     check(
         out.stderr.contains(text) || out.stdout.contains(text),
         || {
@@ -228,14 +245,14 @@ fn told(out: &Out, text: &str, what: &str) -> Result<(), String> {
     )
 }
 
-fn refused(out: &Out, text: &str, what: &str) -> Result<(), String> {
+pub(crate) fn refused(out: &Out, text: &str, what: &str) -> Result<(), String> {
     check(!out.ok, || {
         format!("{what}: accepted, expected a refusal; {}", out.describe())
     })?;
     told(out, text, what)
 }
 
-fn patch(taints: &[Value]) -> String {
+pub(crate) fn patch(taints: &[Value]) -> String {
     json!({"spec": {"taints": taints}}).to_string()
 }
 
@@ -291,7 +308,7 @@ fn wait_for_webhooks(env: &Env) -> Result<(), String> {
         fn(&Out) -> bool,
     );
     let mut probes: Vec<Probe> = Vec::new();
-    for variant in ["restore", "deny"] {
+    for variant in ["restore", "deny", "rbac"] {
         let mut probe = node(&format!("probe-{variant}"), variant, &[]);
         probe["spec"]["unschedulable"] = json!(true);
         probes.push((
@@ -318,6 +335,20 @@ fn wait_for_webhooks(env: &Env) -> Result<(), String> {
             |out| !out.ok && out.stderr.contains("toleration-injection"),
         ));
     }
+    // The node-taints variant adds the master twin of a control-plane toleration, as every
+    // toleration-injection policy does by default.
+    let mut daemonset = crate::context::cni_daemonset("probe-nodes");
+    daemonset["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]);
+    probes.push((
+        "nodes",
+        None,
+        ["create", "--dry-run=server", "-o", "json", "-f", "-"]
+            .map(String::from)
+            .to_vec(),
+        Some(daemonset.to_string()),
+        |out| out.ok && out.stdout.contains("node-role.kubernetes.io/master"),
+    ));
     for (variant, who, args, input, shows) in probes {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut last = String::new();

@@ -249,7 +249,8 @@ fn judge_with_rbac(
             }
             Ok(false) => {}
             Err(e) => notes.push(format!(
-                "{}: RBAC could not be asked whether {} may {grant}, so only the settings lists                  decided: {e}",
+                "{}: RBAC could not be asked whether {} may {grant}, so only the settings lists \
+                 decided: {e}",
                 TaintPreservation::NAME,
                 who.describe()
             )),

@@ -290,7 +290,7 @@ fn modules_declare_exactly_the_host_capabilities_they_call() {
         (
             "taint-preservation.wasm",
             &["kubernetes/can_i"][..],
-            &[][..],
+            &[json!({"apiVersion": "v1", "kind": "Node"})][..],
         ),
         (
             "toleration-injection.wasm",

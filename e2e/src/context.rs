@@ -1,0 +1,401 @@
+//! The context-aware rules (docs/context.md) through the real API server: policy-server and
+//! `kwctl run --allow-context-aware` ask it, with the e2e kubeconfig, for SubjectAccessReviews and
+//! lists of Nodes; RBAC grants and node taints are made with kubectl as an operator would.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cluster::wait_for;
+use crate::deploy::{node_taints_settings, POOL_LABEL, VARIANT_LABEL};
+use crate::kubectl::*;
+use crate::scenarios::*;
+use crate::Env;
+
+/// The break-glass grant as a platform team writes it: the policy's verbs on the policy's
+/// resource in its API group, for one node.
+fn break_glass(node: &str) -> (Value, Value) {
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "taintguard-break-glass"},
+        "rules": [{"apiGroups": ["taintguard.io"], "resources": ["nodes"],
+                   "resourceNames": [node], "verbs": ["untaint", "uncordon"]}]
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "taintguard-break-glass"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "taintguard-break-glass"},
+        "subjects": [{"kind": "User", "name": GPU_OPERATOR.user, "apiGroup": "rbac.authorization.k8s.io"}]
+    });
+    (role, binding)
+}
+
+/// A protected taint removed by a service account the settings lists do not permit: restored
+/// until a ClusterRole grants it `untaint` on that node, kept removed while the grant stands,
+/// restored again once the binding is deleted. No policy is redeployed.
+pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctx-rbac";
+    k.apply(&node(name, "rbac", &[dedicated()]))?;
+    let remove = patch(&[]);
+    let try_remove = |who: Actor| {
+        k.ok(
+            Some(who),
+            &["patch", "node", name, "--type", "merge", "-p", &remove],
+            None,
+        )
+    };
+    let out = try_remove(GPU_OPERATOR)?;
+    told(
+        &out,
+        "kept protected taint example.com/dedicated=gpu:NoSchedule",
+        "without a grant",
+    )?;
+    stored_taints_are(
+        "without a grant",
+        &k.get("node", name, None)?,
+        &[dedicated()],
+    )?;
+
+    let (role, binding) = break_glass(name);
+    k.apply(&role)?;
+    k.apply(&binding)?;
+    // RBAC changes reach the API server's authorizer through an informer: wait for the grant.
+    let mut last = String::new();
+    wait_for("the break-glass grant", Duration::from_secs(30), || {
+        let out = try_remove(GPU_OPERATOR);
+        last = out.as_ref().map_or_else(Clone::clone, Out::describe);
+        out.is_ok_and(|o| {
+            o.stderr
+                .contains("may untaint nodes/ctx-rbac in API group \"taintguard.io\" by RBAC")
+        })
+    })
+    .map_err(|e| format!("{e}; last answer: {last}"))?;
+    stored_taints_are("with the grant", &k.get("node", name, None)?, &[])?;
+
+    // The grant is for this principal only.
+    k.ok(
+        None,
+        &[
+            "patch",
+            "node",
+            name,
+            "--type",
+            "merge",
+            "-p",
+            &patch(&[dedicated()]),
+        ],
+        None,
+    )?;
+    let out = try_remove(NODE_CONTROLLER)?;
+    told(&out, "kept protected taint", "another service account")?;
+    stored_taints_are(
+        "another service account",
+        &k.get("node", name, None)?,
+        &[dedicated()],
+    )?;
+
+    k.ok(
+        None,
+        &["delete", "clusterrolebinding", "taintguard-break-glass"],
+        None,
+    )?;
+    wait_for("the revocation", Duration::from_secs(30), || {
+        try_remove(GPU_OPERATOR).is_ok_and(|o| o.stderr.contains("kept protected taint"))
+    })?;
+    stored_taints_are(
+        "after the revocation",
+        &k.get("node", name, None)?,
+        &[dedicated()],
+    )
+}
+
+fn pool_node(name: &str, pool: Option<&str>, taints: &[Value]) -> Value {
+    let mut n = node(name, "context", taints);
+    if let Some(pool) = pool {
+        n["metadata"]["labels"][POOL_LABEL] = json!(pool);
+    }
+    n
+}
+
+pub fn cni_daemonset(name: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+           "metadata": {"name": name, "namespace": "kube-system", "labels": {VARIANT_LABEL: "nodes"}},
+           "spec": {"selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "agent", "image": "registry.example/cni:1.0"}]}}}})
+}
+
+fn the_pool() -> [Value; 3] {
+    [
+        pool_node(
+            "ctx-gpu",
+            Some("context"),
+            &[
+                taint("nvidia.com/gpu", "present", "NoSchedule"),
+                taint("dedicated", "ml", "NoSchedule"),
+            ],
+        ),
+        pool_node(
+            "ctx-edge",
+            Some("context"),
+            &[taint("example.com/edge", "", "NoExecute")],
+        ),
+        pool_node(
+            "ctx-other",
+            None,
+            &[taint("other.example.com/elsewhere", "", "NoSchedule")],
+        ),
+    ]
+}
+
+/// A CNI DaemonSet created in kube-system tolerates every taint the pool's nodes carry but
+/// `dedicated`, and none of a node outside the pool; a taint added to a node later is tolerated
+/// by the next DaemonSet (the nodes are read on every request).
+pub fn node_taints(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    for n in the_pool() {
+        k.apply(&n)?;
+    }
+    let out = k.ok(
+        None,
+        &["apply", "-f", "-"],
+        Some(&cni_daemonset("ctx-cni").to_string()),
+    )?;
+    told(
+        &out,
+        "(rule \"system-daemonsets\", node ctx-edge carries it)",
+        "the DaemonSet's creator",
+    )?;
+    let stored = k.get("daemonset", "ctx-cni", Some("kube-system"))?;
+    same_set(
+        "ctx-cni",
+        &toleration_keys(&stored["spec"]["template"]["spec"]),
+        &["nvidia.com/gpu".into(), "example.com/edge".into()],
+    )?;
+
+    k.ok(
+        None,
+        &[
+            "taint",
+            "node",
+            "ctx-edge",
+            "example.com/maintenance=planned:NoSchedule",
+        ],
+        None,
+    )?;
+    k.ok(
+        None,
+        &["apply", "-f", "-"],
+        Some(&cni_daemonset("ctx-cni-2").to_string()),
+    )?;
+    let stored = k.get("daemonset", "ctx-cni-2", Some("kube-system"))?;
+    same_set(
+        "ctx-cni-2, after a node was tainted",
+        &toleration_keys(&stored["spec"]["template"]["spec"]),
+        &[
+            "nvidia.com/gpu".into(),
+            "example.com/edge".into(),
+            "example.com/maintenance".into(),
+        ],
+    )
+}
+
+/// `kwctl run --allow-context-aware` with the e2e kubeconfig: the same answers policy-server
+/// gave, from the same API server; without the flag the list is refused and so is the request.
+pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
+    let kwctl = env
+        .bins
+        .kwctl
+        .clone()
+        .ok_or("kwctl not found: set KWCTL or put it on PATH")?;
+    for n in the_pool() {
+        env.kubectl.apply(&n)?;
+    }
+    let dir = env.cluster.file("kwctl-context");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let run = |name: &str, module: &str, request: Value, settings: Value, allow: bool| {
+        let path = dir.join(format!("{name}.json"));
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
+        std::fs::write(&path, review.to_string()).map_err(|e| e.to_string())?;
+        kwctl_run(
+            &kwctl,
+            &env.cluster.kubeconfig,
+            &env.repo.join("dist").join(module),
+            &path,
+            &settings,
+            allow,
+        )
+    };
+
+    let daemonset = json!({"uid": "k1", "kind": {"group": "apps", "version": "v1", "kind": "DaemonSet"},
+        "resource": {"group": "apps", "version": "v1", "resource": "daemonsets"},
+        "namespace": "kube-system", "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:helm", "groups": []},
+        "object": cni_daemonset("kwctl-cni")});
+    let answer = run(
+        "daemonset",
+        "toleration-injection.wasm",
+        daemonset.clone(),
+        node_taints_settings(),
+        true,
+    )?;
+    let patch = answer["patch"].as_str().unwrap_or_default();
+    let patch = String::from_utf8(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, patch)
+            .map_err(|e| format!("kwctl's patch is not base64: {e}; {answer}"))?,
+    )
+    .unwrap_or_default();
+    check(
+        answer["allowed"] == true
+            && patch.contains("nvidia.com/gpu")
+            && patch.contains("example.com/edge")
+            && !patch.contains("\"dedicated\""),
+        || format!("kwctl run --allow-context-aware: {answer}, patch {patch}"),
+    )?;
+    let refused_answer = run(
+        "daemonset-denied",
+        "toleration-injection.wasm",
+        daemonset,
+        node_taints_settings(),
+        false,
+    )?;
+    check(
+        refused_answer["allowed"] == false
+            && refused_answer["status"]["code"] == 500
+            && refused_answer["status"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Nothing was injected")),
+        || format!("kwctl run without --allow-context-aware: {refused_answer}"),
+    )?;
+
+    // RBAC through kwctl: the GPU operator is granted `untaint` on kwctl-node only.
+    let (role, binding) = break_glass("kwctl-node");
+    env.kubectl.apply(&role)?;
+    env.kubectl.apply(&binding)?;
+    let node = |taints: &[Value]| {
+        let mut n = pool_node("kwctl-node", None, taints);
+        n["apiVersion"] = json!("v1");
+        n
+    };
+    let update = |who: Actor| {
+        json!({"uid": "k2", "kind": {"group": "", "version": "v1", "kind": "Node"},
+            "resource": {"group": "", "version": "v1", "resource": "nodes"}, "name": "kwctl-node",
+            "operation": "UPDATE", "userInfo": {"username": who.user, "groups": who.groups},
+            "object": node(&[]), "oldObject": node(&[dedicated()])})
+    };
+    let settings = json!({"rbac": {"enabled": true}});
+    let mut last = Value::Null;
+    wait_for("kwctl's RBAC answer", Duration::from_secs(30), || {
+        last = run(
+            "granted",
+            "taint-preservation.wasm",
+            update(GPU_OPERATOR),
+            settings.clone(),
+            true,
+        )
+        .unwrap_or_else(|e| json!(e));
+        last["allowed"] == true && last.get("patch").is_none()
+    })
+    .map_err(|e| format!("{e}: kwctl answered {last}"))?;
+    let other = run(
+        "not-granted",
+        "taint-preservation.wasm",
+        update(NODE_CONTROLLER),
+        settings,
+        true,
+    )?;
+    env.kubectl.ok(
+        None,
+        &["delete", "clusterrolebinding", "taintguard-break-glass"],
+        None,
+    )?;
+    check(
+        other["allowed"] == true && other.get("patch").is_some(),
+        || format!("kwctl run for a service account without the grant: {other}"),
+    )
+}
+
+/// `kwctl run` on `module` with the e2e kubeconfig; its AdmissionResponse.
+fn kwctl_run(
+    kwctl: &Path,
+    kubeconfig: &Path,
+    module: &Path,
+    request: &Path,
+    settings: &Value,
+    allow_context_aware: bool,
+) -> Result<Value, String> {
+    let mut cmd = Command::new(kwctl);
+    cmd.arg("run").env("KUBECONFIG", kubeconfig);
+    if allow_context_aware {
+        cmd.arg("--allow-context-aware");
+    }
+    let out = cmd
+        .args(["--settings-json", &settings.to_string(), "--request-path"])
+        .arg(request)
+        .arg(format!("file://{}", module.display()))
+        .output()
+        .map_err(|e| format!("cannot run kwctl: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&stdout).map_err(|_| {
+        format!(
+            "kwctl run answered no verdict ({}): {stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// `kwctl inspect` of every artifact, and `kwctl annotate` of each waPC module with its
+/// metadata.yml, print no warning: the declared host capabilities are the ones the modules call.
+pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
+    let kwctl = env
+        .bins
+        .kwctl
+        .clone()
+        .ok_or("kwctl not found: set KWCTL or put it on PATH")?;
+    let dist = env.repo.join("dist");
+    let mut problems = Vec::new();
+    let warned = |out: &std::process::Output| {
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (!out.status.success() || text.contains("WARN")).then_some(text)
+    };
+    for artifact in [
+        "taint-preservation.wasm",
+        "toleration-injection.wasm",
+        "taint-preservation.gatekeeper.wasm",
+        "toleration-injection.gatekeeper.wasm",
+    ] {
+        let out = Command::new(&kwctl)
+            .env("NO_COLOR", "1")
+            .arg("inspect")
+            .arg(dist.join(artifact))
+            .output()
+            .map_err(|e| e.to_string())?;
+        if let Some(text) = warned(&out) {
+            problems.push(format!("kwctl inspect {artifact}: {text}"));
+        }
+    }
+    for policy in ["taint-preservation", "toleration-injection"] {
+        let output = env.cluster.file(&format!("annotated-{policy}.wasm"));
+        let out = Command::new(&kwctl)
+            .env("NO_COLOR", "1")
+            .args(["annotate", "-m"])
+            .arg(env.repo.join("policies").join(policy).join("metadata.yml"))
+            .arg("-o")
+            .arg(&output)
+            .arg(dist.join(format!("{policy}.wasm")))
+            .output()
+            .map_err(|e| e.to_string())?;
+        if let Some(text) = warned(&out) {
+            problems.push(format!("kwctl annotate {policy}: {text}"));
+        }
+    }
+    check(problems.is_empty(), || problems.join("\n"))
+}
