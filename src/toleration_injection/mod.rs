@@ -345,18 +345,20 @@ fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [String]> {
         .map(Vec::as_slice)
 }
 
+/// A toleration to add, and why.
+type Explained = (Toleration<'static>, String);
+
 /// The tolerations the matching rules take from the taints nodes carry, each with why (the rule
 /// and a node carrying the taint), and those withheld because a restriction forbids them here.
 /// One list call per distinct node selector. A call that fails refuses the request (500): a rule
 /// that promised these tolerations must not let the workload through without them
 /// (docs/context.md).
-#[allow(clippy::type_complexity)]
 fn node_tolerations(
     rules: &[&Rule],
     cluster: &dyn Cluster,
     restrictions: &[&Restriction],
-) -> Result<(Vec<(Toleration<'static>, String)>, Vec<String>), Verdict> {
-    let mut found: Vec<(Toleration<'static>, String)> = Vec::new();
+) -> Result<(Vec<Explained>, Vec<String>), Verdict> {
+    let mut found: Vec<Explained> = Vec::new();
     let mut withheld = Vec::new();
     let mut lists: Vec<(String, String)> = Vec::new();
     for rule in rules {
@@ -442,10 +444,10 @@ fn describe_nodes(query: &str) -> String {
 fn additions(
     settings: &Settings,
     rules: &[&Rule],
-    from_nodes: &[(Toleration<'static>, String)],
+    from_nodes: &[Explained],
     existing: &[Toleration<'_>],
     allowed_twin: impl Fn(&Toleration<'_>) -> bool,
-) -> Vec<(Toleration<'static>, String)> {
+) -> Vec<Explained> {
     let mut all: Vec<Toleration<'_>> = existing.to_vec();
     let mut coverage = Coverage::default();
     for t in existing {
