@@ -134,3 +134,15 @@ pub fn serialize_pairs<S: Serializer>(
 ) -> Result<S::Ok, S::Error> {
     serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
+
+#[cfg(test)]
+impl Verdict {
+    /// The message and the warnings as one text, for tests that look for what a verdict says.
+    pub(crate) fn said(&self) -> String {
+        format!(
+            "{} {}",
+            self.message().unwrap_or_default(),
+            self.warnings.join("\n")
+        )
+    }
+}

@@ -845,11 +845,7 @@ fn rbac_permits_what_the_lists_do_not() {
             crate::Decision::Reject { .. } => Some(false),
         };
         assert_eq!(outcome, case.outcome, "{label}: {verdict:?}");
-        let said = format!(
-            "{} {}",
-            verdict.message().unwrap_or_default(),
-            verdict.warnings.join("\n")
-        );
+        let said = verdict.said();
         for fragment in case.says {
             assert!(
                 said.contains(fragment),

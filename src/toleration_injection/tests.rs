@@ -1091,11 +1091,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
                 assert!(verdict.mutated_object().is_none(), "{label}");
             }
         }
-        let said = format!(
-            "{} {}",
-            verdict.message().unwrap_or_default(),
-            verdict.warnings.join("\n")
-        );
+        let said = verdict.said();
         for fragment in case.says {
             assert!(
                 said.contains(fragment),
