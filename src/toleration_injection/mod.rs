@@ -15,7 +15,7 @@ mod workload;
 use std::cell::OnceCell;
 
 use crate::admission::{AdmissionRequest, Operation};
-use crate::cluster::Cluster;
+use crate::cluster::{nodes_of_list, Cluster, ClusterNode};
 use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
@@ -360,7 +360,8 @@ fn node_tolerations(
 ) -> Result<(Vec<Explained>, Vec<String>), Verdict> {
     let mut found: Vec<Explained> = Vec::new();
     let mut withheld = Vec::new();
-    let mut lists: Vec<(String, String)> = Vec::new();
+    // Each distinct selector is listed and read once, whichever rules share it.
+    let mut lists: Vec<(String, Vec<ClusterNode>)> = Vec::new();
     for rule in rules {
         let Some(source) = &rule.node_taints else {
             continue;
@@ -370,39 +371,32 @@ fn node_tolerations(
             .as_ref()
             .map(crate::label_selector::LabelSelector::to_query)
             .unwrap_or_default();
-        if !lists.iter().any(|(q, _)| *q == query) {
-            let selector = (!query.is_empty()).then_some(query.as_str());
-            let text = cluster.list_nodes(selector).map_err(|e| {
-                Verdict::reject(
-                    500,
-                    format!(
-                        "{}: rule {:?} tolerates the taints of {}, but {e}. Nothing was injected; \
-                         the request is refused rather than admitted without the tolerations the \
-                         rule promises.",
-                        TolerationInjection::NAME,
-                        rule.name,
-                        describe_nodes(&query),
-                    ),
-                )
-            })?;
-            lists.push((query.clone(), text));
-        }
-        let text = &lists
-            .iter()
-            .find(|(q, _)| *q == query)
-            .expect("listed above")
-            .1;
-        let nodes = crate::cluster::nodes_of_list(text).map_err(|e| {
-            Verdict::reject(
-                500,
-                format!(
-                    "{}: rule {:?}: {e}; nothing was injected",
-                    TolerationInjection::NAME,
-                    rule.name
-                ),
-            )
-        })?;
-        for node in &nodes {
+        let listed = match lists.iter().position(|(q, _)| *q == query) {
+            Some(i) => i,
+            None => {
+                let selector = (!query.is_empty()).then_some(query.as_str());
+                let nodes = cluster
+                    .list_nodes(selector)
+                    .and_then(|text| nodes_of_list(&text))
+                    .map_err(|e| {
+                        Verdict::reject(
+                            500,
+                            format!(
+                                "{}: rule {:?} tolerates the taints of {}, but {e}. Nothing was \
+                                 injected; the request is refused rather than admitted without \
+                                 the tolerations the rule promises.",
+                                TolerationInjection::NAME,
+                                rule.name,
+                                describe_nodes(&query),
+                            ),
+                        )
+                    })?;
+                lists.push((query, nodes));
+                lists.len() - 1
+            }
+        };
+        let nodes = &lists[listed].1;
+        for node in nodes {
             for taint in &node.taints {
                 if !source.selects(&taint.key, &taint.effect) {
                     continue;

@@ -1100,6 +1100,21 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
         }
     }
 
+    // Two rules with the same node selector share one list call.
+    let cluster = Recorded {
+        nodes: Some(Ok(nodes.clone())),
+        ..Recorded::default()
+    };
+    let mut two = rule(json!({"except": ["dedicated"]}));
+    two["rules"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "second", "nodeTaints": {"taints": ["dedicated"]}}));
+    let req = request("CREATE", "alice", "kube-system", &ds);
+    let verdict = TolerationInjection::validate(&req, &two.to_string(), &cluster);
+    assert_eq!(*cluster.asked.borrow(), ["list "]);
+    assert_eq!(added(&verdict, "DaemonSet", 0).len(), 3, "{verdict:?}");
+
     // The validating half injects nothing, so it never lists nodes.
     let cluster = Recorded::default();
     let req = request("CREATE", "alice", "kube-system", &ds);
