@@ -2,7 +2,6 @@
 //! `kwctl run --allow-context-aware` ask it, with the e2e kubeconfig, for SubjectAccessReviews and
 //! lists of Nodes; RBAC grants and node taints are made with kubectl as an operator would.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use serde_json::{json, Value};
 use crate::cluster::wait_for;
 use crate::deploy::{node_taints_settings, POOL_LABEL, VARIANT_LABEL};
 use crate::kubectl::*;
+use crate::kwctl;
 use crate::scenarios::*;
 use crate::Env;
 
@@ -206,11 +206,7 @@ pub fn node_taints(env: &mut Env) -> Result<(), String> {
 /// `kwctl run --allow-context-aware` with the e2e kubeconfig: the same answers policy-server
 /// gave, from the same API server; without the flag the list is refused and so is the request.
 pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
-    let kwctl = env
-        .bins
-        .kwctl
-        .clone()
-        .ok_or("kwctl not found: set KWCTL or put it on PATH")?;
+    let kwctl = kwctl::find(env)?;
     for n in the_pool() {
         env.kubectl.apply(&n)?;
     }
@@ -220,13 +216,18 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
         let path = dir.join(format!("{name}.json"));
         let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
         std::fs::write(&path, review.to_string()).map_err(|e| e.to_string())?;
-        kwctl_run(
+        let flags: &[&str] = if allow {
+            &["--allow-context-aware"]
+        } else {
+            &[]
+        };
+        kwctl::run(
             &kwctl,
-            &env.cluster.kubeconfig,
+            flags,
+            Some(&env.cluster.kubeconfig),
             &env.repo.join("dist").join(module),
             &path,
             &settings,
-            allow,
         )
     };
 
@@ -318,44 +319,10 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
     )
 }
 
-/// `kwctl run` on `module` with the e2e kubeconfig; its AdmissionResponse.
-fn kwctl_run(
-    kwctl: &Path,
-    kubeconfig: &Path,
-    module: &Path,
-    request: &Path,
-    settings: &Value,
-    allow_context_aware: bool,
-) -> Result<Value, String> {
-    let mut cmd = Command::new(kwctl);
-    cmd.arg("run").env("KUBECONFIG", kubeconfig);
-    if allow_context_aware {
-        cmd.arg("--allow-context-aware");
-    }
-    let out = cmd
-        .args(["--settings-json", &settings.to_string(), "--request-path"])
-        .arg(request)
-        .arg(format!("file://{}", module.display()))
-        .output()
-        .map_err(|e| format!("cannot run kwctl: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(&stdout).map_err(|_| {
-        format!(
-            "kwctl run answered no verdict ({}): {stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// `kwctl inspect` of every artifact, and `kwctl annotate` of each waPC module with its
 /// metadata.yml, print no warning: the declared host capabilities are the ones the modules call.
 pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
-    let kwctl = env
-        .bins
-        .kwctl
-        .clone()
-        .ok_or("kwctl not found: set KWCTL or put it on PATH")?;
+    let kwctl = kwctl::find(env)?;
     let dist = env.repo.join("dist");
     let mut problems = Vec::new();
     let warned = |out: &std::process::Output| {

@@ -7,6 +7,7 @@ mod cluster;
 mod context;
 mod deploy;
 mod kubectl;
+mod kwctl;
 mod scenarios;
 
 use std::path::PathBuf;

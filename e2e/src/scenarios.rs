@@ -1082,11 +1082,7 @@ fn concurrency(env: &mut Env) -> Result<(), String> {
 /// (Kubewarden's own OPA engine, burrego), against the deny-mode verdicts of the waPC build that
 /// the OPA host tests (`wasm-tests/js/opa`) hold every OPA call sequence to.
 fn kwctl_gatekeeper_parity(env: &mut Env) -> Result<(), String> {
-    let kwctl = env
-        .bins
-        .kwctl
-        .clone()
-        .ok_or("kwctl not found: set KWCTL or put it on PATH")?;
+    let kwctl = crate::kwctl::find(env)?;
     let verdicts_bin = env.repo.join("target/debug/wapc-verdicts");
     let out = std::process::Command::new(&verdicts_bin)
         .output()
@@ -1147,28 +1143,15 @@ fn kwctl_case(
         "{}.gatekeeper.wasm",
         case["policy"].as_str().unwrap_or("")
     ));
-    let out = std::process::Command::new(kwctl)
-        .args([
-            "run",
-            "-e",
-            "gatekeeper",
-            "--settings-json",
-            &case["parameters"].to_string(),
-            "--request-path",
-        ])
-        .arg(&request)
-        .arg(format!("file://{}", module.display()))
-        .output()
-        .map_err(|e| format!("{name}: cannot run kwctl: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let answer: Value = serde_json::from_str(&stdout).map_err(|_| {
-        format!(
-            "{name}: kwctl answered no verdict ({}): {}{}",
-            out.status,
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
+    let answer = crate::kwctl::run(
+        kwctl,
+        &["-e", "gatekeeper"],
+        None,
+        &module,
+        &request,
+        &case["parameters"],
+    )
+    .map_err(|e| format!("{name}: {e}"))?;
     let want_allowed = case["accepted"].as_bool().unwrap_or(false);
     let got_allowed = answer["allowed"].as_bool().unwrap_or(false);
     let got_message = answer["status"]["message"].as_str().unwrap_or("");
