@@ -238,6 +238,16 @@ else
   # kw_verify KEY REF: kwctl verify's verdict; its output is kept in $work/kwctl.err.
   kw_verify() { kw verify -k "$1" "registry://$2" >/dev/null 2>"$work/kwctl.err"; }
   reason() { grep -v '^ \|^Stack\|^$\|INFO\|WARN' "$work/kwctl.err" | head -2 | tr '\n' ' '; }
+  # every_artifact LOG PATTERN CLAIM: the push log LOG has a PATTERN line for each pushed artifact.
+  every_artifact() {
+    local lines
+    lines=$(grep -c "$2" "$1" || true)
+    if [ "$lines" = "$pushed" ]; then
+      pass "$3"
+    else
+      fail "$3: true of $lines of the $pushed artifacts"
+    fi
+  }
   # sign_push LOG PREFIX [push args...]: pushes every artifact, tag `signed`.
   sign_push() {
     local log=$1 to=$2
@@ -281,12 +291,7 @@ else
   echo "-- signed with the release key (cosign format), and elsewhere with another key (PKCS#8)"
   COSIGN_PASSWORD=release-pass sign_push "$work/signed" "$registry/taintguard-signed" --sign "$keys/release.key"
   TAINTGUARD_SIGNING_KEY=$keys/other.pem sign_push "$work/foreign" "$registry/taintguard-foreign"
-  signed_count=$(grep -c '^    signed: ' "$work/signed.log" || true)
-  if [ "$signed_count" = "$pushed" ]; then
-    pass "every pushed artifact was signed"
-  else
-    fail "$signed_count of $pushed pushed artifacts were signed"
-  fi
+  every_artifact "$work/signed.log" '^    signed: ' "every pushed artifact was signed"
   while IFS=$'\t' read -r artifact ref; do
     name=${ref##*/}; name=${name%%@*}
     foreign=$(awk -F'\t' -v a="$artifact" '$1 == a { print $2 }' "$work/foreign.tsv")
@@ -330,19 +335,11 @@ else
 
   echo "-- signing again keeps the signatures already stored"
   COSIGN_PASSWORD=release-pass sign_push "$work/resigned" "$registry/taintguard-signed" --sign "$keys/release.key"
-  same=$(grep -c 'already signed with this key' "$work/resigned.log" || true)
-  if [ "$same" = "$pushed" ]; then
-    pass "re-signing with the same key leaves every signature image as it was"
-  else
-    fail "re-signing with the same key changed $((pushed - same)) signature image(s)"
-  fi
+  every_artifact "$work/resigned.log" 'already signed with this key' \
+    "re-signing with the same key leaves every signature image as it was"
   TAINTGUARD_SIGNING_KEY=$keys/other.pem sign_push "$work/cosigned" "$registry/taintguard-signed"
-  beside=$(grep -c 'beside 1 signature' "$work/cosigned.log" || true)
-  if [ "$beside" = "$pushed" ]; then
-    pass "a second key's signature is stored beside the first on every artifact"
-  else
-    fail "only $beside of $pushed second signatures were stored beside the first"
-  fi
+  every_artifact "$work/cosigned.log" 'beside 1 signature' \
+    "a second key's signature is stored beside the first on every artifact"
   while IFS=$'\t' read -r artifact ref; do
     name=${ref##*/}; name=${name%%@*}
     if kw verify -k "$keys/release.pub" -k "$keys/other.pub" "registry://$ref" >/dev/null 2>"$work/kwctl.err"; then
