@@ -69,9 +69,12 @@ impl Signer {
     pub fn load(path: &Path) -> Result<Signer, String> {
         let at = |what: String| format!("signing key {}: {what}", path.display());
         let text = std::fs::read(path).map_err(|e| at(format!("cannot read it: {e}")))?;
-        let label = pem_label(&text).ok_or_else(|| {
-            at("not a PEM file (expected a `-----BEGIN ... PRIVATE KEY-----` block)".into())
-        })?;
+        // The `pem` crate is the one sigstore reads keys with.
+        let label = pem::parse(&text)
+            .map(|block| block.tag().to_owned())
+            .map_err(|_| {
+                at("not a PEM file (expected a `-----BEGIN ... PRIVATE KEY-----` block)".into())
+            })?;
         let pair = match label.as_str() {
             SIGSTORE_PRIVATE_KEY_PEM_LABEL | COSIGN_PRIVATE_KEY_PEM_LABEL => {
                 let password = std::env::var(PASSWORD_ENV).map_err(|_| {
@@ -148,14 +151,6 @@ impl Signer {
             })?;
         Ok(encoded)
     }
-}
-
-/// The label of the first PEM block in `text`.
-fn pem_label(text: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(text).ok()?;
-    let start = text.find("-----BEGIN ")? + "-----BEGIN ".len();
-    let end = text[start..].find("-----")?;
-    Some(text[start..start + end].to_owned())
 }
 
 /// Writes a new ECDSA P-256 key pair, as `cosign generate-key-pair` does: `PREFIX.key` encrypted
