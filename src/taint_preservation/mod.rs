@@ -8,6 +8,7 @@
 //! in `deny` mode it rejects. Either way audit annotations say what happened and who tried.
 
 mod node;
+mod owners;
 mod record;
 pub mod settings;
 
@@ -21,6 +22,7 @@ use crate::taint::Taint;
 use crate::verdict::Verdict;
 
 use node::{NodeEdits, NodeView};
+use owners::OwnerRecord;
 use record::RemovalRecord;
 pub use settings::{Mode, Settings};
 
@@ -96,6 +98,7 @@ enum Finding<'a> {
         owner: Option<String>,
     },
     RecordRewritten,
+    OwnersRewritten,
 }
 
 impl Finding<'_> {
@@ -129,41 +132,36 @@ impl Finding<'_> {
             Finding::RecordRewritten => {
                 format!("rewrite the one-shot taint removal record of node {node}")
             }
+            Finding::OwnersRewritten => {
+                format!("rewrite the taint owner record of node {node}")
+            }
         }
     }
 
-    /// What restore mode did about it.
-    fn restored(&self, node: &str) -> String {
+    /// What the restore mode's patch does about it. Kubewarden's monitor mode drops the patch
+    /// but passes warnings on, so the words say what the patch does, not what happened.
+    fn remedy(&self) -> &'static str {
         match self {
-            Finding::RemovedTaint(t) => format!("kept protected taint {}", t.describe()),
-            Finding::ChangedTaint { old, .. } => {
-                format!("kept protected taint {} unchanged", old.describe())
-            }
-            Finding::ReaddedOneShot(t) => {
-                format!("stripped re-added one-shot startup taint {}", t.describe())
-            }
-            Finding::Uncordon { owner } => {
-                format!("kept node {node} cordoned ({})", owner_text(owner))
-            }
-            Finding::OwnerRewritten { owner } => {
-                format!(
-                    "kept the cordon owner record of node {node} ({})",
-                    owner_text(owner)
-                )
-            }
-            Finding::RecordRewritten => {
-                format!("kept the one-shot taint removal record of node {node}")
-            }
+            Finding::RemovedTaint(_) => "this policy's patch puts it back",
+            Finding::ChangedTaint { .. } => "this policy's patch keeps the old value",
+            Finding::ReaddedOneShot(_) => "this policy's patch strips it",
+            Finding::Uncordon { .. } => "this policy's patch keeps the node cordoned",
+            Finding::OwnerRewritten { .. }
+            | Finding::RecordRewritten
+            | Finding::OwnersRewritten => "this policy's patch keeps the record as the policy keeps it",
         }
     }
 
-    /// The audit annotation a restore of this finding is listed under.
+    /// The audit annotation this finding is listed under. Keys and values say what the request
+    /// attempted, which stays true in every mode; the `answer` key says what the policy answered.
     fn audit_key(&self) -> &'static str {
         match self {
-            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } => "kept-taints",
-            Finding::ReaddedOneShot(_) => "stripped-taints",
-            Finding::Uncordon { .. } => "kept-cordon",
-            Finding::OwnerRewritten { .. } | Finding::RecordRewritten => "kept-records",
+            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } => "protected-taints",
+            Finding::ReaddedOneShot(_) => "one-shot-taints",
+            Finding::Uncordon { .. } => "cordon",
+            Finding::OwnerRewritten { .. }
+            | Finding::RecordRewritten
+            | Finding::OwnersRewritten => "records",
         }
     }
 }
@@ -288,7 +286,6 @@ fn judge(
     let object = request.object.value().ok_or("the request has no object")?;
     let new = NodeView::parse(object, "object")?;
     let who = request.principal();
-    let owner_key = settings.cordon.owner_annotation.as_str();
 
     let old = match request.operation {
         Operation::Update => Some(NodeView::parse(
@@ -300,23 +297,28 @@ fn judge(
         )?),
         _ => None,
     };
+    let owners_key = settings
+        .taint_owners
+        .enabled
+        .then_some(settings.taint_owners.annotation.as_str());
+    let owners_before = match (&old, owners_key) {
+        (Some(old), Some(key)) => OwnerRecord::parse(old.annotation(key)?.as_deref()),
+        _ => OwnerRecord::default(),
+    };
 
     let mut findings = Vec::new();
     let mut annotations = Vec::new();
-    let mut recorded = Vec::new();
+    let mut audit = Vec::new();
     if let Some(old) = &old {
         let key = settings.one_shot_record.as_str();
         let before = RemovalRecord::parse(old.annotation(key)?.as_deref());
         let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
-        taint_findings(
-            settings,
-            &who,
-            permission.taints,
-            old,
-            &new,
-            &before,
-            &mut findings,
-        );
+        let owned = |t: &Taint<'_>| {
+            !who.username.is_empty() && owners_before.owner(t) == Some(who.username)
+        };
+        if !permission.taints {
+            taint_findings(settings, &who, old, &new, &before, owned, &mut findings);
+        }
         // The policy owns the record: a permitted principal may edit it, anyone else's edit is
         // undone. Removals seen now are added whoever made them.
         let mut after = if permission.taints {
@@ -324,6 +326,7 @@ fn judge(
         } else {
             before.clone()
         };
+        let mut recorded = Vec::new();
         for taint in removed_one_shot_taints(settings, old, &new) {
             if after.insert(taint) {
                 recorded.push(taint.describe());
@@ -335,48 +338,47 @@ fn judge(
         if !after.same_entries(&written) {
             annotations.push((key.to_owned(), after.to_annotation()));
         }
+        if !recorded.is_empty() {
+            audit.push(("removed-one-shot-taints".to_owned(), recorded.join("; ")));
+        }
     }
 
-    // Cordon ownership: the policy owns the owner annotation and decides its final value.
-    let mut annotation: Option<Option<String>> = None;
-    let mut keep_cordoned = false;
-    if settings.cordon.enabled {
-        let was = old.as_ref().is_some_and(NodeView::cordoned);
-        let is = new.cordoned();
-        let old_owner = match &old {
-            Some(old) => old.annotation(owner_key)?,
-            None => None,
-        };
-        let new_owner = new.annotation(owner_key)?;
-        match (was, is) {
-            // A request without a requester (a background audit, docs/admission.md) names no owner.
-            (false, true) if !who.username.is_empty() => {
-                annotation = Some(Some(who.username.to_owned()))
-            }
-            (true, false) => {
-                if permission.cordon || old_owner.as_deref() == Some(who.username) {
-                    annotation = Some(None);
-                } else {
-                    findings.push(Finding::Uncordon {
-                        owner: old_owner.clone(),
-                    });
-                    keep_cordoned = true;
-                    annotation = Some(old_owner);
-                }
-            }
-            (true, true) if new_owner != old_owner && !permission.cordon => {
-                findings.push(Finding::OwnerRewritten {
-                    owner: old_owner.clone(),
-                });
-                annotation = Some(old_owner);
-            }
-            _ => {}
+    let mut warnings = Vec::new();
+    if let Some(key) = owners_key {
+        let written = OwnerRecord::parse(new.annotation(key)?.as_deref());
+        let (after, added) = owners_after(
+            settings,
+            &who,
+            permission.taints,
+            old.as_ref(),
+            &new,
+            &findings,
+            (&owners_before, &written),
+        );
+        if !permission.taints && written != owners_before && written != after {
+            findings.push(Finding::OwnersRewritten);
         }
-        // Only write what differs from the incoming object.
-        if let Some(owner) = annotation.filter(|owner| *owner != new_owner) {
-            annotations.push((owner_key.to_owned(), owner));
+        if after != written {
+            annotations.push((key.to_owned(), after.to_annotation()));
         }
+        let (owned, unowned): (Vec<_>, Vec<_>) = added.into_iter().partition(|(_, owned)| *owned);
+        if !owned.is_empty() {
+            let owned: Vec<&str> = owned.iter().map(|(t, _)| t.as_str()).collect();
+            audit.push(("added-protected-taints".to_owned(), owned.join("; ")));
+        }
+        warnings.extend(unowned.iter().map(|(t, _)| {
+            format!(
+                "{}: the taint owner record {key:?} is full, so {} is not recorded as the owner \
+                 of {t}: only permitted principals may remove or change it",
+                TaintPreservation::NAME,
+                who.describe()
+            )
+        }));
     }
+
+    let (cordon_annotation, keep_cordoned) =
+        cordon_owner(settings, &who, permission.cordon, old.as_ref(), &new, &mut findings)?;
+    annotations.extend(cordon_annotation);
 
     let node_name = new
         .name
@@ -389,45 +391,38 @@ fn judge(
         taints: findings.iter().any(Finding::wants_untaint),
         cordon: findings.iter().any(|f| !f.wants_untaint()),
     };
-    if mode == Mode::Deny && !findings.is_empty() {
-        let mut verdict = Verdict::reject(
+    let mut verdict = if mode == Mode::Deny && !findings.is_empty() {
+        Verdict::reject(
             403,
             deny_message(&who, &findings, &node_name, &settings.rbac, wants),
-        );
-        let refused: Vec<String> = findings.iter().map(|f| f.attempted(&node_name)).collect();
-        verdict.audit_annotations = vec![
-            ("refused".to_owned(), refused.join("; ")),
-            requested_by(&who),
-        ];
-        return Ok(Judgement {
-            verdict,
-            wants,
-            node: node_name,
-        });
-    }
-
-    let edits = NodeEdits {
-        taints: restored_taints(&new, &findings),
-        unschedulable: keep_cordoned.then_some(true),
-        annotations,
-    };
-    let mut verdict = if edits.is_empty() {
-        Verdict::accept()
+        )
     } else {
-        Verdict::mutate(new.apply(&edits)?)
+        let edits = NodeEdits {
+            taints: restored_taints(&new, &findings),
+            unschedulable: keep_cordoned.then_some(true),
+            annotations,
+        };
+        let mut verdict = if edits.is_empty() {
+            Verdict::accept()
+        } else {
+            Verdict::mutate(new.apply(&edits)?)
+        };
+        verdict.warnings = findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}: {} may not {}; {} unless the policy runs in monitor mode",
+                    TaintPreservation::NAME,
+                    who.describe(),
+                    f.attempted(&node_name),
+                    f.remedy()
+                )
+            })
+            .collect();
+        verdict
     };
-    verdict.audit_annotations = restore_audit(&findings, &node_name, &recorded, &who);
-    verdict.warnings = findings
-        .iter()
-        .map(|f| {
-            format!(
-                "{}: {} that {} may not change",
-                TaintPreservation::NAME,
-                f.restored(&node_name),
-                who.describe()
-            )
-        })
-        .collect();
+    verdict.warnings.extend(warnings);
+    verdict.audit_annotations = audit_annotations(&findings, &node_name, audit, mode, &who);
     Ok(Judgement {
         verdict,
         wants,
@@ -435,22 +430,120 @@ fn judge(
     })
 }
 
-/// Protected taints removed or changed, and one-shot taints re-added, by a requester not
-/// permitted to. A one-shot taint added by an UPDATE is a re-add when only registration sets it,
-/// or when `recorded` holds its removal.
-fn taint_findings<'a>(
+/// Cordon ownership: the policy owns the owner annotation and decides its final value. Returns
+/// the annotation edit, if any, and whether the node must stay cordoned.
+#[allow(clippy::type_complexity)]
+fn cordon_owner(
     settings: &Settings,
     who: &Principal<'_>,
     permitted: bool,
+    old: Option<&NodeView<'_>>,
+    new: &NodeView<'_>,
+    findings: &mut Vec<Finding<'_>>,
+) -> Result<(Option<(String, Option<String>)>, bool), String> {
+    if !settings.cordon.enabled {
+        return Ok((None, false));
+    }
+    let owner_key = settings.cordon.owner_annotation.as_str();
+    let was = old.is_some_and(NodeView::cordoned);
+    let is = new.cordoned();
+    let old_owner = match old {
+        Some(old) => old.annotation(owner_key)?,
+        None => None,
+    };
+    let new_owner = new.annotation(owner_key)?;
+    let mut keep_cordoned = false;
+    let owner = match (was, is) {
+        // A request without a requester (a background audit, docs/admission.md) names no owner.
+        (false, true) if !who.username.is_empty() => Some(Some(who.username.to_owned())),
+        (true, false) => {
+            if permitted || old_owner.as_deref() == Some(who.username) {
+                Some(None)
+            } else {
+                findings.push(Finding::Uncordon {
+                    owner: old_owner.clone(),
+                });
+                keep_cordoned = true;
+                Some(old_owner)
+            }
+        }
+        (true, true) if new_owner != old_owner && !permitted => {
+            findings.push(Finding::OwnerRewritten {
+                owner: old_owner.clone(),
+            });
+            Some(old_owner)
+        }
+        _ => None,
+    };
+    // Only write what differs from the incoming object.
+    let edit = owner
+        .filter(|owner| *owner != new_owner)
+        .map(|owner| (owner_key.to_owned(), owner));
+    Ok((edit, keep_cordoned))
+}
+
+/// The taint owner record this request leaves (docs/taint-owners.md), and the protected taints
+/// it added, each with whether the record names the requester as its owner (`false`: the record
+/// is full). The record follows the taints: an entry goes when its taint goes (restored taints
+/// stay, stripped ones go), stays on a value change, and the adder of a protected taint becomes
+/// its owner, a re-add included. A permitted principal's edit of the record stands; anyone
+/// else's starts from the stored record.
+fn owners_after(
+    settings: &Settings,
+    who: &Principal<'_>,
+    permitted: bool,
+    old: Option<&NodeView<'_>>,
+    new: &NodeView<'_>,
+    findings: &[Finding<'_>],
+    (before, written): (&OwnerRecord, &OwnerRecord),
+) -> (OwnerRecord, Vec<(String, bool)>) {
+    let mut after = if permitted { written } else { before }.clone();
+    let stripped: HashSet<(&str, &str)> = findings
+        .iter()
+        .filter_map(|f| match f {
+            Finding::ReaddedOneShot(t) => Some(t.identity()),
+            _ => None,
+        })
+        .collect();
+    let mut carried: HashSet<(&str, &str)> = new
+        .taints
+        .iter()
+        .map(Taint::identity)
+        .filter(|id| !stripped.contains(id))
+        .collect();
+    carried.extend(findings.iter().filter_map(|f| match f {
+        Finding::RemovedTaint(t) => Some(t.identity()),
+        _ => None,
+    }));
+    after.retain(|key, effect| carried.contains(&(key, effect)));
+    let mut added = Vec::new();
+    if who.username.is_empty() {
+        return (after, added);
+    }
+    let had: HashSet<(&str, &str)> = old
+        .map(|old| old.taints.iter().map(Taint::identity).collect())
+        .unwrap_or_default();
+    for taint in &new.taints {
+        if had.contains(&taint.identity()) || settings.protecting_rule(taint).is_none() {
+            continue;
+        }
+        added.push((taint.describe(), after.set(taint, who.username)));
+    }
+    (after, added)
+}
+
+/// Protected taints removed or changed by a requester whom neither the rule nor the owner record
+/// permits, and one-shot taints re-added. A one-shot taint added by an UPDATE is a re-add when
+/// only registration sets it, or when `recorded` holds its removal.
+fn taint_findings<'a>(
+    settings: &Settings,
+    who: &Principal<'_>,
     old: &'a NodeView<'a>,
     new: &'a NodeView<'a>,
     recorded: &RemovalRecord,
+    owned: impl Fn(&Taint<'_>) -> bool,
     findings: &mut Vec<Finding<'a>>,
 ) {
-    if permitted {
-        return;
-    }
-    let one_shot = |t: &Taint<'_>| settings.one_shot.iter().any(|r| r.selector.matches(t));
     // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and pairwise
     // comparison took seconds, past the policy timeout.
     let mut new_by_identity: HashMap<(&str, &str), &'a Taint<'a>> = HashMap::new();
@@ -460,20 +553,13 @@ fn taint_findings<'a>(
     let mut seen = HashSet::new();
     for old_taint in &old.taints {
         // Kubernetes refuses duplicate (key, effect) pairs; judge the first if one slips through.
-        if !seen.insert(old_taint.identity()) || one_shot(old_taint) {
+        if !seen.insert(old_taint.identity()) {
             continue;
         }
-        if settings.unprotected.iter().any(|s| s.matches(old_taint)) {
-            continue;
-        }
-        let Some(rule) = settings
-            .protected
-            .iter()
-            .find(|r| r.selector.matches(old_taint))
-        else {
+        let Some(rule) = settings.protecting_rule(old_taint) else {
             continue;
         };
-        if rule.permitted.allows(who) {
+        if rule.permitted.allows(who) || owned(old_taint) {
             continue;
         }
         match new_by_identity.get(&old_taint.identity()).copied() {
@@ -491,10 +577,7 @@ fn taint_findings<'a>(
         if seen.contains(&new_taint.identity()) {
             continue;
         }
-        let rule = settings
-            .one_shot
-            .iter()
-            .find(|r| r.selector.matches(new_taint));
+        let rule = settings.one_shot_rule(new_taint);
         if rule.is_some_and(|r| r.only_at_registration || recorded.contains(new_taint)) {
             findings.push(Finding::ReaddedOneShot(new_taint));
         }
@@ -514,9 +597,7 @@ fn removed_one_shot_taints<'a>(
         .filter(|t| !kept.contains(&t.identity()))
         .filter(|t| {
             settings
-                .one_shot
-                .iter()
-                .find(|r| r.selector.matches(t))
+                .one_shot_rule(t)
                 .is_some_and(|r| !r.only_at_registration)
         })
         .collect()
@@ -526,17 +607,20 @@ fn requested_by(who: &Principal<'_>) -> (String, String) {
     ("requested-by".to_owned(), who.username.to_owned())
 }
 
-/// Audit annotations of an accepted request: what was restored, under one key per kind of
-/// restore, which removals were recorded, and who asked.
-fn restore_audit(
+/// The response's audit annotations: what the request attempted that the requester may not
+/// do, under one key per kind, the policy's `answer`, what the policy's records learn, and who
+/// asked. Every value says what the request did or what the answer is, so it stays true in
+/// Kubewarden's monitor mode, which passes audit annotations on and drops the answer.
+fn audit_annotations(
     findings: &[Finding<'_>],
     node: &str,
-    recorded: &[String],
+    records: Vec<(String, String)>,
+    mode: Mode,
     who: &Principal<'_>,
 ) -> Vec<(String, String)> {
     let mut audit: Vec<(String, String)> = Vec::new();
     for finding in findings {
-        let text = finding.restored(node);
+        let text = finding.attempted(node);
         match audit.iter_mut().find(|(k, _)| k == finding.audit_key()) {
             Some((_, value)) => {
                 value.push_str("; ");
@@ -545,9 +629,14 @@ fn restore_audit(
             None => audit.push((finding.audit_key().to_owned(), text)),
         }
     }
-    if !recorded.is_empty() {
-        audit.push(("recorded-taint-removals".to_owned(), recorded.join("; ")));
+    if !findings.is_empty() {
+        let answer = match mode {
+            Mode::Restore => "restore: a patch that keeps the protected state (monitor mode drops it)",
+            Mode::Deny => "deny: rejected with code 403 (monitor mode lets the request through)",
+        };
+        audit.push(("answer".to_owned(), answer.to_owned()));
     }
+    audit.extend(records);
     if !audit.is_empty() {
         audit.push(requested_by(who));
     }

@@ -15,7 +15,7 @@ pub struct RemovalRecord(Vec<String>);
 /// The entry of `taint`; `None` for a taint the API server would refuse to store: its key has a
 /// character no qualified name has, or its effect is unknown. Such an entry could not be read
 /// back as written, and no node can carry such a taint.
-fn entry(taint: &Taint<'_>) -> Option<String> {
+pub(super) fn entry(taint: &Taint<'_>) -> Option<String> {
     let (key, effect) = taint.identity();
     let valid = EFFECTS.contains(&effect)
         && !key.is_empty()

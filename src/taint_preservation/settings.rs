@@ -6,11 +6,22 @@ use serde::Deserialize;
 use crate::glob::Glob;
 use crate::json::JsonStr;
 use crate::principal::{PrincipalList, PrincipalListSettings};
-use crate::settings::{read, At, Object, SettingsError};
-use crate::taint::{selectors, PlainSelector, SelectorFields, SelectorSettings, TaintSelector};
+use crate::settings::{each, read, taint_key_glob, At, Object, SettingsError};
+use crate::taint::{
+    selectors, PlainSelector, SelectorFields, SelectorSettings, Taint, TaintSelector,
+};
 
-/// Taint keys that controllers own: they add and remove them as node conditions change, so
+/// Taints that controllers own: they add and remove them as node conditions change, so
 /// protecting them would fight the controllers. Everything else is protected by default.
+///
+/// Besides known keys, the readiness conventions (docs/readiness-taints.md): a taint that exists
+/// to be removed by the agent it waits for, and that its component may put back when the agent
+/// goes away, must never be protected. `*-not-ready` covers `<prefix>/agent-not-ready` (Cilium,
+/// whose operator re-taints a node whose agent is gone; the CSI drivers' taints of this form are
+/// one-shot, below) and `<prefix>/<name>-not-ready` (CNI and service-mesh node agents, such as
+/// Istio's `cni.istio.io/not-ready`); `not-ready` and `*/not-ready` a name that is exactly
+/// `not-ready`; `readiness.k8s.io/*` the Node Readiness Controller, whose continuous mode
+/// re-adds its taints while a condition is unmet.
 pub const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
     "node.kubernetes.io/*",
     "node.cloudprovider.kubernetes.io/*",
@@ -18,27 +29,55 @@ pub const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
     "karpenter.sh/*",
     "ToBeDeletedByClusterAutoscaler",
     "DeletionCandidateOfClusterAutoscaler",
-    "ebs.csi.aws.com/agent-not-ready",
-    "efs.csi.aws.com/agent-not-ready",
-    "node.cilium.io/agent-not-ready",
     "aws-node-termination-handler/*",
     "cloud.google.com/impending-node-termination",
+    "not-ready",
+    "*/not-ready",
+    "*-not-ready",
+    "readiness.k8s.io/*",
 ];
 
-/// Startup taints that, once removed, must not come back (docs/incidents.md, incident 3), with
-/// whether only the kubelet's registration (a CREATE) sets them: the uninitialized taints and
-/// Karpenter's `unregistered` are registration taints; the CSI drivers' `agent-not-ready` is also
-/// applied by an UPDATE, as Karpenter does with a NodePool's `startupTaints`.
-pub const DEFAULT_ONE_SHOT_TAINTS: &[(&str, bool)] = &[
-    ("node.cloudprovider.kubernetes.io/uninitialized", true),
-    ("node.cluster.x-k8s.io/uninitialized", true),
-    ("karpenter.sh/unregistered", true),
-    ("ebs.csi.aws.com/agent-not-ready", false),
-    ("efs.csi.aws.com/agent-not-ready", false),
+/// A default one-shot startup taint: its key glob, the keys it leaves out, and whether only the
+/// kubelet's registration (a CREATE) sets it.
+pub struct DefaultOneShot {
+    pub key: &'static str,
+    pub except: &'static [&'static str],
+    pub only_at_registration: bool,
+}
+
+/// Startup taints that, once removed, must not come back (docs/incidents.md, incident 3). The
+/// uninitialized taints and Karpenter's `unregistered` are registration taints. The CSI node
+/// plugins' `<driver>/agent-not-ready` (EBS, EFS, FSx for Lustre and OpenZFS, Mountpoint for S3,
+/// ...) is applied at registration or by an UPDATE (Karpenter applies a NodePool's
+/// `startupTaints` so) and removed once by the node plugin when it starts; nothing of the driver
+/// ever applies it again. Cilium's `node.cilium.io/agent-not-ready` shares the form but its
+/// operator re-taints a node whose agent is gone, so it is left out (and unprotected above).
+pub const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
+    DefaultOneShot {
+        key: "node.cloudprovider.kubernetes.io/uninitialized",
+        except: &[],
+        only_at_registration: true,
+    },
+    DefaultOneShot {
+        key: "node.cluster.x-k8s.io/uninitialized",
+        except: &[],
+        only_at_registration: true,
+    },
+    DefaultOneShot {
+        key: "karpenter.sh/unregistered",
+        except: &[],
+        only_at_registration: true,
+    },
+    DefaultOneShot {
+        key: "*/agent-not-ready",
+        except: &["node.cilium.io/agent-not-ready"],
+        only_at_registration: false,
+    },
 ];
 
 pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
 pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
+pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -63,6 +102,32 @@ pub struct OneShotRule {
     /// Only the kubelet's registration sets it, so an UPDATE adding it is always a re-add. Other
     /// one-shot taints may be applied by an UPDATE until their removal has been recorded.
     pub only_at_registration: bool,
+    /// Keys the selector leaves out, so that a convention can be written as one glob even when
+    /// one component using its form re-adds its taint.
+    pub except: Vec<Glob>,
+}
+
+impl OneShotRule {
+    pub fn selects(&self, taint: &Taint<'_>) -> bool {
+        self.selector.matches(taint) && !self.except.iter().any(|g| g.matches(taint.key.as_str()))
+    }
+}
+
+/// The record of who added each protected taint (docs/taint-owners.md): the adder may later
+/// change the taint's value or remove it.
+#[derive(Debug, Clone)]
+pub struct TaintOwners {
+    pub enabled: bool,
+    pub annotation: String,
+}
+
+impl Default for TaintOwners {
+    fn default() -> TaintOwners {
+        TaintOwners {
+            enabled: true,
+            annotation: DEFAULT_TAINT_OWNERS_ANNOTATION.to_owned(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -124,7 +189,25 @@ pub struct Settings {
     pub one_shot_record: String,
     pub permitted: PrincipalList,
     pub cordon: Cordon,
+    pub taint_owners: TaintOwners,
     pub rbac: Rbac,
+}
+
+impl Settings {
+    /// The one-shot rule that selects `taint`, if any.
+    pub fn one_shot_rule(&self, taint: &Taint<'_>) -> Option<&OneShotRule> {
+        self.one_shot.iter().find(|r| r.selects(taint))
+    }
+
+    /// The protected-taint rule that decides `taint`: `None` for one-shot and unprotected taints
+    /// and for those no rule selects.
+    pub fn protecting_rule(&self, taint: &Taint<'_>) -> Option<&ProtectedRule> {
+        if self.one_shot_rule(taint).is_some() || self.unprotected.iter().any(|s| s.matches(taint))
+        {
+            return None;
+        }
+        self.protected.iter().find(|r| r.selector.matches(taint))
+    }
 }
 
 /// The default permitted principals: people, and members of `system:masters`.
@@ -159,7 +242,17 @@ struct SettingsText<'s> {
     #[serde(borrow)]
     cordon: Option<Object<CordonText<'s>>>,
     #[serde(borrow)]
+    taint_owners: Option<Object<TaintOwnersText<'s>>>,
+    #[serde(borrow)]
     rbac: Option<Object<RbacText<'s>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TaintOwnersText<'s> {
+    enabled: Option<bool>,
+    #[serde(borrow)]
+    annotation: Option<JsonStr<'s>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -195,6 +288,8 @@ struct OneShotSelector<'s> {
     #[serde(borrow)]
     effects: Option<Vec<JsonStr<'s>>>,
     only_at_registration: Option<bool>,
+    #[serde(borrow)]
+    except: Option<Vec<JsonStr<'s>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,9 +362,14 @@ impl Settings {
         let one_shot = match &settings.one_shot_taints {
             None => DEFAULT_ONE_SHOT_TAINTS
                 .iter()
-                .map(|&(key, only_at_registration)| OneShotRule {
-                    selector: TaintSelector::new(key, &[]),
-                    only_at_registration,
+                .map(|d| OneShotRule {
+                    selector: TaintSelector::new(d.key, &[]),
+                    only_at_registration: d.only_at_registration,
+                    except: d
+                        .except
+                        .iter()
+                        .map(|k| taint_key_glob(k).expect("built-in taint key globs are valid"))
+                        .collect(),
                 })
                 .collect(),
             Some(list) => {
@@ -277,12 +377,18 @@ impl Settings {
                 list.iter()
                     .enumerate()
                     .map(|(i, rule)| {
+                        let at = list_at.index(i);
+                        let except = match rule.object().and_then(|r| r.except.as_deref()) {
+                            Some(keys) => each(at.field("except"), keys, taint_key_glob)?,
+                            None => Vec::new(),
+                        };
                         Ok(OneShotRule {
-                            selector: rule.build(list_at.index(i))?,
+                            selector: rule.build(at)?,
                             only_at_registration: rule
                                 .object()
                                 .and_then(|r| r.only_at_registration)
                                 .unwrap_or(false),
+                            except,
                         })
                     })
                     .collect::<Result<_, SettingsError>>()?
@@ -311,11 +417,37 @@ impl Settings {
                 )?,
             },
         };
-        if cordon.enabled && cordon.owner_annotation == one_shot_record {
-            return Err(root.field("oneShotRecordAnnotation").error(format!(
-                "{one_shot_record:?} is also `cordon.ownerAnnotation`; the two records need \
-                 annotations of their own"
-            )));
+        let taint_owners = match &settings.taint_owners {
+            None => TaintOwners::default(),
+            Some(o) => TaintOwners {
+                enabled: o.enabled.unwrap_or(true),
+                annotation: annotation_key(
+                    root.field("taintOwners").field("annotation"),
+                    o.annotation.as_ref(),
+                    DEFAULT_TAINT_OWNERS_ANNOTATION,
+                )?,
+            },
+        };
+        // Each record needs an annotation of its own (the one-shot record is always kept). The
+        // error names the field moved off its default, which is the one the user wrote.
+        let records = [
+            (true, "oneShotRecordAnnotation", &one_shot_record, DEFAULT_ONE_SHOT_RECORD_ANNOTATION),
+            (cordon.enabled, "cordon.ownerAnnotation", &cordon.owner_annotation, DEFAULT_OWNER_ANNOTATION),
+            (taint_owners.enabled, "taintOwners.annotation", &taint_owners.annotation, DEFAULT_TAINT_OWNERS_ANNOTATION),
+        ];
+        for (i, a) in records.iter().enumerate() {
+            for b in &records[i + 1..] {
+                if a.0 && b.0 && a.2 == b.2 {
+                    let (named, other) = if *a.2 != a.3 { (a, b) } else { (b, a) };
+                    return Err(SettingsError::new(
+                        named.1,
+                        format!(
+                            "{:?} is also `{}`; each record needs an annotation of its own",
+                            named.2, other.1
+                        ),
+                    ));
+                }
+            }
         }
         let rbac = match &settings.rbac {
             None => Rbac::default(),
@@ -359,6 +491,7 @@ impl Settings {
             one_shot_record,
             permitted,
             cordon,
+            taint_owners,
             rbac,
         })
     }

@@ -304,6 +304,11 @@ fn taint_preservation_cases() {
             Want::Mutated(node(&[DEDICATED], None, None, "a")),
         ),
     ];
+    run_cases(cases);
+}
+
+/// Runs a table of (case, settings, request, what the policy must answer).
+fn run_cases(cases: Vec<(&str, Value, String, Want)>) {
     for (name, settings, req, want) in cases {
         let verdict =
             TaintPreservation::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
@@ -522,6 +527,22 @@ fn settings_errors_name_the_field() {
             json!({"oneShotRecordAnnotation": "taintguard.io/cordoned-by"}),
             "`oneShotRecordAnnotation`: \"taintguard.io/cordoned-by\" is also `cordon.ownerAnnotation`",
         ),
+        (
+            json!({"taintOwners": {"annotation": "taintguard.io/cordoned-by"}}),
+            "`taintOwners.annotation`: \"taintguard.io/cordoned-by\" is also `cordon.ownerAnnotation`",
+        ),
+        (
+            json!({"taintOwners": {"annotation": "Bad Key"}}),
+            "`taintOwners.annotation`: \"Bad Key\" is not a valid annotation key",
+        ),
+        (
+            json!({"taintOwners": {"enabled": "yes"}}),
+            "`taintOwners.enabled`: expected a boolean",
+        ),
+        (
+            json!({"oneShotTaints": [{"key": "*/agent-not-ready", "except": ["node.cilium.io/agent not ready"]}]}),
+            "`oneShotTaints[0].except[0]`: \"node.cilium.io/agent not ready\" is not a taint key glob",
+        ),
         (json!([1]), "expected an object"),
         (
             json!({"cordon": [true, "example.com/owner"]}),
@@ -549,6 +570,7 @@ fn settings_errors_name_the_field() {
         json!({"oneShotTaints": [{"key": "example.com/boot", "effects": ["NoSchedule"], "onlyAtRegistration": true}],
                "oneShotRecordAnnotation": "example.com/startup-taints-removed"}),
         json!({"oneShotRecordAnnotation": "taintguard.io/cordoned-by", "cordon": {"enabled": false}}),
+        json!({"taintOwners": {"enabled": false, "annotation": "taintguard.io/cordoned-by"}}),
     ] {
         TaintPreservation::validate_settings(&good.to_string()).unwrap();
     }
@@ -607,10 +629,10 @@ fn validating_half_reports_what_restore_would_repair() {
     }
 }
 
-/// Restores, strips and refusals leave audit annotations naming what was kept or stripped and who
-/// tried, so the API server's audit log answers "who changed this node".
+/// Restores, strips and refusals leave audit annotations naming what was attempted, the
+/// policy's answer and who tried, so the API server's audit log answers "who changed this node".
 #[test]
-fn audit_annotations_name_what_was_kept_and_who_tried() {
+fn audit_annotations_name_what_was_attempted_and_who_tried() {
     let alice_cordon = node(&[], Some(true), Some("alice@example.com"), "a");
     // (case, settings, request, the audit annotations wanted)
     type Case<'a> = (&'a str, Value, String, Vec<(&'a str, &'a str)>);
@@ -620,7 +642,8 @@ fn audit_annotations_name_what_was_kept_and_who_tried() {
             json!({}),
             request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[NOT_READY_NS], None, None, "a")),
             vec![
-                ("kept-taints", "kept protected taint example.com/dedicated=gpu:NoSchedule"),
+                ("protected-taints", "remove protected taint example.com/dedicated=gpu:NoSchedule"),
+                ("answer", "restore: a patch that keeps the protected state (monitor mode drops it)"),
                 ("requested-by", NODE_CONTROLLER.0),
             ],
         ),
@@ -629,7 +652,8 @@ fn audit_annotations_name_what_was_kept_and_who_tried() {
             json!({}),
             request("UPDATE", GPU_OPERATOR, Some(&alice_cordon), &node(&[], Some(false), Some("alice@example.com"), "a")),
             vec![
-                ("kept-cordon", "kept node worker-1 cordoned (cordoned by \"alice@example.com\")"),
+                ("cordon", "uncordon node worker-1 (cordoned by \"alice@example.com\")"),
+                ("answer", "restore: a patch that keeps the protected state (monitor mode drops it)"),
                 ("requested-by", GPU_OPERATOR.0),
             ],
         ),
@@ -638,7 +662,8 @@ fn audit_annotations_name_what_was_kept_and_who_tried() {
             json!({}),
             request("UPDATE", KARPENTER, Some(&node(&[], None, None, "a")), &node(&[UNINIT], None, None, "a")),
             vec![
-                ("stripped-taints", "stripped re-added one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"),
+                ("one-shot-taints", "re-add one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"),
+                ("answer", "restore: a patch that keeps the protected state (monitor mode drops it)"),
                 ("requested-by", KARPENTER.0),
             ],
         ),
@@ -647,8 +672,9 @@ fn audit_annotations_name_what_was_kept_and_who_tried() {
             json!({}),
             request("UPDATE", EBS_CSI_NODE, Some(&node(&[EBS_NOT_READY], Some(true), Some("alice@example.com"), "a")), &node(&[], Some(true), None, "a")),
             vec![
-                ("kept-records", "kept the cordon owner record of node worker-1 (cordoned by \"alice@example.com\")"),
-                ("recorded-taint-removals", "ebs.csi.aws.com/agent-not-ready:NoExecute"),
+                ("records", "rewrite the cordon owner record of node worker-1 (cordoned by \"alice@example.com\")"),
+                ("answer", "restore: a patch that keeps the protected state (monitor mode drops it)"),
+                ("removed-one-shot-taints", "ebs.csi.aws.com/agent-not-ready:NoExecute"),
                 ("requested-by", EBS_CSI_NODE.0),
             ],
         ),
@@ -657,7 +683,8 @@ fn audit_annotations_name_what_was_kept_and_who_tried() {
             json!({"mode": "deny"}),
             request("UPDATE", NODE_CONTROLLER, Some(&node(&[DEDICATED], None, None, "a")), &node(&[], None, None, "a")),
             vec![
-                ("refused", "remove protected taint example.com/dedicated=gpu:NoSchedule"),
+                ("protected-taints", "remove protected taint example.com/dedicated=gpu:NoSchedule"),
+                ("answer", "deny: rejected with code 403 (monitor mode lets the request through)"),
                 ("requested-by", NODE_CONTROLLER.0),
             ],
         ),
@@ -722,7 +749,7 @@ fn rbac_permits_what_the_lists_do_not() {
             can_i_error: None,
             asked: vec![],
             outcome: Some(true),
-            says: &["kept protected taint"],
+            says: &["may not remove protected taint", "this policy's patch puts it back"],
         },
         Case {
             label: "granted untaint: the removal stands",
@@ -746,7 +773,7 @@ fn rbac_permits_what_the_lists_do_not() {
             can_i_error: None,
             asked: vec![ask_untaint.clone()],
             outcome: Some(true),
-            says: &["kept protected taint"],
+            says: &["may not remove protected taint", "this policy's patch puts it back"],
         },
         Case {
             label: "the question fails: restored, and the warning says why",
@@ -759,7 +786,7 @@ fn rbac_permits_what_the_lists_do_not() {
             asked: vec![ask_untaint.clone()],
             outcome: Some(true),
             says: &[
-                "kept protected taint",
+                "this policy's patch puts it back",
                 "RBAC could not be asked",
                 "connection refused",
             ],
@@ -813,7 +840,7 @@ fn rbac_permits_what_the_lists_do_not() {
             can_i_error: None,
             asked: vec![ask_untaint.clone(), ask_uncordon.clone()],
             outcome: Some(true),
-            says: &["kept node worker-1 cordoned", "may untaint"],
+            says: &["this policy's patch keeps the node cordoned", "may untaint"],
         },
         Case {
             label: "verbs, group and resource come from the settings",
@@ -858,4 +885,265 @@ fn rbac_permits_what_the_lists_do_not() {
             .any(|(k, _)| k == "permitted-by-rbac");
         assert_eq!(by_rbac, said.contains("\" by RBAC"), "{label}: {verdict:?}");
     }
+}
+
+const KURED: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:kured",
+    &["system:serviceaccounts", "system:serviceaccounts:kube-system"],
+);
+const NFD_MASTER: (&str, &[&str]) = (
+    "system:serviceaccount:node-feature-discovery:nfd-master",
+    &["system:serviceaccounts"],
+);
+const READINESS_CONTROLLER: (&str, &[&str]) = (
+    "system:serviceaccount:nrr-system:nrr-controller-manager",
+    &["system:serviceaccounts"],
+);
+const FSX_CSI_NODE: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:fsx-csi-node-sa",
+    &["system:serviceaccounts"],
+);
+const CILIUM_OPERATOR: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:cilium-operator",
+    &["system:serviceaccounts"],
+);
+const KUBELET: (&str, &[&str]) = ("system:node:worker-1", &["system:nodes"]);
+const BOB: (&str, &[&str]) = ("bob@example.com", &["system:authenticated"]);
+
+const KURED_TAINT: &str = r#"{"key":"weave.works/kured-node-reboot","effect":"PreferNoSchedule"}"#;
+const KURED_ENTRY: &str = "weave.works/kured-node-reboot:PreferNoSchedule";
+const NFD_GPU: &str = r#"{"key":"feature.node.kubernetes.io/gpu","value":"a100","effect":"NoSchedule"}"#;
+const NFD_GPU_H100: &str =
+    r#"{"key":"feature.node.kubernetes.io/gpu","value":"h100","effect":"NoSchedule"}"#;
+const NFD_ENTRY: &str = "feature.node.kubernetes.io/gpu:NoSchedule";
+const DEDICATED_ENTRY: &str = "example.com/dedicated:NoSchedule";
+const FSX_NOT_READY: &str = r#"{"key":"fsx.csi.aws.com/agent-not-ready","effect":"NoExecute"}"#;
+const READINESS: &str = r#"{"key":"readiness.k8s.io/network-ready","effect":"NoSchedule"}"#;
+const CILIUM_NOT_READY: &str = r#"{"key":"node.cilium.io/agent-not-ready","effect":"NoSchedule"}"#;
+const ISTIO_NOT_READY: &str = r#"{"key":"cni.istio.io/not-ready","effect":"NoSchedule"}"#;
+
+/// `node` with the taint owner record holding `entries` (`key:Effect`, owner), as the policy
+/// writes it: a JSON object, keys sorted.
+fn owned(mut node: Value, entries: &[(&str, &str)]) -> Value {
+    let record: std::collections::BTreeMap<&str, &str> = entries.iter().copied().collect();
+    node["metadata"]["annotations"]["taintguard.io/taint-owners"] =
+        json!(serde_json::to_string(&record).unwrap());
+    node
+}
+
+/// Taint ownership (docs/taint-owners.md) and the readiness defaults: the adder of a protected
+/// taint may remove it or change its value; everyone else is judged as before; the record
+/// follows the taint and only the policy (or a permitted principal) edits it.
+#[test]
+fn ownership_and_readiness_cases() {
+    let n = |taints: &[&str]| node(taints, None, None, "a");
+    let restore = json!({});
+    let deny = json!({"mode": "deny"});
+    let kured_owns = [(KURED_ENTRY, KURED.0)];
+    let nfd_owns = [(NFD_ENTRY, NFD_MASTER.0)];
+    let cases: Vec<(&str, Value, String, Want)> = vec![
+        (
+            "kured adds its taint: the record names it",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&n(&[DEDICATED])), &n(&[DEDICATED, KURED_TAINT])),
+            Want::Mutated(owned(n(&[DEDICATED, KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "kured adds its taint in deny mode: the record is written too",
+            deny.clone(),
+            request("UPDATE", KURED, Some(&n(&[])), &n(&[KURED_TAINT])),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "kured removes its own taint: accepted, the record goes",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&owned(n(&[DEDICATED, KURED_TAINT]), &kured_owns)), &owned(n(&[DEDICATED]), &kured_owns)),
+            Want::Mutated(n(&[DEDICATED])),
+        ),
+        (
+            "kured removes its own taint in deny mode",
+            deny.clone(),
+            request("UPDATE", KURED, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
+            Want::Mutated(n(&[])),
+        ),
+        (
+            "node-controller's stale whole-list patch drops an owned taint: restored, record kept",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[NOT_READY_NS]), &kured_owns)),
+            Want::Mutated(owned(n(&[NOT_READY_NS, KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "the stale patch in deny mode",
+            deny.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
+            Want::Denied(&["remove protected taint weave.works/kured-node-reboot:PreferNoSchedule"]),
+        ),
+        (
+            "a stale whole-object write with old annotations drops an owned taint: both come back",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &n(&[])),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "another service account removes kured's taint: restored",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "NFD changes the value of its own taint in place: accepted, record kept",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&owned(n(&[NFD_GPU]), &nfd_owns)), &owned(n(&[NFD_GPU_H100]), &nfd_owns)),
+            Want::Untouched,
+        ),
+        (
+            "kured changes the value of NFD's taint: the old value is kept",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&owned(n(&[NFD_GPU]), &nfd_owns)), &owned(n(&[NFD_GPU_H100]), &nfd_owns)),
+            Want::Mutated(owned(n(&[NFD_GPU]), &nfd_owns)),
+        ),
+        (
+            "NFD removes its taint with a strategic merge patch of the list: the record goes",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&owned(n(&[DEDICATED, NFD_GPU]), &nfd_owns)), &owned(n(&[DEDICATED]), &nfd_owns)),
+            Want::Mutated(n(&[DEDICATED])),
+        ),
+        (
+            "a tampered record claiming a person's taint is undone, and the claim grants nothing",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&n(&[DEDICATED])), &owned(n(&[]), &[(DEDICATED_ENTRY, NODE_CONTROLLER.0)])),
+            Want::Mutated(n(&[DEDICATED])),
+        ),
+        (
+            "a tampered record in deny mode",
+            deny.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, NODE_CONTROLLER.0)])),
+            Want::Denied(&["rewrite the taint owner record of node worker-1"]),
+        ),
+        (
+            "a permitted principal may edit the record",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, NFD_MASTER.0)])),
+            Want::Untouched,
+        ),
+        (
+            "a person's taint is theirs: kured may not remove it",
+            json!({"permitted": {"people": false}}),
+            request("UPDATE", KURED, Some(&owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])), &owned(n(&[]), &[(DEDICATED_ENTRY, ALICE.0)])),
+            Want::Mutated(owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])),
+        ),
+        (
+            "nor another person, when people are not permitted",
+            json!({"permitted": {"people": false}}),
+            request("UPDATE", BOB, Some(&owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])), &owned(n(&[]), &[(DEDICATED_ENTRY, ALICE.0)])),
+            Want::Mutated(owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])),
+        ),
+        (
+            "but its owner may",
+            json!({"permitted": {"people": false}}),
+            request("UPDATE", ALICE, Some(&owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])), &owned(n(&[]), &[(DEDICATED_ENTRY, ALICE.0)])),
+            Want::Mutated(n(&[])),
+        ),
+        (
+            "a re-add by another writer re-creates the record in its name",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&n(&[])), &n(&[KURED_TAINT])),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, NFD_MASTER.0)])),
+        ),
+        (
+            "a taint from before the policy has no owner: kured's removal is restored",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&n(&[KURED_TAINT])), &n(&[])),
+            Want::Mutated(n(&[KURED_TAINT])),
+        ),
+        (
+            "a CREATE records its requester as the owner of the protected taints",
+            restore.clone(),
+            request("CREATE", KUBELET, None, &n(&[DEDICATED, NOT_READY_NS])),
+            Want::Mutated(owned(n(&[DEDICATED, NOT_READY_NS]), &[(DEDICATED_ENTRY, KUBELET.0)])),
+        ),
+        (
+            "a CREATE without a requester (the audit scanner) records nothing",
+            restore.clone(),
+            request("CREATE", ("", &[]), None, &n(&[DEDICATED])),
+            Want::Untouched,
+        ),
+        (
+            "ownership disabled: nothing is recorded",
+            json!({"taintOwners": {"enabled": false}}),
+            request("UPDATE", KURED, Some(&n(&[])), &n(&[KURED_TAINT])),
+            Want::Untouched,
+        ),
+        (
+            "ownership disabled: a record grants nothing",
+            json!({"taintOwners": {"enabled": false}}),
+            request("UPDATE", KURED, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "controllers' own taints are not recorded",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&n(&[])), &n(&[NOT_READY_NS, READINESS, FSX_NOT_READY])),
+            Want::Untouched,
+        ),
+        (
+            "the FSx node plugin removes agent-not-ready: accepted, the removal recorded",
+            restore.clone(),
+            request("UPDATE", FSX_CSI_NODE, Some(&n(&[FSX_NOT_READY, DEDICATED])), &n(&[DEDICATED])),
+            Want::Mutated(recorded(n(&[DEDICATED]), "fsx.csi.aws.com/agent-not-ready:NoExecute")),
+        ),
+        (
+            "a stale re-add of the FSx taint after its recorded removal is stripped",
+            restore.clone(),
+            request("UPDATE", KARPENTER, Some(&recorded(n(&[DEDICATED]), "fsx.csi.aws.com/agent-not-ready:NoExecute")), &recorded(n(&[FSX_NOT_READY, DEDICATED]), "fsx.csi.aws.com/agent-not-ready:NoExecute")),
+            Want::Mutated(recorded(n(&[DEDICATED]), "fsx.csi.aws.com/agent-not-ready:NoExecute")),
+        ),
+        (
+            "the Node Readiness Controller removes its taint",
+            restore.clone(),
+            request("UPDATE", READINESS_CONTROLLER, Some(&n(&[READINESS, DEDICATED])), &n(&[DEDICATED])),
+            Want::Untouched,
+        ),
+        (
+            "and, in continuous mode, adds it back",
+            restore.clone(),
+            request("UPDATE", READINESS_CONTROLLER, Some(&n(&[DEDICATED])), &n(&[READINESS, DEDICATED])),
+            Want::Untouched,
+        ),
+        (
+            "Cilium's agent-not-ready is not one-shot: its operator re-taints a node whose agent is not ready",
+            restore.clone(),
+            request("UPDATE", CILIUM_OPERATOR, Some(&recorded(n(&[]), "ebs.csi.aws.com/agent-not-ready:NoExecute")), &recorded(n(&[CILIUM_NOT_READY]), "ebs.csi.aws.com/agent-not-ready:NoExecute")),
+            Want::Untouched,
+        ),
+        (
+            "a CNI agent's -not-ready taint is not protected",
+            restore.clone(),
+            request("UPDATE", ("system:serviceaccount:istio-system:istiod", &[]), Some(&n(&[ISTIO_NOT_READY])), &n(&[])),
+            Want::Untouched,
+        ),
+    ];
+    run_cases(cases);
+}
+
+/// What the policy says in restore mode is true in Kubewarden's monitor mode too, where
+/// policy-server drops the patch and passes warnings and audit annotations on.
+#[test]
+fn warnings_say_what_the_patch_does() {
+    let req = request(
+        "UPDATE",
+        NODE_CONTROLLER,
+        Some(&node(&[DEDICATED], None, None, "a")),
+        &node(&[], None, None, "a"),
+    );
+    let verdict = TaintPreservation::validate(&req, "{}", &crate::NoCluster("test"));
+    assert_eq!(
+        verdict.warnings,
+        [format!(
+            "taint-preservation: {:?} may not remove protected taint \
+             example.com/dedicated=gpu:NoSchedule; this policy's patch puts it back unless the \
+             policy runs in monitor mode",
+            NODE_CONTROLLER.0
+        )]
+    );
 }
