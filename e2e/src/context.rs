@@ -50,7 +50,7 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
     let out = try_remove(GPU_OPERATOR)?;
     told(
         &out,
-        "kept protected taint example.com/dedicated=gpu:NoSchedule",
+        "may not remove protected taint example.com/dedicated=gpu:NoSchedule; this policy's patch puts it back",
         "without a grant",
     )?;
     stored_taints_are(
@@ -90,7 +90,7 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         None,
     )?;
     let out = try_remove(NODE_CONTROLLER)?;
-    told(&out, "kept protected taint", "another service account")?;
+    told(&out, "this policy's patch puts it back", "another service account")?;
     stored_taints_are(
         "another service account",
         &k.get("node", name, None)?,
@@ -103,7 +103,7 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         None,
     )?;
     wait_for("the revocation", Duration::from_secs(30), || {
-        try_remove(GPU_OPERATOR).is_ok_and(|o| o.stderr.contains("kept protected taint"))
+        try_remove(GPU_OPERATOR).is_ok_and(|o| o.stderr.contains("this policy's patch puts it back"))
     })?;
     stored_taints_are(
         "after the revocation",

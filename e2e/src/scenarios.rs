@@ -392,7 +392,7 @@ fn incident_1_restore(env: &mut Env) -> Result<(), String> {
     )?;
     told(
         &out,
-        "kept protected taint example.com/dedicated=gpu:NoSchedule",
+        "may not remove protected taint example.com/dedicated=gpu:NoSchedule; this policy's patch puts it back",
         "the controller",
     )?;
     let stored = k.get("node", "inc1-restore", None)?;
@@ -459,7 +459,7 @@ fn incident_2(env: &mut Env) -> Result<(), String> {
     let out = k.ok(Some(GPU_OPERATOR), &["uncordon", "inc2"], None)?;
     told(
         &out,
-        "kept node inc2 cordoned (cordoned by \"alice@example.com\")",
+        "may not uncordon node inc2 (cordoned by \"alice@example.com\"); this policy's patch keeps the node cordoned",
         "the GPU operator",
     )?;
     let stored = k.get("node", "inc2", None)?;
@@ -573,10 +573,10 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
         ],
         None,
     )?;
-    told(&out, "stripped re-added one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule", "Karpenter")?;
+    told(&out, "may not re-add one-shot startup taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule; this policy's patch strips it", "Karpenter")?;
     told(
         &out,
-        "stripped re-added one-shot startup taint ebs.csi.aws.com/agent-not-ready:NoExecute",
+        "may not re-add one-shot startup taint ebs.csi.aws.com/agent-not-ready:NoExecute; this policy's patch strips it",
         "Karpenter",
     )?;
     let stored = k.get("node", "inc3", None)?;
@@ -963,7 +963,7 @@ fn audit_log(env: &mut Env) -> Result<(), String> {
     let wanted = [
         (
             "inc1-restore",
-            "clusterwide-taint-preservation.kubewarden.admission/kept-taints",
+            "clusterwide-taint-preservation.kubewarden.admission/protected-taints",
             "example.com/dedicated=gpu:NoSchedule",
         ),
         (
@@ -973,12 +973,12 @@ fn audit_log(env: &mut Env) -> Result<(), String> {
         ),
         (
             "inc1-deny",
-            "clusterwide-taint-preservation-deny.kubewarden.admission/refused",
+            "clusterwide-taint-preservation-deny.kubewarden.admission/protected-taints",
             "remove protected taint example.com/dedicated=gpu:NoSchedule",
         ),
         (
             "inc2",
-            "clusterwide-taint-preservation.kubewarden.admission/kept-cordon",
+            "clusterwide-taint-preservation.kubewarden.admission/cordon",
             "cordoned by \"alice@example.com\"",
         ),
         (
@@ -988,17 +988,17 @@ fn audit_log(env: &mut Env) -> Result<(), String> {
         ),
         (
             "inc3",
-            "clusterwide-taint-preservation.kubewarden.admission/recorded-taint-removals",
+            "clusterwide-taint-preservation.kubewarden.admission/removed-one-shot-taints",
             "ebs.csi.aws.com/agent-not-ready:NoExecute",
         ),
         (
             "inc3",
-            "clusterwide-taint-preservation.kubewarden.admission/stripped-taints",
+            "clusterwide-taint-preservation.kubewarden.admission/one-shot-taints",
             "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule",
         ),
         (
             "",
-            "clusterwide-toleration-injection.kubewarden.admission/injected-tolerations",
+            "clusterwide-toleration-injection.kubewarden.admission/missing-tolerations",
             "nvidia.com/gpu:NoSchedule (Exists) (rule \"hostpath-provisioner-helpers\")",
         ),
     ];

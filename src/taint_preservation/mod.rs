@@ -482,7 +482,7 @@ fn cordon_owner(
     Ok((edit, keep_cordoned))
 }
 
-/// The taint owner record this request leaves (docs/taint-owners.md), and the protected taints
+/// The taint owner record this request leaves (docs/controllers.md), and the protected taints
 /// it added, each with whether the record names the requester as its owner (`false`: the record
 /// is full). The record follows the taints: an entry goes when its taint goes (restored taints
 /// stay, stripped ones go), stays on a value change, and the adder of a protected taint becomes

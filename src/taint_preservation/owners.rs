@@ -1,5 +1,5 @@
 //! The taint owner record: who added each protected taint of a node, kept in an annotation the
-//! policy owns (docs/taint-owners.md). The adder may later change the taint's value or remove it.
+//! policy owns (docs/controllers.md). The adder may later change the taint's value or remove it.
 //!
 //! The annotation's value is a JSON object from `key:Effect` to the adder's username, keys
 //! sorted: usernames may hold any character (`,`, `:`, `=`, quotes), and JSON reads back exactly

@@ -14,7 +14,7 @@ use crate::taint::{
 /// Taints that controllers own: they add and remove them as node conditions change, so
 /// protecting them would fight the controllers. Everything else is protected by default.
 ///
-/// Besides known keys, the readiness conventions (docs/readiness-taints.md): a taint that exists
+/// Besides known keys, the readiness conventions (docs/controllers.md): a taint that exists
 /// to be removed by the agent it waits for, and that its component may put back when the agent
 /// goes away, must never be protected. `*-not-ready` covers `<prefix>/agent-not-ready` (Cilium,
 /// whose operator re-taints a node whose agent is gone; the CSI drivers' taints of this form are
@@ -113,7 +113,7 @@ impl OneShotRule {
     }
 }
 
-/// The record of who added each protected taint (docs/taint-owners.md): the adder may later
+/// The record of who added each protected taint (docs/controllers.md): the adder may later
 /// change the taint's value or remove it.
 #[derive(Debug, Clone)]
 pub struct TaintOwners {

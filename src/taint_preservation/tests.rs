@@ -931,7 +931,7 @@ fn owned(mut node: Value, entries: &[(&str, &str)]) -> Value {
     node
 }
 
-/// Taint ownership (docs/taint-owners.md) and the readiness defaults: the adder of a protected
+/// Taint ownership (docs/controllers.md) and the readiness defaults: the adder of a protected
 /// taint may remove it or change its value; everyone else is judged as before; the record
 /// follows the taint and only the policy (or a permitted principal) edits it.
 #[test]

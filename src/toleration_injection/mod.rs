@@ -306,12 +306,22 @@ fn judge(
         })
         .collect();
     Verdict {
+        // Kubewarden's monitor mode drops the patch and passes warnings and audit annotations
+        // on: both say what the request lacked and what the patch does, never that it was done.
         warnings: described
             .iter()
-            .map(|d| [TolerationInjection::NAME, ": added toleration ", d].concat())
+            .map(|d| {
+                [
+                    TolerationInjection::NAME,
+                    ": missing toleration ",
+                    d,
+                    "; this policy's patch adds it unless the policy runs in monitor mode",
+                ]
+                .concat()
+            })
             .chain(withheld_warnings)
             .collect(),
-        audit_annotations: vec![("injected-tolerations".to_owned(), described.join("; "))],
+        audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
         ..Verdict::mutate(mutated)
     }
 }

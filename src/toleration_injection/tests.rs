@@ -124,7 +124,7 @@ fn every_kind_gets_alias_twins_in_its_pod_spec() {
         assert_eq!(got, obj, "{kind}");
         assert_eq!(verdict.warnings.len(), 1, "{kind}");
         assert!(verdict.warnings[0].contains("alias of node-role.kubernetes.io/control-plane"));
-        assert_eq!(verdict.audit_annotations[0].0, "injected-tolerations");
+        assert_eq!(verdict.audit_annotations[0].0, "missing-tolerations");
     }
 }
 

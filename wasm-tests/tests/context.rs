@@ -216,7 +216,7 @@ fn taint_preservation_asks_rbac_when_the_lists_do_not_permit() {
             Some(status(false)),
             1,
             true,
-            "kept protected taint",
+            "this policy's patch puts it back",
         ),
         (
             "the call fails",
@@ -242,7 +242,7 @@ fn taint_preservation_asks_rbac_when_the_lists_do_not_permit() {
             Some(status(true)),
             0,
             true,
-            "kept protected taint",
+            "this policy's patch puts it back",
         ),
     ];
     for (label, settings, answer, calls, restored, says) in cases {
