@@ -90,7 +90,11 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         None,
     )?;
     let out = try_remove(NODE_CONTROLLER)?;
-    told(&out, "this policy's patch puts it back", "another service account")?;
+    told(
+        &out,
+        "this policy's patch puts it back",
+        "another service account",
+    )?;
     stored_taints_are(
         "another service account",
         &k.get("node", name, None)?,
@@ -103,7 +107,8 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         None,
     )?;
     wait_for("the revocation", Duration::from_secs(30), || {
-        try_remove(GPU_OPERATOR).is_ok_and(|o| o.stderr.contains("this policy's patch puts it back"))
+        try_remove(GPU_OPERATOR)
+            .is_ok_and(|o| o.stderr.contains("this policy's patch puts it back"))
     })?;
     stored_taints_are(
         "after the revocation",

@@ -51,6 +51,28 @@ pub const GPU_OPERATOR: Actor = Actor {
         "system:serviceaccounts:gpu-operator",
     ],
 };
+pub const KURED: Actor = Actor {
+    user: "system:serviceaccount:kube-system:kured",
+    groups: SA_GROUPS,
+};
+pub const NFD_MASTER: Actor = Actor {
+    user: "system:serviceaccount:node-feature-discovery:nfd-master",
+    groups: &[
+        "system:serviceaccounts",
+        "system:serviceaccounts:node-feature-discovery",
+    ],
+};
+pub const READINESS_CONTROLLER: Actor = Actor {
+    user: "system:serviceaccount:nrr-system:nrr-controller-manager",
+    groups: &[
+        "system:serviceaccounts",
+        "system:serviceaccounts:nrr-system",
+    ],
+};
+pub const FSX_CSI_NODE: Actor = Actor {
+    user: "system:serviceaccount:kube-system:fsx-csi-node-sa",
+    groups: SA_GROUPS,
+};
 pub const ALICE: Actor = Actor {
     user: "alice@example.com",
     groups: &["platform"],
@@ -69,6 +91,10 @@ pub const ACTORS: &[Actor] = &[
     HOSTPATH_PROVISIONER,
     OTHER_PROVISIONER,
     GPU_OPERATOR,
+    KURED,
+    NFD_MASTER,
+    READINESS_CONTROLLER,
+    FSX_CSI_NODE,
     ALICE,
     TENANT,
 ];

@@ -5,6 +5,7 @@
 mod binaries;
 mod cluster;
 mod context;
+mod controllers;
 mod deploy;
 mod kubectl;
 mod kwctl;

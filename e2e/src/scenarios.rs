@@ -87,6 +87,22 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::context::kwctl_declarations,
     },
     Scenario {
+        name: "kured: its own PreferNoSchedule taint added and removed; a stale patch keeps it",
+        run: crate::controllers::kured,
+    },
+    Scenario {
+        name: "node-feature-discovery: its taint added, its value changed, removed, as nfd-master",
+        run: crate::controllers::node_feature_discovery,
+    },
+    Scenario {
+        name: "CSI node plugin: agent-not-ready removed by FSx's plugin, a stale re-add stripped",
+        run: crate::controllers::csi_agent_not_ready,
+    },
+    Scenario {
+        name: "Node Readiness Controller: its readiness.k8s.io taint removed and added back",
+        run: crate::controllers::node_readiness_controller,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },

@@ -148,7 +148,9 @@ impl Finding<'_> {
             Finding::Uncordon { .. } => "this policy's patch keeps the node cordoned",
             Finding::OwnerRewritten { .. }
             | Finding::RecordRewritten
-            | Finding::OwnersRewritten => "this policy's patch keeps the record as the policy keeps it",
+            | Finding::OwnersRewritten => {
+                "this policy's patch keeps the record as the policy keeps it"
+            }
         }
     }
 
@@ -376,9 +378,15 @@ fn judge(
         }));
     }
 
-    let (cordon_annotation, keep_cordoned) =
-        cordon_owner(settings, &who, permission.cordon, old.as_ref(), &new, &mut findings)?;
-    annotations.extend(cordon_annotation);
+    let cordon = cordon_owner(
+        settings,
+        &who,
+        permission.cordon,
+        old.as_ref(),
+        &new,
+        &mut findings,
+    )?;
+    annotations.extend(cordon.owner_edit);
 
     let node_name = new
         .name
@@ -399,7 +407,7 @@ fn judge(
     } else {
         let edits = NodeEdits {
             taints: restored_taints(&new, &findings),
-            unschedulable: keep_cordoned.then_some(true),
+            unschedulable: cordon.keep_cordoned.then_some(true),
             annotations,
         };
         let mut verdict = if edits.is_empty() {
@@ -430,9 +438,14 @@ fn judge(
     })
 }
 
-/// Cordon ownership: the policy owns the owner annotation and decides its final value. Returns
-/// the annotation edit, if any, and whether the node must stay cordoned.
-#[allow(clippy::type_complexity)]
+/// What cordon ownership makes of a request.
+struct CordonOutcome {
+    /// The owner annotation's edit: its key, and the value to set (`None`: remove it).
+    owner_edit: Option<(String, Option<String>)>,
+    keep_cordoned: bool,
+}
+
+/// Cordon ownership: the policy owns the owner annotation and decides its final value.
 fn cordon_owner(
     settings: &Settings,
     who: &Principal<'_>,
@@ -440,9 +453,12 @@ fn cordon_owner(
     old: Option<&NodeView<'_>>,
     new: &NodeView<'_>,
     findings: &mut Vec<Finding<'_>>,
-) -> Result<(Option<(String, Option<String>)>, bool), String> {
+) -> Result<CordonOutcome, String> {
     if !settings.cordon.enabled {
-        return Ok((None, false));
+        return Ok(CordonOutcome {
+            owner_edit: None,
+            keep_cordoned: false,
+        });
     }
     let owner_key = settings.cordon.owner_annotation.as_str();
     let was = old.is_some_and(NodeView::cordoned);
@@ -476,10 +492,12 @@ fn cordon_owner(
         _ => None,
     };
     // Only write what differs from the incoming object.
-    let edit = owner
-        .filter(|owner| *owner != new_owner)
-        .map(|owner| (owner_key.to_owned(), owner));
-    Ok((edit, keep_cordoned))
+    Ok(CordonOutcome {
+        owner_edit: owner
+            .filter(|owner| *owner != new_owner)
+            .map(|owner| (owner_key.to_owned(), owner)),
+        keep_cordoned,
+    })
 }
 
 /// The taint owner record this request leaves (docs/controllers.md), and the protected taints
@@ -631,7 +649,9 @@ fn audit_annotations(
     }
     if !findings.is_empty() {
         let answer = match mode {
-            Mode::Restore => "restore: a patch that keeps the protected state (monitor mode drops it)",
+            Mode::Restore => {
+                "restore: a patch that keeps the protected state (monitor mode drops it)"
+            }
             Mode::Deny => "deny: rejected with code 403 (monitor mode lets the request through)",
         };
         audit.push(("answer".to_owned(), answer.to_owned()));

@@ -60,7 +60,11 @@ impl OwnerRecord {
 
     /// An upper bound of the annotation value's length, cheap enough to ask per addition.
     fn text_len(&self) -> usize {
-        self.0.iter().map(|(k, v)| k.len() + v.len() + 8).sum::<usize>() + 2
+        self.0
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 8)
+            .sum::<usize>()
+            + 2
     }
 
     /// The annotation's value; `None` (no annotation) for the empty record.
@@ -113,7 +117,10 @@ mod tests {
             read.owner(&kured),
             Some("system:serviceaccount:kube-system:kured")
         );
-        assert_eq!(read.owner(&taint("weave.works/kured-node-reboot", "NoSchedule")), None);
+        assert_eq!(
+            read.owner(&taint("weave.works/kured-node-reboot", "NoSchedule")),
+            None
+        );
         let mut kept = read.clone();
         kept.retain(|key, _| key != "feature.node.kubernetes.io/gpu");
         assert_eq!(kept.owner(&nfd), None);
@@ -130,7 +137,11 @@ mod tests {
             r#"{"weave.works/kured-node-reboot:PreferNoSchedule": 1}"#,
             r#"{"weave.works/kured-node-reboot:PreferNoSchedule": ""}"#,
         ] {
-            assert_eq!(OwnerRecord::parse(Some(text)).owner(&kured), None, "{text:?}");
+            assert_eq!(
+                OwnerRecord::parse(Some(text)).owner(&kured),
+                None,
+                "{text:?}"
+            );
         }
         let mut record = OwnerRecord::default();
         for unstorable in [taint("a:b", "NoSchedule"), taint("a", "Sometimes")] {

@@ -431,9 +431,24 @@ impl Settings {
         // Each record needs an annotation of its own (the one-shot record is always kept). The
         // error names the field moved off its default, which is the one the user wrote.
         let records = [
-            (true, "oneShotRecordAnnotation", &one_shot_record, DEFAULT_ONE_SHOT_RECORD_ANNOTATION),
-            (cordon.enabled, "cordon.ownerAnnotation", &cordon.owner_annotation, DEFAULT_OWNER_ANNOTATION),
-            (taint_owners.enabled, "taintOwners.annotation", &taint_owners.annotation, DEFAULT_TAINT_OWNERS_ANNOTATION),
+            (
+                true,
+                "oneShotRecordAnnotation",
+                &one_shot_record,
+                DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
+            ),
+            (
+                cordon.enabled,
+                "cordon.ownerAnnotation",
+                &cordon.owner_annotation,
+                DEFAULT_OWNER_ANNOTATION,
+            ),
+            (
+                taint_owners.enabled,
+                "taintOwners.annotation",
+                &taint_owners.annotation,
+                DEFAULT_TAINT_OWNERS_ANNOTATION,
+            ),
         ];
         for (i, a) in records.iter().enumerate() {
             for b in &records[i + 1..] {

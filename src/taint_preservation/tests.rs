@@ -889,7 +889,10 @@ fn rbac_permits_what_the_lists_do_not() {
 
 const KURED: (&str, &[&str]) = (
     "system:serviceaccount:kube-system:kured",
-    &["system:serviceaccounts", "system:serviceaccounts:kube-system"],
+    &[
+        "system:serviceaccounts",
+        "system:serviceaccounts:kube-system",
+    ],
 );
 const NFD_MASTER: (&str, &[&str]) = (
     "system:serviceaccount:node-feature-discovery:nfd-master",
@@ -912,7 +915,8 @@ const BOB: (&str, &[&str]) = ("bob@example.com", &["system:authenticated"]);
 
 const KURED_TAINT: &str = r#"{"key":"weave.works/kured-node-reboot","effect":"PreferNoSchedule"}"#;
 const KURED_ENTRY: &str = "weave.works/kured-node-reboot:PreferNoSchedule";
-const NFD_GPU: &str = r#"{"key":"feature.node.kubernetes.io/gpu","value":"a100","effect":"NoSchedule"}"#;
+const NFD_GPU: &str =
+    r#"{"key":"feature.node.kubernetes.io/gpu","value":"a100","effect":"NoSchedule"}"#;
 const NFD_GPU_H100: &str =
     r#"{"key":"feature.node.kubernetes.io/gpu","value":"h100","effect":"NoSchedule"}"#;
 const NFD_ENTRY: &str = "feature.node.kubernetes.io/gpu:NoSchedule";

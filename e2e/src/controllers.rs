@@ -1,0 +1,331 @@
+//! Controllers that manage their own taints (docs/controllers.md), replayed with their real
+//! identities and request forms against the default settings: each must get its own taint
+//! changes through, and a stale writer must still not take them away.
+
+use serde_json::{json, Value};
+
+use crate::kubectl::*;
+use crate::scenarios::{
+    annotation, check, dedicated, described, node, patch, stored_taints_are, taint, told,
+};
+use crate::Env;
+
+const OWNERS: &str = "taintguard.io/taint-owners";
+const ONE_SHOT_RECORD: &str = "taintguard.io/removed-startup-taints";
+
+/// The owner record stored on `node`, as `key:Effect` → username pairs.
+fn owners(node: &Value) -> Result<Vec<(String, String)>, String> {
+    let Some(text) = annotation(node, OWNERS) else {
+        return Ok(Vec::new());
+    };
+    let record: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(text).map_err(|e| format!("owner record {text:?}: {e}"))?;
+    Ok(record.into_iter().collect())
+}
+
+fn owners_are(what: &str, node: &Value, want: &[(&str, &str)]) -> Result<(), String> {
+    let got = owners(node)?;
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(t, o)| (t.to_string(), o.to_string()))
+        .collect();
+    check(got == want, || {
+        format!("{what}: owner record stored {got:?}, expected {want:?}")
+    })
+}
+
+fn not_warned(out: &Out, what: &str) -> Result<(), String> {
+    check(!out.stderr.contains("taint-preservation"), || {
+        format!("{what}: warned: {}", out.describe())
+    })
+}
+
+fn json_patch(k: &Kubectl, who: Actor, name: &str, ops: &Value) -> Result<Out, String> {
+    k.ok(
+        Some(who),
+        &[
+            "patch",
+            "node",
+            name,
+            "--type",
+            "json",
+            "-p",
+            &ops.to_string(),
+        ],
+        None,
+    )
+}
+
+/// A kubelet registers `name` with `taints` (a CREATE).
+fn register(k: &Kubectl, name: &'static str, taints: &[Value]) -> Result<(), String> {
+    k.ok(
+        Some(kubelet(name)),
+        &["create", "-f", "-"],
+        Some(&node(name, "restore", taints).to_string()),
+    )
+    .map(drop)
+}
+
+fn kured_taint() -> Value {
+    taint("weave.works/kured-node-reboot", "", "PreferNoSchedule")
+}
+
+/// kured (`pkg/taints`): a fresh GET, then a JSON patch without resourceVersion. On an empty
+/// list it first tests the whole spec and creates the list; it removes its taint by index after
+/// testing that the entry is `{key, effect}`.
+fn kured_add(k: &Kubectl, name: &str) -> Result<Out, String> {
+    let node = k.get("node", name, None)?;
+    let mut ops = Vec::new();
+    if node["spec"]["taints"].as_array().is_none_or(Vec::is_empty) {
+        ops.push(json!({"op": "test", "path": "/spec", "value": node["spec"]}));
+        ops.push(json!({"op": "add", "path": "/spec/taints", "value": []}));
+    }
+    ops.push(json!({"op": "add", "path": "/spec/taints/-", "value": kured_taint()}));
+    json_patch(k, KURED, name, &Value::Array(ops))
+}
+
+fn kured_remove(k: &Kubectl, name: &str) -> Result<Out, String> {
+    let node = k.get("node", name, None)?;
+    let index = node["spec"]["taints"]
+        .as_array()
+        .and_then(|list| {
+            list.iter()
+                .position(|t| t["key"] == "weave.works/kured-node-reboot")
+        })
+        .ok_or("kured's taint is not on the node")?;
+    let path = format!("/spec/taints/{index}");
+    let ops = json!([{"op": "test", "path": path, "value": kured_taint()},
+                     {"op": "remove", "path": path}]);
+    json_patch(k, KURED, name, &ops)
+}
+
+pub fn kured(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctl-kured";
+    register(k, name, &[])?;
+    // Waiting for the reboot lock, kured taints the node (the empty-list form of its patch).
+    let out = kured_add(k, name)?;
+    not_warned(&out, "kured's taint")?;
+    // A person taints the node too.
+    k.ok(
+        Some(ALICE),
+        &[
+            "taint",
+            "nodes",
+            name,
+            "example.com/dedicated=gpu:NoSchedule",
+        ],
+        None,
+    )?;
+    let stored = k.get("node", name, None)?;
+    stored_taints_are(
+        "after kured and alice",
+        &stored,
+        &[kured_taint(), dedicated()],
+    )?;
+    owners_are(
+        "after kured and alice",
+        &stored,
+        &[
+            ("example.com/dedicated:NoSchedule", ALICE.user),
+            ("weave.works/kured-node-reboot:PreferNoSchedule", KURED.user),
+        ],
+    )?;
+    // node-controller's stale whole-list patch drops both: both are put back, the record kept.
+    let stale = [taint("node.kubernetes.io/unreachable", "", "NoSchedule")];
+    let out = k.ok(
+        Some(NODE_CONTROLLER),
+        &["patch", "node", name, "-p", &patch(&stale)],
+        None,
+    )?;
+    told(
+        &out,
+        "may not remove protected taint weave.works/kured-node-reboot:PreferNoSchedule",
+        "node-controller",
+    )?;
+    let stored = k.get("node", name, None)?;
+    stored_taints_are(
+        "after the stale patch",
+        &stored,
+        &[stale[0].clone(), kured_taint(), dedicated()],
+    )?;
+    check(owners(&stored)?.len() == 2, || {
+        format!("after the stale patch: owner record {:?}", owners(&stored))
+    })?;
+    // After the reboot kured removes its own taint: it stands, and its entry goes.
+    let out = kured_remove(k, name)?;
+    not_warned(&out, "kured's removal")?;
+    let stored = k.get("node", name, None)?;
+    stored_taints_are(
+        "after kured's removal",
+        &stored,
+        &[stale[0].clone(), dedicated()],
+    )?;
+    owners_are(
+        "after kured's removal",
+        &stored,
+        &[("example.com/dedicated:NoSchedule", ALICE.user)],
+    )?;
+    // Another reboot: kured adds it again (the non-empty-list form) and owns it again.
+    kured_add(k, name)?;
+    let stored = k.get("node", name, None)?;
+    owners_are(
+        "after kured's second taint",
+        &stored,
+        &[
+            ("example.com/dedicated:NoSchedule", ALICE.user),
+            ("weave.works/kured-node-reboot:PreferNoSchedule", KURED.user),
+        ],
+    )
+}
+
+/// nfd-master (`setTaints`): a fresh GET, a strategic merge patch of the whole list carrying the
+/// resourceVersion read (`null` for an empty list), then a JSON patch of its own annotation.
+fn nfd_set_taints(k: &Kubectl, name: &str, taints: &[Value]) -> Result<Out, String> {
+    let node = k.get("node", name, None)?;
+    let list = if taints.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(taints.to_vec())
+    };
+    let body = json!({"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                      "spec": {"taints": list}});
+    let out = k.ok(
+        Some(NFD_MASTER),
+        &[
+            "patch",
+            "node",
+            name,
+            "--type",
+            "strategic",
+            "-p",
+            &body.to_string(),
+        ],
+        None,
+    )?;
+    let path = "/metadata/annotations/nfd.node.kubernetes.io~1taints";
+    let had = annotation(&node, "nfd.node.kubernetes.io/taints").is_some();
+    let op = match (had, taints.is_empty()) {
+        (false, _) => json!({"op": "add", "path": path, "value": described(taints).join(",")}),
+        (true, false) => {
+            json!({"op": "replace", "path": path, "value": described(taints).join(",")})
+        }
+        (true, true) => json!({"op": "remove", "path": path}),
+    };
+    json_patch(k, NFD_MASTER, name, &json!([op]))?;
+    Ok(out)
+}
+
+pub fn node_feature_discovery(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctl-nfd";
+    register(k, name, &[])?;
+    let gpu = |v: &str| taint("feature.node.kubernetes.io/gpu", v, "NoSchedule");
+    let entry = "feature.node.kubernetes.io/gpu:NoSchedule";
+    for (step, taints) in [
+        ("a NodeFeatureRule matches", vec![gpu("a100")]),
+        ("the rule's value changes in place", vec![gpu("h100")]),
+        ("the rule stops matching", vec![]),
+    ] {
+        let out = nfd_set_taints(k, name, &taints)?;
+        not_warned(&out, step)?;
+        let stored = k.get("node", name, None)?;
+        stored_taints_are(step, &stored, &taints)?;
+        let nfd_record = annotation(&stored, "nfd.node.kubernetes.io/taints").unwrap_or("");
+        check(nfd_record == described(&taints).join(","), || {
+            format!("{step}: NFD's annotation {nfd_record:?} disagrees with the taints")
+        })?;
+        let owned: &[(&str, &str)] = if taints.is_empty() {
+            &[]
+        } else {
+            &[(entry, NFD_MASTER.user)]
+        };
+        owners_are(step, &stored, owned)?;
+    }
+    Ok(())
+}
+
+/// The FSx for Lustre node plugin (`removeNotReadyTaint`): a fresh GET, then a JSON patch that
+/// tests the whole list as read and replaces it with the rest (`null` when nothing is left).
+pub fn csi_agent_not_ready(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctl-fsx";
+    let not_ready = taint("fsx.csi.aws.com/agent-not-ready", "", "NoExecute");
+    register(k, name, &[not_ready.clone()])?;
+    let node = k.get("node", name, None)?;
+    let ops = json!([{"op": "test", "path": "/spec/taints", "value": node["spec"]["taints"]},
+                     {"op": "replace", "path": "/spec/taints", "value": null}]);
+    let out = json_patch(k, FSX_CSI_NODE, name, &ops)?;
+    not_warned(&out, "the node plugin's removal")?;
+    let stored = k.get("node", name, None)?;
+    stored_taints_are("after the node plugin's removal", &stored, &[])?;
+    check(
+        annotation(&stored, ONE_SHOT_RECORD) == Some("fsx.csi.aws.com/agent-not-ready:NoExecute"),
+        || format!("removal record: {:?}", annotation(&stored, ONE_SHOT_RECORD)),
+    )?;
+    // A provisioner racing from its copy from before the removal writes the startup taint back.
+    let out = k.ok(
+        Some(KARPENTER),
+        &[
+            "patch",
+            "node",
+            name,
+            "--type",
+            "merge",
+            "-p",
+            &patch(&[not_ready]),
+        ],
+        None,
+    )?;
+    told(
+        &out,
+        "may not re-add one-shot startup taint fsx.csi.aws.com/agent-not-ready:NoExecute; this \
+         policy's patch strips it",
+        "the provisioner",
+    )?;
+    stored_taints_are("after the stale re-add", &k.get("node", name, None)?, &[])
+}
+
+/// The Node Readiness Controller: a JSON merge patch of the whole list with the resourceVersion
+/// of its cached copy (controller-runtime's optimistic lock). Continuous mode re-adds the taint
+/// when a condition regresses.
+pub fn node_readiness_controller(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctl-readiness";
+    let gate = taint("readiness.k8s.io/network-ready", "", "NoSchedule");
+    register(k, name, &[gate.clone(), dedicated()])?;
+    for (step, taints) in [
+        ("the condition is met", vec![dedicated()]),
+        ("the condition regresses", vec![dedicated(), gate.clone()]),
+    ] {
+        let cached = k.get("node", name, None)?;
+        let body = json!({"metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]},
+                          "spec": {"taints": taints}});
+        let out = k.ok(
+            Some(READINESS_CONTROLLER),
+            &[
+                "patch",
+                "node",
+                name,
+                "--type",
+                "merge",
+                "-p",
+                &body.to_string(),
+            ],
+            None,
+        )?;
+        not_warned(&out, step)?;
+        let stored = k.get("node", name, None)?;
+        stored_taints_are(step, &stored, &taints)?;
+        // The readiness taint is no protected taint: only the kubelet's `dedicated` is owned.
+        owners_are(
+            step,
+            &stored,
+            &[(
+                "example.com/dedicated:NoSchedule",
+                "system:node:ctl-readiness",
+            )],
+        )?;
+    }
+    Ok(())
+}
