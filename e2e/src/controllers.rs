@@ -251,7 +251,7 @@ pub fn csi_agent_not_ready(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-fsx";
     let not_ready = taint("fsx.csi.aws.com/agent-not-ready", "", "NoExecute");
-    register(k, name, &[not_ready.clone()])?;
+    register(k, name, std::slice::from_ref(&not_ready))?;
     let node = k.get("node", name, None)?;
     let ops = json!([{"op": "test", "path": "/spec/taints", "value": node["spec"]["taints"]},
                      {"op": "replace", "path": "/spec/taints", "value": null}]);

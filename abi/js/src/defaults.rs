@@ -7,15 +7,15 @@
 use serde_json::{json, Value};
 use taintguard::taint_preservation::settings::{
     DEFAULT_ONE_SHOT_RECORD_ANNOTATION, DEFAULT_ONE_SHOT_TAINTS, DEFAULT_OWNER_ANNOTATION,
-    DEFAULT_UNPROTECTED_TAINTS,
+    DEFAULT_TAINT_OWNERS_ANNOTATION, DEFAULT_UNPROTECTED_TAINTS,
 };
 use taintguard::toleration_injection::settings::DEFAULT_ALIAS_GROUP;
 
 pub fn taint_preservation() -> Value {
     let one_shot: Vec<Value> = DEFAULT_ONE_SHOT_TAINTS
         .iter()
-        .map(|(key, only_at_registration)| {
-            json!({"key": key, "onlyAtRegistration": only_at_registration})
+        .map(|d| {
+            json!({"key": d.key, "except": d.except, "onlyAtRegistration": d.only_at_registration})
         })
         .collect();
     json!({
@@ -26,6 +26,7 @@ pub fn taint_preservation() -> Value {
         "oneShotRecordAnnotation": DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
         "permitted": {"people": true, "users": [], "groups": ["system:masters"], "serviceAccounts": []},
         "cordon": {"enabled": true, "ownerAnnotation": DEFAULT_OWNER_ANNOTATION},
+        "taintOwners": {"enabled": true, "annotation": DEFAULT_TAINT_OWNERS_ANNOTATION},
     })
 }
 
