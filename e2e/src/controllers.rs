@@ -56,12 +56,17 @@ fn json_patch(k: &Kubectl, who: Actor, name: &str, ops: &Value) -> Result<Out, S
     )
 }
 
-/// A kubelet registers `name` with `taints` (a CREATE).
+/// A kubelet registers `name` with `taints` (a CREATE), with the annotation a real kubelet
+/// writes at registration (so the annotations exist, as on every real Node, before a JSON patch
+/// adds one).
 fn register(k: &Kubectl, name: &'static str, taints: &[Value]) -> Result<(), String> {
+    let mut registered = node(name, "restore", taints);
+    registered["metadata"]["annotations"] =
+        json!({"volumes.kubernetes.io/controller-managed-attach-detach": "true"});
     k.ok(
         Some(kubelet(name)),
         &["create", "-f", "-"],
-        Some(&node(name, "restore", taints).to_string()),
+        Some(&registered.to_string()),
     )
     .map(drop)
 }
