@@ -8,7 +8,9 @@
 use arbitrary::{Result, Unstructured};
 use serde_json::{json, Map, Value};
 
-use taintguard::taint_preservation::settings::DEFAULT_ONE_SHOT_RECORD_ANNOTATION;
+use taintguard::taint_preservation::settings::{
+    DEFAULT_ONE_SHOT_RECORD_ANNOTATION, DEFAULT_TAINT_OWNERS_ANNOTATION,
+};
 
 const TAINT_KEYS: &[&str] = &[
     "example.com/dedicated",
@@ -21,6 +23,9 @@ const TAINT_KEYS: &[&str] = &[
     "node.cloudprovider.kubernetes.io/uninitialized",
     "karpenter.sh/unregistered",
     "ebs.csi.aws.com/agent-not-ready",
+    "node.cilium.io/agent-not-ready",
+    "readiness.k8s.io/network-ready",
+    "weave.works/kured-node-reboot",
     "node-role.kubernetes.io/control-plane",
     "node-role.kubernetes.io/master",
     "",
@@ -203,6 +208,18 @@ fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result
             ],
         )?;
         annotations.insert(DEFAULT_ONE_SHOT_RECORD_ANNOTATION.into(), json!(record));
+    }
+    // The taint owner record: well-formed naming a generated user, or anything typed into it.
+    if u.arbitrary()? {
+        let key = pick(u, TAINT_KEYS)?;
+        let effect = pick(u, EFFECTS)?;
+        let owner = string(u, USERS)?;
+        let record = match u.int_in_range(0..=3)? {
+            0 => "{not json".to_owned(),
+            1 => json!({format!("{key}:{effect}"): 7}).to_string(),
+            _ => json!({format!("{key}:{effect}"): owner}).to_string(),
+        };
+        annotations.insert(DEFAULT_TAINT_OWNERS_ANNOTATION.into(), json!(record));
     }
     annotations.insert("node.alpha.kubernetes.io/ttl".into(), json!("0"));
     let mut metadata = Map::new();

@@ -159,6 +159,11 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
                 &["spec", "unschedulable"],
                 &["metadata", "annotations", owner],
                 &["metadata", "annotations", &parsed_settings.one_shot_record],
+                &[
+                    "metadata",
+                    "annotations",
+                    &parsed_settings.taint_owners.annotation,
+                ],
             ],
         )?;
     }
@@ -189,6 +194,29 @@ fn protected_taints_survive(
     let (Some(old), Some(new)) = (taints_of(parsed.old_object.value()), taints_of(admitted)) else {
         return Ok(());
     };
+    // The stored owner record, read here on its own: the requester's own taints may go.
+    let owners = settings
+        .taint_owners
+        .enabled
+        .then(|| Tree::parse(parsed.old_object.value()?).ok())
+        .flatten()
+        .and_then(|old| {
+            match old.at(&["metadata", "annotations", &settings.taint_owners.annotation]) {
+                Some(Tree::String(text)) => serde_json::from_str::<
+                    std::collections::BTreeMap<String, serde_json::Value>,
+                >(text)
+                .ok(),
+                _ => None,
+            }
+        })
+        .unwrap_or_default();
+    let owns = |key: &str, effect: &str| {
+        !who.username.is_empty()
+            && owners
+                .get(&format!("{key}:{effect}"))
+                .and_then(serde_json::Value::as_str)
+                == Some(who.username)
+    };
     for (i, (key, effect, value)) in old.iter().enumerate() {
         let taint = Taint {
             key: JsonStr(key.as_str().into()),
@@ -204,7 +232,11 @@ fn protected_taints_survive(
             .find(|r| r.selector.matches(&taint))
             .is_some_and(|r| !r.permitted.allows(&who))
             && !settings.unprotected.iter().any(|s| s.matches(&taint))
-            && !settings.one_shot.iter().any(|r| r.selector.matches(&taint));
+            && !settings
+                .one_shot
+                .iter()
+                .any(|r| r.selector.matches(&taint) && !r.except.iter().any(|g| g.matches(key)))
+            && !owns(key, effect);
         if !duplicate && protected && !new.contains(&(key.clone(), effect.clone(), value.clone())) {
             return Err(format!(
                 "protected taint {key}={value}:{effect} of oldObject lost for {:?}",

@@ -15,9 +15,10 @@ use wasm_tests::examples::Expect;
 use crate::inputs::Input;
 
 /// The inputs measured here (policy, name in `inputs.rs`): the incidents' requests, the Pod and
-/// DaemonSet CREATEs that get tolerations injected, and kubelet status updates of a 25 KB and a
-/// 200 KB Node, accepted and (a stale write) restored.
-pub const CASES: [(&str, &str); 7] = [
+/// DaemonSet CREATEs that get tolerations injected, kubelet status updates of a 25 KB and a
+/// 200 KB Node, accepted and (a stale write) restored, and the two updates that write the taint
+/// owner record (kured adding its taint, and removing it).
+pub const CASES: [(&str, &str); 9] = [
     (
         "taint-preservation",
         "incident-1-stale-taint-patch [default]",
@@ -38,6 +39,8 @@ pub const CASES: [(&str, &str); 7] = [
         "taint-preservation",
         "Node stale write, 10 taints, 50 images",
     ),
+    ("taint-preservation", "kured-adds-reboot-taint [default]"),
+    ("taint-preservation", "kured-removes-own-taint [default]"),
     (
         "toleration-injection",
         "hostpath-helper-pod [hostpath-provisioner]",
