@@ -2,10 +2,11 @@
 //!
 //! The policy compares `oldObject` (fresh from storage, even when the writer patched from a stale
 //! cache) with `object` (the result of the write) and finds what the requester may not do:
-//! remove or change a protected taint, re-add a one-shot startup taint, uncordon a node someone
-//! else cordoned, or rewrite one of the policy's records (cordon owner, one-shot removals). In
-//! `restore` mode it splices the protected state back into `object` and accepts with warnings;
-//! in `deny` mode it rejects. Either way audit annotations say what happened and who tried.
+//! remove or change a protected taint it did not add, re-add a one-shot startup taint, uncordon
+//! a node someone else cordoned, or rewrite one of the policy's records (cordon owner, one-shot
+//! removals, taint owners). In `restore` mode it splices the protected state back into `object`
+//! and accepts with warnings; in `deny` mode it rejects. Either way audit annotations say what
+//! the request attempted, what the policy answered and who tried.
 
 mod node;
 mod owners;
