@@ -61,6 +61,19 @@ impl<'a> Taint<'a> {
     }
 }
 
+#[cfg(test)]
+impl Taint<'static> {
+    /// A taint with no value and no text of its own, for tests of what reads keys and effects.
+    pub fn of(key: &'static str, effect: &'static str) -> Taint<'static> {
+        Taint {
+            key: JsonStr::borrowed(key),
+            value: JsonStr::default(),
+            effect: JsonStr::borrowed(effect),
+            raw: "",
+        }
+    }
+}
+
 /// Reads a `spec.taints` value; absent or `null` is the empty list.
 pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Error> {
     let Some(raw) = raw else {

@@ -41,19 +41,27 @@ fn not_warned(out: &Out, what: &str) -> Result<(), String> {
 }
 
 fn json_patch(k: &Kubectl, who: Actor, name: &str, ops: &Value) -> Result<Out, String> {
-    k.ok(
-        Some(who),
-        &[
-            "patch",
-            "node",
-            name,
-            "--type",
-            "json",
-            "-p",
-            &ops.to_string(),
-        ],
-        None,
-    )
+    k.patch_node(who, name, "json", &ops.to_string())
+}
+
+/// A patch of the whole taint list that carries the resourceVersion of `read`, as controllers
+/// using optimistic locking send it (`null` for an empty list).
+fn list_patch(
+    k: &Kubectl,
+    who: Actor,
+    read: &Value,
+    patch_type: &str,
+    taints: &[Value],
+) -> Result<Out, String> {
+    let list = if taints.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(taints.to_vec())
+    };
+    let body = json!({"metadata": {"resourceVersion": read["metadata"]["resourceVersion"]},
+                      "spec": {"taints": list}});
+    let name = read["metadata"]["name"].as_str().unwrap_or_default();
+    k.patch_node(who, name, patch_type, &body.to_string())
 }
 
 /// A kubelet registers `name` with `taints` (a CREATE), with the annotation a real kubelet
@@ -138,11 +146,7 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     )?;
     // node-controller's stale whole-list patch drops both: both are put back, the record kept.
     let stale = [taint("node.kubernetes.io/unreachable", "", "NoSchedule")];
-    let out = k.ok(
-        Some(NODE_CONTROLLER),
-        &["patch", "node", name, "-p", &patch(&stale)],
-        None,
-    )?;
+    let out = k.patch_node(NODE_CONTROLLER, name, "strategic", &patch(&stale))?;
     told(
         &out,
         "may not remove protected taint weave.works/kured-node-reboot:PreferNoSchedule",
@@ -188,26 +192,7 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
 /// resourceVersion read (`null` for an empty list), then a JSON patch of its own annotation.
 fn nfd_set_taints(k: &Kubectl, name: &str, taints: &[Value]) -> Result<Out, String> {
     let node = k.get("node", name, None)?;
-    let list = if taints.is_empty() {
-        Value::Null
-    } else {
-        Value::Array(taints.to_vec())
-    };
-    let body = json!({"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                      "spec": {"taints": list}});
-    let out = k.ok(
-        Some(NFD_MASTER),
-        &[
-            "patch",
-            "node",
-            name,
-            "--type",
-            "strategic",
-            "-p",
-            &body.to_string(),
-        ],
-        None,
-    )?;
+    let out = list_patch(k, NFD_MASTER, &node, "strategic", taints)?;
     let path = "/metadata/annotations/nfd.node.kubernetes.io~1taints";
     let had = annotation(&node, "nfd.node.kubernetes.io/taints").is_some();
     let op = match (had, taints.is_empty()) {
@@ -269,19 +254,7 @@ pub fn csi_agent_not_ready(env: &mut Env) -> Result<(), String> {
         || format!("removal record: {:?}", annotation(&stored, ONE_SHOT_RECORD)),
     )?;
     // A provisioner racing from its copy from before the removal writes the startup taint back.
-    let out = k.ok(
-        Some(KARPENTER),
-        &[
-            "patch",
-            "node",
-            name,
-            "--type",
-            "merge",
-            "-p",
-            &patch(&[not_ready]),
-        ],
-        None,
-    )?;
+    let out = k.patch_node(KARPENTER, name, "merge", &patch(&[not_ready]))?;
     told(
         &out,
         "may not re-add one-shot startup taint fsx.csi.aws.com/agent-not-ready:NoExecute; this \
@@ -304,21 +277,7 @@ pub fn node_readiness_controller(env: &mut Env) -> Result<(), String> {
         ("the condition regresses", vec![dedicated(), gate.clone()]),
     ] {
         let cached = k.get("node", name, None)?;
-        let body = json!({"metadata": {"resourceVersion": cached["metadata"]["resourceVersion"]},
-                          "spec": {"taints": taints}});
-        let out = k.ok(
-            Some(READINESS_CONTROLLER),
-            &[
-                "patch",
-                "node",
-                name,
-                "--type",
-                "merge",
-                "-p",
-                &body.to_string(),
-            ],
-            None,
-        )?;
+        let out = list_patch(k, READINESS_CONTROLLER, &cached, "merge", &taints)?;
         not_warned(&out, step)?;
         let stored = k.get("node", name, None)?;
         stored_taints_are(step, &stored, &taints)?;

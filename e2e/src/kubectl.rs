@@ -199,6 +199,22 @@ impl Kubectl {
         }
     }
 
+    /// Patches node `name` as `who` with a patch of `patch_type` (`json`, `merge`, `strategic`),
+    /// the request form of most node controllers; requires success.
+    pub fn patch_node(
+        &self,
+        who: Actor,
+        name: &str,
+        patch_type: &str,
+        body: &str,
+    ) -> Result<Out, String> {
+        self.ok(
+            Some(who),
+            &["patch", "node", name, "--type", patch_type, "-p", body],
+            None,
+        )
+    }
+
     /// Applies a manifest as the admin.
     pub fn apply(&self, manifest: &Value) -> Result<(), String> {
         self.ok(None, &["apply", "-f", "-"], Some(&manifest.to_string()))

@@ -89,15 +89,9 @@ impl OwnerRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::JsonStr;
 
     fn taint(key: &'static str, effect: &'static str) -> Taint<'static> {
-        Taint {
-            key: JsonStr::borrowed(key),
-            value: JsonStr::default(),
-            effect: JsonStr::borrowed(effect),
-            raw: "",
-        }
+        Taint::of(key, effect)
     }
 
     #[test]
