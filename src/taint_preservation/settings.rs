@@ -17,7 +17,7 @@ use crate::taint::{
 /// Besides known keys, the readiness conventions (docs/controllers.md): a taint that exists
 /// to be removed by the agent it waits for, and that its component may put back when the agent
 /// goes away, must never be protected. `*-not-ready` covers `<prefix>/agent-not-ready` (Cilium,
-/// whose operator re-taints a node whose agent is gone; the CSI drivers' taints of this form are
+/// whose operator re-taints a node whose agent pod is not ready; the CSI drivers' taints of this form are
 /// one-shot, below) and `<prefix>/<name>-not-ready` (CNI and service-mesh node agents, such as
 /// Istio's `cni.istio.io/not-ready`); `not-ready` and `*/not-ready` a name that is exactly
 /// `not-ready`; `readiness.k8s.io/*` the Node Readiness Controller, whose continuous mode
@@ -51,7 +51,7 @@ pub struct DefaultOneShot {
 /// ...) is applied at registration or by an UPDATE (Karpenter applies a NodePool's
 /// `startupTaints` so) and removed once by the node plugin when it starts; nothing of the driver
 /// ever applies it again. Cilium's `node.cilium.io/agent-not-ready` shares the form but its
-/// operator re-taints a node whose agent is gone, so it is left out (and unprotected above).
+/// operator re-taints a node whose agent pod is not ready, so it is left out (and unprotected above).
 pub const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
     DefaultOneShot {
         key: "node.cloudprovider.kubernetes.io/uninitialized",
