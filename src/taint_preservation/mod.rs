@@ -316,9 +316,9 @@ fn judge(
         let key = settings.one_shot_record.as_str();
         let before = RemovalRecord::parse(old.annotation(key)?.as_deref());
         let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
-        let owned = |t: &Taint<'_>| {
-            !who.username.is_empty() && owners_before.owner(t) == Some(who.username)
-        };
+        // The record never names the empty username (`OwnerRecord::parse`), so a request
+        // without a requester owns nothing.
+        let owned = |t: &Taint<'_>| owners_before.owner(t) == Some(who.username);
         if !permission.taints {
             taint_findings(settings, &who, old, &new, &before, owned, &mut findings);
         }

@@ -1,7 +1,10 @@
 //! A borrowed view of a Node object: the few fields the policy reads, with their places in the
 //! text so that edits can be spliced in.
 
+use std::cell::OnceCell;
+
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::admission::describe_error;
 use crate::json::{members, JsonStr, Raw, Splice};
@@ -41,7 +44,12 @@ pub struct NodeView<'a> {
     taints_raw: Option<&'a str>,
     unschedulable: Option<&'a str>,
     pub taints: Vec<Taint<'a>>,
+    /// The annotations' members, read once on first use: each record the policy keeps, and the
+    /// edit of them, reads the same object.
+    annotation_members: OnceCell<Result<AnnotationMembers<'a>, String>>,
 }
+
+type AnnotationMembers<'a> = Vec<(JsonStr<'a>, &'a RawValue)>;
 
 /// A member's text unless it is absent or `null`.
 fn non_null(text: Option<&str>) -> Option<&str> {
@@ -90,6 +98,7 @@ impl<'a> NodeView<'a> {
             taints_raw: spec.taints.text(),
             unschedulable: spec.unschedulable.text(),
             taints,
+            annotation_members: OnceCell::new(),
         })
     }
 
@@ -98,13 +107,23 @@ impl<'a> NodeView<'a> {
         non_null(self.unschedulable) == Some("true")
     }
 
+    /// The members of `metadata.annotations`; none when it is absent or `null`.
+    fn annotation_members(&self) -> Result<&[(JsonStr<'a>, &'a RawValue)], String> {
+        let read = || match non_null(self.annotations) {
+            Some(annotations) => {
+                members(annotations).map_err(|e| format!("metadata.annotations: {e}"))
+            }
+            None => Ok(Vec::new()),
+        };
+        self.annotation_members
+            .get_or_init(read)
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
     /// The string value of annotation `key`.
     pub fn annotation(&self, key: &str) -> Result<Option<String>, String> {
-        let Some(annotations) = non_null(self.annotations) else {
-            return Ok(None);
-        };
-        let all = members(annotations).map_err(|e| format!("metadata.annotations: {e}"))?;
-        for (k, v) in all {
+        for (k, v) in self.annotation_members()? {
             if k.as_str() == key {
                 let value: JsonStr = serde_json::from_str(v.get())
                     .map_err(|e| format!("metadata.annotations.{key}: {e}"))?;
@@ -193,13 +212,8 @@ impl<'a> NodeView<'a> {
         if edits.is_empty() {
             return Ok(None);
         }
-        let existing = match non_null(self.annotations) {
-            Some(annotations) => {
-                members(annotations).map_err(|e| format!("metadata.annotations: {e}"))?
-            }
-            None => Vec::new(),
-        };
-        let mut kept: Vec<(&str, String)> = existing
+        let mut kept: Vec<(&str, String)> = self
+            .annotation_members()?
             .iter()
             .map(|(k, v)| (k.as_str(), v.get().to_owned()))
             .collect();

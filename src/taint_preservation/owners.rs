@@ -114,14 +114,10 @@ impl OwnerRecord {
 mod tests {
     use super::*;
 
-    fn taint(key: &'static str, effect: &'static str) -> Taint<'static> {
-        Taint::of(key, effect)
-    }
-
     #[test]
     fn reads_back_what_it_writes_whatever_a_username_holds() {
-        let kured = taint("weave.works/kured-node-reboot", "PreferNoSchedule");
-        let nfd = taint("feature.node.kubernetes.io/gpu", "NoSchedule");
+        let kured = Taint::of("weave.works/kured-node-reboot", "PreferNoSchedule");
+        let nfd = Taint::of("feature.node.kubernetes.io/gpu", "NoSchedule");
         let odd = r#"oidc:"ops", team=a:b,c\d {}"#;
         let mut record = OwnerRecord::default();
         assert_eq!(record.to_annotation(), None);
@@ -136,7 +132,7 @@ mod tests {
             Some("system:serviceaccount:kube-system:kured")
         );
         assert_eq!(
-            read.owner(&taint("weave.works/kured-node-reboot", "NoSchedule")),
+            read.owner(&Taint::of("weave.works/kured-node-reboot", "NoSchedule")),
             None
         );
         let mut kept = read.clone();
@@ -147,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_record_the_policy_did_not_write_names_no_owner() {
-        let kured = taint("weave.works/kured-node-reboot", "PreferNoSchedule");
+        let kured = Taint::of("weave.works/kured-node-reboot", "PreferNoSchedule");
         for text in [
             "",
             "kured",
@@ -164,7 +160,7 @@ mod tests {
             );
         }
         let mut record = OwnerRecord::default();
-        for unstorable in [taint("a:b", "NoSchedule"), taint("a", "Sometimes")] {
+        for unstorable in [Taint::of("a:b", "NoSchedule"), Taint::of("a", "Sometimes")] {
             assert!(!record.set(&unstorable, "alice"), "{unstorable:?}");
         }
     }
@@ -177,7 +173,12 @@ mod tests {
         let mut record = OwnerRecord::default();
         let recorded = keys
             .iter()
-            .filter(|k| record.set(&taint(k, "NoSchedule"), "system:serviceaccount:ns:writer"))
+            .filter(|k| {
+                record.set(
+                    &Taint::of(k, "NoSchedule"),
+                    "system:serviceaccount:ns:writer",
+                )
+            })
             .count();
         assert!(recorded > 100 && recorded < keys.len(), "{recorded}");
         assert!(record.to_annotation().unwrap().len() <= MAX_RECORD_BYTES);

@@ -74,14 +74,10 @@ impl RemovalRecord {
 mod tests {
     use super::*;
 
-    fn taint(key: &'static str, effect: &'static str) -> Taint<'static> {
-        Taint::of(key, effect)
-    }
-
     #[test]
     fn reads_writes_and_compares() {
-        let ebs = taint("ebs.csi.aws.com/agent-not-ready", "NoExecute");
-        let efs = taint("efs.csi.aws.com/agent-not-ready", "NoExecute");
+        let ebs = Taint::of("ebs.csi.aws.com/agent-not-ready", "NoExecute");
+        let efs = Taint::of("efs.csi.aws.com/agent-not-ready", "NoExecute");
         let cases: &[(Option<&str>, &[bool; 2], Option<&str>)] = &[
             (None, &[false, false], None),
             (Some(""), &[false, false], None),
@@ -118,10 +114,10 @@ mod tests {
         assert!(record.same_entries(&reordered));
         assert!(!record.same_entries(&RemovalRecord::default()));
         for unstorable in [
-            taint("a,b", "NoExecute"),
-            taint("a:b", "NoExecute"),
-            taint("a", ","),
-            taint("", "NoExecute"),
+            Taint::of("a,b", "NoExecute"),
+            Taint::of("a:b", "NoExecute"),
+            Taint::of("a", ","),
+            Taint::of("", "NoExecute"),
         ] {
             assert!(!record.insert(&unstorable), "{unstorable:?}");
             assert!(!record.contains(&unstorable), "{unstorable:?}");
