@@ -58,6 +58,7 @@ fn variant(
     )?;
     let mut spec = doc["spec"].clone();
     spec["objectSelector"] = selector;
+    serve_kubernetes_1_20(&mut spec);
     let artifact = if gatekeeper {
         format!("{policy}.gatekeeper.wasm")
     } else {
@@ -77,6 +78,33 @@ fn variant(
         settings,
         spec,
     })
+}
+
+/// The suite's API server is Kubernetes 1.20, which serves CronJobs as batch/v1beta1 only. The
+/// shipped rules name only the APIs current Kubernetes serves (docs/admission.md), so the suite
+/// adds batch/v1beta1 beside every batch/v1 rule for CronJobs, as a user of a cluster before 1.21
+/// would.
+fn serve_kubernetes_1_20(spec: &mut Value) {
+    let Some(rules) = spec["rules"].as_array_mut() else {
+        return;
+    };
+    let names_cronjobs = |rule: &Value| {
+        rule["apiGroups"] == json!(["batch"])
+            && rule["resources"]
+                .as_array()
+                .is_some_and(|r| r.contains(&json!("cronjobs")))
+    };
+    let legacy: Vec<Value> = rules
+        .iter()
+        .filter(|rule| names_cronjobs(rule))
+        .map(|rule| {
+            let mut legacy = rule.clone();
+            legacy["apiVersions"] = json!(["v1beta1"]);
+            legacy["resources"] = json!(["cronjobs"]);
+            legacy
+        })
+        .collect();
+    rules.extend(legacy);
 }
 
 pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {

@@ -22,7 +22,7 @@ pub struct Artifact {
     pub metadata: Metadata,
 }
 
-pub const VERSION_ANNOTATION: &str = "io.kubewarden.policy.version";
+use taintguard_wasm_metadata::metadata::VERSION_ANNOTATION;
 
 /// `(name, policy)` for an artifact file name.
 pub fn names(file_name: &str) -> Result<(String, String), String> {
@@ -101,6 +101,41 @@ impl Artifact {
                 )
             })
     }
+
+    /// Checks a TAG given to `push`. A version tag must be the module's own `v<version>`: the
+    /// module carries its version in its metadata, and its manifests, Artifact Hub package and
+    /// release link name that version, so a module pushed as another version would be described
+    /// wrongly everywhere. Any other tag (`latest`, `edge`, a test run's) names no release and is
+    /// allowed: it is a moving pointer beside the release tag, as Kubewarden's own policies
+    /// publish `latest`.
+    ///
+    /// # Errors
+    ///
+    /// A version tag other than [`Artifact::default_tag`].
+    pub fn check_tag(&self, tag: &str) -> Result<(), String> {
+        let own = self.default_tag()?;
+        if is_version_tag(tag) && tag != own {
+            return Err(format!(
+                "{}: TAG `{tag}` is a version, but the module's `{VERSION_ANNOTATION}` says `{own}`; \
+                 bump the version in policies/{}/metadata.yml and rebuild, or push without a TAG",
+                self.path.display(),
+                self.policy
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `tag` names a release: `1.2.3` or `v1.2.3`, with or without a pre-release or build
+/// suffix.
+fn is_version_tag(tag: &str) -> bool {
+    let core = tag.strip_prefix('v').unwrap_or(tag);
+    let core = core.split(['-', '+']).next().unwrap_or(core);
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Every Kubewarden module directly in `dist`, by file name. Modules without metadata (a
@@ -177,5 +212,34 @@ mod tests {
             }
         }
         assert!(names(&format!("{}.wasm", "a".repeat(64))).is_err());
+    }
+
+    #[test]
+    fn a_version_tag_must_be_the_modules_own() {
+        let artifact = Artifact {
+            path: "dist/demo.wasm".into(),
+            name: "demo".into(),
+            policy: "demo".into(),
+            bytes: Vec::new(),
+            metadata: serde_json::from_str(
+                r#"{"rules":[],"mutating":false,"annotations":{"io.kubewarden.policy.version":"0.1.0"}}"#,
+            )
+            .unwrap(),
+        };
+        let cases = [
+            ("v0.1.0", Ok(())),
+            ("latest", Ok(())),
+            ("roundtrip", Ok(())),
+            ("v0.2.0", Err("TAG `v0.2.0` is a version, but")),
+            ("0.1.0", Err("says `v0.1.0`")),
+            ("v0.1.0-rc1", Err("is a version")),
+        ];
+        for (tag, want) in cases {
+            match (artifact.check_tag(tag), want) {
+                (Ok(()), Ok(())) => {}
+                (Err(e), Err(fragment)) => assert!(e.contains(fragment), "{tag}: {e}"),
+                (got, want) => panic!("{tag}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 }

@@ -19,7 +19,8 @@ const USAGE: &str = "\
 usage:
   taintguard-oci push [--insecure] [--dist DIR] [--policies DIR] [--sign KEY] REF_PREFIX [TAG]
       Push every Kubewarden module in DIR (default dist) to REF_PREFIX/<name>:TAG (TAG defaults
-      to v<io.kubewarden.policy.version>), print `<artifact>\\t<immutable ref>` per module, and
+      to v<io.kubewarden.policy.version>; a TAG that is a version must be that one, any other
+      TAG, such as latest, is a moving pointer beside it), print `<artifact>\\t<immutable ref>` per module, and
       rewrite its manifests in DIR/<name>/ to use the immutable reference. With --sign (or
       $TAINTGUARD_SIGNING_KEY set to a key file), also sign each pushed manifest digest with
       KEY and store the signature as cosign does (tag sha256-<hex>.sig), which `kwctl verify`
@@ -29,9 +30,9 @@ usage:
       Write a new ECDSA P-256 key pair as cosign does: PREFIX.key, encrypted with
       $COSIGN_PASSWORD, and PREFIX.pub, the public key verifiers are given.
   taintguard-oci manifests [--dist DIR] [--policies DIR] [--ref-prefix PREFIX] [--tag TAG]
-      Write DIR/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml}
-      for each module, referring to PREFIX/<name>:TAG (PREFIX defaults to the parent of the
-      module's io.kubewarden.policy.ociUrl annotation).
+      Write DIR/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,
+      README.md} for each module, referring to PREFIX/<name>:TAG (PREFIX defaults to the parent
+      of the module's io.kubewarden.policy.ociUrl annotation), and DIR/artifacthub-repo.yml.
   taintguard-oci pull [--insecure] REFERENCE OUTPUT
       Fetch a module the way Kubewarden's policy-fetcher does and write it to OUTPUT.
   taintguard-oci verify-copy ARTIFACT IMMUTABLE_REF MANIFEST BLOB_DIR
@@ -152,6 +153,7 @@ fn push(args: Args) -> Result<(), String> {
         .map(|path| sign::Signer::load(&path))
         .transpose()?;
     let artifacts = artifact::discover(&dist)?;
+    write_repository_metadata(&dist, &artifacts)?;
     let insecure = args.insecure();
 
     // Resolve every reference before the first upload, so a bad tag fails before anything moves.
@@ -162,6 +164,7 @@ fn push(args: Args) -> Result<(), String> {
             None => artifact.default_tag()?,
         };
         reference::validate_tag(&tag).map_err(|e| format!("{}: {e}", artifact.path.display()))?;
+        artifact.check_tag(&tag)?;
         plan.push((artifact, prefix.reference(&artifact.name, &tag)?, tag));
     }
 
@@ -263,6 +266,14 @@ fn write_manifests(
     Ok(())
 }
 
+fn write_repository_metadata(dist: &Path, artifacts: &[Artifact]) -> Result<(), String> {
+    let path = dist.join("artifacthub-repo.yml");
+    std::fs::write(&path, manifests::repository_metadata(artifacts)?)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("    wrote {}", path.display());
+    Ok(())
+}
+
 fn manifests(args: Args) -> Result<(), String> {
     args.positional(0, 0)?;
     let dist = args.path("--dist", "dist");
@@ -276,7 +287,9 @@ fn manifests(args: Args) -> Result<(), String> {
         reference::validate_tag(tag)?;
     }
     let created_at = manifests::created_at()?;
-    for artifact in artifact::discover(&dist)? {
+    let artifacts = artifact::discover(&dist)?;
+    write_repository_metadata(&dist, &artifacts)?;
+    for artifact in artifacts {
         let prefix = match &given_prefix {
             Some(prefix) => prefix.clone(),
             None => {

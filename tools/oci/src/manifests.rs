@@ -9,7 +9,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::artifact::Artifact;
-use taintguard_wasm_metadata::metadata::Rule;
+use taintguard_wasm_metadata::metadata::{
+    Rule, DEFAULT_EXECUTION_MODE, DISPLAY_NAME_ANNOTATION, RELEASE_TAG_ANNOTATION,
+    TITLE_ANNOTATION, USAGE_ANNOTATION, VERSION_ANNOTATION,
+};
 
 /// Where a manifest's module lives: by digest once pushed, else by tag.
 #[derive(Debug, Clone)]
@@ -146,6 +149,8 @@ pub struct Rendered {
     pub cluster_admission_policy: String,
     pub admission_policy: String,
     pub artifacthub_pkg: String,
+    /// The package's README, which Artifact Hub reads beside `artifacthub-pkg.yml`.
+    pub readme: String,
 }
 
 pub fn render(
@@ -233,7 +238,25 @@ pub fn render(
         cluster_admission_policy: cluster,
         admission_policy: namespaced,
         artifacthub_pkg,
+        readme: readme(artifact),
     })
+}
+
+/// The policy's README, embedded in the module as its usage annotation; a build for another
+/// engine says first what it leaves out.
+fn readme(artifact: &Artifact) -> String {
+    let meta = &artifact.metadata;
+    let usage = meta.annotation(USAGE_ANNOTATION).unwrap_or_default();
+    if meta.execution_mode == DEFAULT_EXECUTION_MODE {
+        return usage.to_owned();
+    }
+    format!(
+        "> **The {} build of `{}`** (`executionMode: {}`): the same policy for engines that speak \
+         the OPA Wasm ABI. It validates only: it never mutates, reads nothing from the cluster, and \
+         decides what the waPC build's validating half decides. The README below describes both \
+         builds.\n\n{usage}",
+        meta.execution_mode, artifact.policy, meta.execution_mode
+    )
 }
 
 fn describe(resources: &[&str]) -> String {
@@ -314,7 +337,17 @@ fn artifacthub(
             )
         })
     };
-    let version = required("io.kubewarden.policy.version")?;
+    let version = required(VERSION_ANNOTATION)?;
+    // kwctl names the package after the title; the registry repository and the resources
+    // after the file. One name for all three.
+    let name = required(TITLE_ANNOTATION)?;
+    if name != artifact.name {
+        return Err(format!(
+            "{}: `{TITLE_ANNOTATION}` is `{name}`, but the artifact's file names it `{}`",
+            artifact.path.display(),
+            artifact.name
+        ));
+    }
     let keywords = match get("io.artifacthub.keywords") {
         None => Vec::new(),
         Some(csv) => {
@@ -346,10 +379,15 @@ fn artifacthub(
     if let Some(questions) = questions {
         annotations.insert("kubewarden/questions-ui".to_owned(), questions.to_owned());
     }
+    let maintainers = maintainers(get("io.kubewarden.policy.author").as_deref().unwrap_or(""))
+        .map_err(|e| format!("{}: {e}", artifact.path.display()))?;
+    let links = get("io.kubewarden.policy.source")
+        .map(|source| links(&source, get(RELEASE_TAG_ANNOTATION), &version))
+        .unwrap_or_default();
     Ok(ArtifactHubPkg {
         version,
-        name: artifact.name.clone(),
-        display_name: required("io.artifacthub.displayName")?,
+        name,
+        display_name: required(DISPLAY_NAME_ANNOTATION)?,
         created_at: created_at.to_owned(),
         description: required("io.kubewarden.policy.description")?,
         license: get("io.kubewarden.policy.license"),
@@ -359,20 +397,13 @@ fn artifacthub(
             image: target.tagged(),
         }],
         keywords,
-        links: get("io.kubewarden.policy.source")
-            .map(|url| {
-                vec![NameUrl {
-                    name: "source",
-                    url,
-                }]
-            })
-            .unwrap_or_default(),
+        links,
         install: format!(
             "The policy is an OCI artifact; fetch it with\n\n```console\nkwctl pull {}\n```\n\n\
              and deploy it with a ClusterAdmissionPolicy whose `spec.module` is that reference.\n",
             target.module()
         ),
-        maintainers: maintainers(get("io.kubewarden.policy.author").as_deref().unwrap_or("")),
+        maintainers,
         provider: Name { name: "kubewarden" },
         recommendations: vec![Url {
             url: "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller",
@@ -381,25 +412,64 @@ fn artifacthub(
     })
 }
 
-/// `Name <email>, Other <email>` → maintainers; entries without an address are left out
-/// (Artifact Hub requires an email for each maintainer).
-fn maintainers(author: &str) -> Vec<Maintainer> {
+/// The links `kwctl scaffold artifacthub` writes: the module's download from the artifact's
+/// GitHub release (its `com.github.release.tag`, form-encoded as kwctl does, else `v<version>`)
+/// when the source is on GitHub, and the source.
+fn links(source: &str, release_tag: Option<String>, version: &str) -> Vec<NameUrl> {
+    let mut links = Vec::new();
+    if source.starts_with("https://github.com/") {
+        let release = match release_tag {
+            Some(tag) => form_urlencoded::byte_serialize(tag.as_bytes()).collect(),
+            None => format!("v{version}"),
+        };
+        links.push(NameUrl {
+            name: "policy",
+            url: format!(
+                "{}/releases/download/{release}/policy.wasm",
+                source.trim_end_matches('/')
+            ),
+        });
+    }
+    links.push(NameUrl {
+        name: "source",
+        url: source.to_owned(),
+    });
+    links
+}
+
+/// `Name <email>, Other <email>` → maintainers, as `kwctl scaffold artifacthub` reads the author.
+///
+/// # Errors
+///
+/// An entry without an email address: Artifact Hub requires one for each maintainer, and kwctl
+/// refuses the metadata.
+fn maintainers(author: &str) -> Result<Vec<Maintainer>, String> {
+    if author.trim().is_empty() {
+        return Ok(Vec::new());
+    }
     author
         .split(',')
-        .filter_map(|entry| {
-            let (name, rest) = entry.split_once('<')?;
-            let email = rest
-                .strip_suffix('>')
-                .or_else(|| rest.trim_end().strip_suffix('>'))?;
-            email.contains('@').then(|| Maintainer {
-                name: name.trim().to_owned(),
-                email: email.trim().to_owned(),
+        .map(|entry| {
+            let address = entry.split_once('<').and_then(|(name, rest)| {
+                let email = rest.trim_end().strip_suffix('>')?.trim();
+                let (local, domain) = email.split_once('@')?;
+                (!local.is_empty() && domain.contains('.')).then(|| Maintainer {
+                    name: name.trim().to_owned(),
+                    email: email.to_owned(),
+                })
+            });
+            address.ok_or_else(|| {
+                format!(
+                    "`io.kubewarden.policy.author`: `{}` has no email address (`Name <address>`); \
+                     Artifact Hub requires one for each maintainer",
+                    entry.trim()
+                )
             })
         })
         .collect()
 }
 
-/// Writes `dist/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml}`.
+/// Writes `dist/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,README.md}`.
 pub fn write(dist: &Path, name: &str, rendered: &Rendered) -> Result<Vec<PathBuf>, String> {
     let dir = dist.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -410,6 +480,7 @@ pub fn write(dist: &Path, name: &str, rendered: &Rendered) -> Result<Vec<PathBuf
         ),
         ("admission-policy.yaml", &rendered.admission_policy),
         ("artifacthub-pkg.yml", &rendered.artifacthub_pkg),
+        ("README.md", &rendered.readme),
     ];
     let mut written = Vec::new();
     for (file, text) in files {
@@ -418,6 +489,35 @@ pub fn write(dist: &Path, name: &str, rendered: &Rendered) -> Result<Vec<PathBuf
         written.push(path);
     }
     Ok(written)
+}
+
+/// `artifacthub-repo.yml`, the Artifact Hub repository metadata at the root of the folder whose
+/// package folders (`<artifact>/artifacthub-pkg.yml` and `README.md`) the hub indexes: the
+/// maintainers of every package as the repository's owners. `repositoryID` is left for whoever
+/// claims the repository on the hub to add.
+pub fn repository_metadata(artifacts: &[Artifact]) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct Repository {
+        owners: Vec<Maintainer>,
+    }
+    let mut owners: Vec<Maintainer> = Vec::new();
+    for artifact in artifacts {
+        let author = artifact
+            .metadata
+            .annotation("io.kubewarden.policy.author")
+            .unwrap_or_default();
+        for owner in maintainers(author).map_err(|e| format!("{}: {e}", artifact.path.display()))? {
+            if !owners.contains(&owner) {
+                owners.push(owner);
+            }
+        }
+    }
+    Ok(
+        "# Artifact Hub repository metadata, generated by taintguard-oci from the packages' \
+        maintainers.\n# Add `repositoryID: <id>` once the repository is registered on the hub.\n"
+            .to_owned()
+            + &to_yaml(&Repository { owners })?,
+    )
 }
 
 /// Now (or `$SOURCE_DATE_EPOCH`, for reproducible output) in RFC 3339.
@@ -454,8 +554,8 @@ mod tests {
     const ANNOTATIONS: &str = r#""annotations":{"io.kubewarden.policy.version":"0.1.0",
         "io.artifacthub.displayName":"Demo","io.kubewarden.policy.description":"d",
         "io.kubewarden.policy.severity":"high","io.kubewarden.policy.category":"Node",
-        "io.kubewarden.policy.title":"ignored-for-the-name","io.artifacthub.keywords":"a, b",
-        "io.kubewarden.policy.author":"A <a@example.com>, nobody",
+        "io.kubewarden.policy.title":"demo","io.artifacthub.keywords":"a, b",
+        "io.kubewarden.policy.author":"A <a@example.com>",
         "io.kubewarden.policy.source":"https://example.com/src"}"#;
 
     fn target(digest: Option<&str>) -> Target {
@@ -633,7 +733,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(err.contains("io.artifacthub.displayName"), "{err}");
+        assert!(err.contains("io.kubewarden.policy.title"), "{err}");
     }
 
     #[test]
@@ -651,22 +751,70 @@ mod tests {
         let cases = [
             (
                 "A <a@x.io>, B <b@y.io>",
-                vec![("A", "a@x.io"), ("B", "b@y.io")],
+                Ok(vec![("A", "a@x.io"), ("B", "b@y.io")]),
             ),
-            ("taintguard developers", vec![]),
-            ("A <not-an-address>", vec![]),
-            ("", vec![]),
+            ("", Ok(vec![])),
+            (
+                "taintguard developers",
+                Err("`taintguard developers` has no email"),
+            ),
+            (
+                "A <not-an-address>",
+                Err("`A <not-an-address>` has no email"),
+            ),
+            ("A <a@x.io>, nobody", Err("`nobody` has no email")),
         ];
         for (input, want) in cases {
-            let got: Vec<(String, String)> = maintainers(input)
+            let got = maintainers(input).map(|list| {
+                list.into_iter()
+                    .map(|m| (m.name, m.email))
+                    .collect::<Vec<_>>()
+            });
+            match (got, want) {
+                (Ok(got), Ok(want)) => {
+                    let want: Vec<(String, String)> = want
+                        .into_iter()
+                        .map(|(n, e)| (n.to_owned(), e.to_owned()))
+                        .collect();
+                    assert_eq!(got, want, "{input}");
+                }
+                (Err(err), Err(want)) => assert!(err.contains(want), "{input}: {err}"),
+                (got, want) => panic!("{input}: {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn download_links_follow_the_release_tag() {
+        let cases = [
+            (
+                "https://github.com/o/r",
+                Some("demo-gatekeeper/v1.0.0"),
+                vec![
+                    "https://github.com/o/r/releases/download/demo-gatekeeper%2Fv1.0.0/policy.wasm",
+                    "https://github.com/o/r",
+                ],
+            ),
+            (
+                "https://github.com/o/r",
+                None,
+                vec![
+                    "https://github.com/o/r/releases/download/v1.0.0/policy.wasm",
+                    "https://github.com/o/r",
+                ],
+            ),
+            (
+                "https://example.com/src",
+                None,
+                vec!["https://example.com/src"],
+            ),
+        ];
+        for (source, tag, want) in cases {
+            let got: Vec<String> = links(source, tag.map(str::to_owned), "1.0.0")
                 .into_iter()
-                .map(|m| (m.name, m.email))
+                .map(|l| l.url)
                 .collect();
-            let want: Vec<(String, String)> = want
-                .into_iter()
-                .map(|(n, e)| (n.to_owned(), e.to_owned()))
-                .collect();
-            assert_eq!(got, want, "{input}");
+            assert_eq!(got, want, "{source}");
         }
     }
 }

@@ -45,6 +45,7 @@ pub fn read_yml(text: &str) -> Result<Map<String, Value>, String> {
             }
         }
     }
+    crate::served::check_rules(rules)?;
     let mode = meta
         .entry("executionMode")
         .or_insert_with(|| Value::from(DEFAULT_EXECUTION_MODE))
@@ -66,7 +67,39 @@ pub fn read_yml(text: &str) -> Result<Map<String, Value>, String> {
     if let Some((key, _)) = annotations.iter().find(|(_, v)| !v.is_string()) {
         return Err(format!("annotation {key:?} must be a string"));
     }
+    check_release_tag(annotations)?;
     Ok(meta)
+}
+
+pub const TITLE_ANNOTATION: &str = "io.kubewarden.policy.title";
+pub const VERSION_ANNOTATION: &str = "io.kubewarden.policy.version";
+pub const DISPLAY_NAME_ANNOTATION: &str = "io.artifacthub.displayName";
+pub const OCI_URL_ANNOTATION: &str = "io.kubewarden.policy.ociUrl";
+/// The GitHub release that holds the module as `policy.wasm`: `kwctl scaffold artifacthub` links
+/// `<source>/releases/download/<tag>/policy.wasm`, `v<version>` without it.
+pub const RELEASE_TAG_ANNOTATION: &str = "com.github.release.tag";
+
+/// Each artifact has a release of its own, `<title>/v<version>` (docs/release.md): a tag that
+/// says otherwise would link Artifact Hub to another artifact's or another version's module.
+fn check_release_tag(annotations: &Map<String, Value>) -> Result<(), String> {
+    let get = |key: &str| annotations.get(key).and_then(Value::as_str);
+    let Some(tag) = get(RELEASE_TAG_ANNOTATION) else {
+        return Ok(());
+    };
+    let (Some(title), Some(version)) = (get(TITLE_ANNOTATION), get(VERSION_ANNOTATION)) else {
+        return Err(format!(
+            "annotation {RELEASE_TAG_ANNOTATION:?} needs {TITLE_ANNOTATION:?} and \
+             {VERSION_ANNOTATION:?} beside it"
+        ));
+    };
+    let want = format!("{title}/v{version}");
+    if tag != want {
+        return Err(format!(
+            "annotation {RELEASE_TAG_ANNOTATION:?} is {tag:?}, but the title and version say \
+             {want:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// The annotation `kwctl annotate --usage-path` adds: the policy's README.
@@ -82,8 +115,11 @@ pub fn metadata_json(metadata_yml: &str, usage: &str) -> Result<Value, String> {
 }
 
 /// The metadata of the same policy built for another execution mode: the gatekeeper artifact
-/// runs only the validating half, so it is `mutating: false` whatever the waPC module is. Rules,
-/// annotations and everything else stay those of `metadata.yml`.
+/// runs only the validating half, so it is `mutating: false` whatever the waPC module is. It is
+/// its own package, named as its file is (`taint-preservation.gatekeeper.wasm` →
+/// `taint-preservation-gatekeeper`): title, display name, OCI repository and release tag carry
+/// the mode, so that Artifact Hub and the UI never show two packages under one name. Rules and
+/// every other annotation stay those of `metadata.yml`.
 pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> {
     let protocol = protocol_version(mode)?;
     let fields = meta.as_object_mut().ok_or("metadata must be an object")?;
@@ -95,8 +131,33 @@ pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> 
         // module makes none, and reads no inventory.
         fields.insert("contextAwareResources".into(), Value::Array(Vec::new()));
         fields.remove("hostCapabilities");
+        if let Some(Value::Object(annotations)) = fields.get_mut("annotations") {
+            rename_for_mode(annotations, mode);
+        }
     }
     Ok(meta)
+}
+
+fn rename_for_mode(annotations: &mut Map<String, Value>, mode: &str) {
+    let engine = match mode {
+        "gatekeeper" => "Gatekeeper",
+        "opa" => "OPA",
+        other => other,
+    };
+    let mut edit = |key: &str, edit: &dyn Fn(&str) -> String| {
+        if let Some(Value::String(value)) = annotations.get_mut(key) {
+            *value = edit(value);
+        }
+    };
+    edit(TITLE_ANNOTATION, &|title| format!("{title}-{mode}"));
+    edit(OCI_URL_ANNOTATION, &|url| format!("{url}-{mode}"));
+    edit(DISPLAY_NAME_ANNOTATION, &|name| {
+        format!("{name} ({engine})")
+    });
+    edit(RELEASE_TAG_ANNOTATION, &|tag| match tag.split_once('/') {
+        Some((title, version)) => format!("{title}-{mode}/{version}"),
+        None => tag.to_owned(),
+    });
 }
 
 /// The parts of the metadata the tools need. Unknown keys are ignored, as Kubewarden does.
@@ -205,6 +266,19 @@ mod tests {
                 format!("{RULE}mutating: true\nannotations: {{a: 1}}\n"),
                 "annotation \"a\" must be a string",
             ),
+            (
+                "rules: [{apiGroups: [batch], apiVersions: [v1beta1], resources: [cronjobs], \
+                 operations: [CREATE]}]\nmutating: true\n"
+                    .into(),
+                "rules[0]: batch/v1beta1 is served by no Kubernetes since 1.25",
+            ),
+            (
+                format!(
+                    "{RULE}mutating: true\nannotations: {{io.kubewarden.policy.title: a, \
+                     io.kubewarden.policy.version: 1.0.0, com.github.release.tag: a/v0.9.0}}\n"
+                ),
+                "\"com.github.release.tag\" is \"a/v0.9.0\", but the title and version say \"a/v1.0.0\"",
+            ),
             ("rules: [\n".into(), "line 2"),
         ];
         for (yml, want) in cases {
@@ -232,5 +306,30 @@ mod tests {
         );
         assert_eq!(opa["rules"], meta["rules"]);
         assert_eq!(opa["annotations"], meta["annotations"]);
+    }
+
+    #[test]
+    fn another_mode_is_its_own_package() {
+        let yml = format!(
+            "{RULE}mutating: true\nannotations:\n  io.kubewarden.policy.title: demo\n  \
+             io.kubewarden.policy.version: 1.2.3\n  io.artifacthub.displayName: Demo\n  \
+             io.kubewarden.policy.ociUrl: ghcr.io/x/demo\n  com.github.release.tag: demo/v1.2.3\n  \
+             io.kubewarden.policy.description: d\n"
+        );
+        let meta = metadata_json(&yml, "").unwrap();
+        let gatekeeper = for_execution_mode(meta.clone(), "gatekeeper").unwrap();
+        let cases = [
+            (TITLE_ANNOTATION, "demo-gatekeeper"),
+            (DISPLAY_NAME_ANNOTATION, "Demo (Gatekeeper)"),
+            (OCI_URL_ANNOTATION, "ghcr.io/x/demo-gatekeeper"),
+            (RELEASE_TAG_ANNOTATION, "demo-gatekeeper/v1.2.3"),
+            (VERSION_ANNOTATION, "1.2.3"),
+            ("io.kubewarden.policy.description", "d"),
+        ];
+        for (key, want) in cases {
+            assert_eq!(gatekeeper["annotations"][key], want, "{key}");
+        }
+        let wapc = for_execution_mode(meta.clone(), DEFAULT_EXECUTION_MODE).unwrap();
+        assert_eq!(wapc["annotations"], meta["annotations"]);
     }
 }
