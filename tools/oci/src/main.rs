@@ -2,6 +2,7 @@
 //! pulls them, and writes their deployment manifests. Run `taintguard-oci help`.
 
 mod artifact;
+mod chart;
 mod layout;
 mod manifests;
 mod reference;
@@ -32,7 +33,8 @@ usage:
   taintguard-oci manifests [--dist DIR] [--policies DIR] [--ref-prefix PREFIX] [--tag TAG]
       Write DIR/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,
       README.md} for each module, referring to PREFIX/<name>:TAG (PREFIX defaults to the parent
-      of the module's io.kubewarden.policy.ociUrl annotation), and DIR/artifacthub-repo.yml.
+      of the module's io.kubewarden.policy.ociUrl annotation), its policy-catalog Helm chart
+      DIR/charts/<name>/ (docs/settings-ui.md), and DIR/artifacthub-repo.yml.
   taintguard-oci pull [--insecure] REFERENCE OUTPUT
       Fetch a module the way Kubewarden's policy-fetcher does and write it to OUTPUT.
   taintguard-oci verify-copy ARTIFACT IMMUTABLE_REF MANIFEST BLOB_DIR
@@ -263,6 +265,20 @@ fn write_manifests(
         names.join(","),
         target.module()
     );
+    // The chart names the tag: the UI composes registry/repository:tag.
+    let tagged = manifests::Target {
+        digest: None,
+        ..target.clone()
+    };
+    let chart = chart::render(
+        artifact,
+        &settings,
+        questions.as_deref(),
+        &tagged,
+        &rendered.readme,
+    )?;
+    let dir = chart::write(&dist.join("charts"), &chart)?;
+    eprintln!("    wrote {} (policy-catalog chart)", dir.display());
     Ok(())
 }
 

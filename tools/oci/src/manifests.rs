@@ -108,6 +108,20 @@ const RESOURCE_ANNOTATIONS: [&str; 2] = [
     "io.kubewarden.policy.severity",
 ];
 
+/// The metadata annotations a policy resource carries.
+pub fn resource_annotations(artifact: &Artifact) -> BTreeMap<String, String> {
+    RESOURCE_ANNOTATIONS
+        .iter()
+        .filter_map(|k| {
+            artifact
+                .metadata
+                .annotations
+                .get(*k)
+                .map(|v| (k.to_string(), v.trim().to_owned()))
+        })
+        .collect()
+}
+
 /// Core and well-known cluster-scoped resources: a namespaced AdmissionPolicy never sees them.
 const CLUSTER_SCOPED: [&str; 17] = [
     "apiservices",
@@ -163,14 +177,7 @@ pub fn render(
 ) -> Result<Rendered, String> {
     let meta = &artifact.metadata;
     let module = target.module();
-    let annotations = RESOURCE_ANNOTATIONS
-        .iter()
-        .filter_map(|k| {
-            meta.annotations
-                .get(*k)
-                .map(|v| (k.to_string(), v.trim().to_owned()))
-        })
-        .collect::<BTreeMap<_, _>>();
+    let annotations = resource_annotations(artifact);
     let resource = |kind, context_aware| Resource {
         api_version: "policies.kubewarden.io/v1",
         kind,
@@ -244,7 +251,7 @@ pub fn render(
 
 /// The policy's README, embedded in the module as its usage annotation; a build for another
 /// engine says first what it leaves out.
-fn readme(artifact: &Artifact) -> String {
+pub fn readme(artifact: &Artifact) -> String {
     let meta = &artifact.metadata;
     let usage = meta.annotation(USAGE_ANNOTATION).unwrap_or_default();
     if meta.execution_mode == DEFAULT_EXECUTION_MODE {
@@ -268,7 +275,7 @@ fn describe(resources: &[&str]) -> String {
     }
 }
 
-fn to_yaml(value: &impl Serialize) -> Result<String, String> {
+pub fn to_yaml(value: &impl Serialize) -> Result<String, String> {
     serde_yaml::to_string(value).map_err(|e| format!("cannot write YAML: {e}"))
 }
 
@@ -308,7 +315,7 @@ struct NameUrl {
     url: String,
 }
 #[derive(Serialize, Debug, PartialEq)]
-struct Maintainer {
+pub struct Maintainer {
     name: String,
     email: String,
 }
@@ -348,34 +355,8 @@ fn artifacthub(
             artifact.name
         ));
     }
-    let keywords = match get("io.artifacthub.keywords") {
-        None => Vec::new(),
-        Some(csv) => {
-            let words: Vec<String> = csv.split(',').map(|w| w.trim().to_owned()).collect();
-            if words.iter().any(String::is_empty) {
-                return Err(format!(
-                    "{}: `io.artifacthub.keywords` has an empty keyword: {csv:?}",
-                    artifact.path.display()
-                ));
-            }
-            words
-        }
-    };
-    let mut annotations = BTreeMap::new();
-    annotations.insert("kubewarden/mutation".to_owned(), meta.mutating.to_string());
-    annotations.insert("kubewarden/rules".to_owned(), to_yaml(&meta.rules)?);
-    if !meta.context_aware_resources.is_empty() {
-        annotations.insert(
-            "kubewarden/contextAwareResources".to_owned(),
-            to_yaml(&meta.context_aware_resources)?,
-        );
-    }
-    if let Some(resources) = get("io.artifacthub.resources") {
-        annotations.insert("kubewarden/resources".to_owned(), resources);
-    }
-    if let Some(hidden) = get("io.kubewarden.hidden-ui") {
-        annotations.insert("kubewarden/hidden-ui".to_owned(), hidden);
-    }
+    let keywords = keywords(artifact)?;
+    let mut annotations = kubewarden_annotations(artifact)?;
     if let Some(questions) = questions {
         annotations.insert("kubewarden/questions-ui".to_owned(), questions.to_owned());
     }
@@ -412,6 +393,44 @@ fn artifacthub(
     })
 }
 
+/// `io.artifacthub.keywords`, split as kwctl splits it.
+pub fn keywords(artifact: &Artifact) -> Result<Vec<String>, String> {
+    let Some(csv) = artifact.metadata.annotation("io.artifacthub.keywords") else {
+        return Ok(Vec::new());
+    };
+    let words: Vec<String> = csv.split(',').map(|w| w.trim().to_owned()).collect();
+    if words.iter().any(String::is_empty) {
+        return Err(format!(
+            "{}: `io.artifacthub.keywords` has an empty keyword: {csv:?}",
+            artifact.path.display()
+        ));
+    }
+    Ok(words)
+}
+
+/// The `kubewarden/*` annotations an Artifact Hub package and a policy-catalog chart both carry
+/// for the UI: mutation, rules and context-aware resources as YAML text, resources, hidden-ui.
+pub fn kubewarden_annotations(artifact: &Artifact) -> Result<BTreeMap<String, String>, String> {
+    let meta = &artifact.metadata;
+    let get = |key: &str| meta.annotation(key).map(|v| v.trim().to_owned());
+    let mut annotations = BTreeMap::new();
+    annotations.insert("kubewarden/mutation".to_owned(), meta.mutating.to_string());
+    annotations.insert("kubewarden/rules".to_owned(), to_yaml(&meta.rules)?);
+    if !meta.context_aware_resources.is_empty() {
+        annotations.insert(
+            "kubewarden/contextAwareResources".to_owned(),
+            to_yaml(&meta.context_aware_resources)?,
+        );
+    }
+    if let Some(resources) = get("io.artifacthub.resources") {
+        annotations.insert("kubewarden/resources".to_owned(), resources);
+    }
+    if let Some(hidden) = get("io.kubewarden.hidden-ui") {
+        annotations.insert("kubewarden/hidden-ui".to_owned(), hidden);
+    }
+    Ok(annotations)
+}
+
 /// The links `kwctl scaffold artifacthub` writes: the module's download from the artifact's
 /// GitHub release (its `com.github.release.tag`, form-encoded as kwctl does, else `v<version>`)
 /// when the source is on GitHub, and the source.
@@ -443,7 +462,7 @@ fn links(source: &str, release_tag: Option<String>, version: &str) -> Vec<NameUr
 ///
 /// An entry without an email address: Artifact Hub requires one for each maintainer, and kwctl
 /// refuses the metadata.
-fn maintainers(author: &str) -> Result<Vec<Maintainer>, String> {
+pub fn maintainers(author: &str) -> Result<Vec<Maintainer>, String> {
     if author.trim().is_empty() {
         return Ok(Vec::new());
     }
