@@ -1,6 +1,7 @@
-//! The context-aware rules (docs/context.md) through the real API server: policy-server and
-//! `kwctl run --allow-context-aware` ask it, with the e2e kubeconfig, for SubjectAccessReviews and
-//! lists of Nodes; RBAC grants and node taints are made with kubectl as an operator would.
+//! The context-aware rules (docs/context.md) through the real API server: policy-server asks it
+//! for SubjectAccessReviews and lists of Nodes, `kwctl run --allow-context-aware` for lists of
+//! Nodes, and kwctl replays sessions of its RBAC answers; RBAC grants and node taints are made
+//! with kubectl as an operator would.
 
 use std::process::Command;
 use std::time::Duration;
@@ -208,8 +209,8 @@ pub fn node_taints(env: &mut Env) -> Result<(), String> {
     )
 }
 
-/// `kwctl run --allow-context-aware` with the e2e kubeconfig: the same answers policy-server
-/// gave, from the same API server; without the flag the list is refused and so is the request.
+/// `kwctl run --allow-context-aware` with the e2e kubeconfig: the same node list policy-server
+/// got, from the same API server; without the flag the list is refused and so is the request.
 pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     for n in the_pool() {
@@ -275,9 +276,52 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
                 .as_str()
                 .is_some_and(|m| m.contains("Nothing was injected")),
         || format!("kwctl run without --allow-context-aware: {refused_answer}"),
-    )?;
+    )
+}
 
-    // RBAC through kwctl: the GPU operator is granted `untaint` on kwctl-node only.
+/// The `kubernetes/can_i` request taint-preservation sends for `verb` on node `name`, as a kwctl
+/// session writes it (`!KubernetesCanI`), with `answer` as the host's reply.
+fn can_i_session(who: Actor, name: &str, verb: &str, answer: &Value) -> Result<String, String> {
+    let request = json!({
+        "request": {"user": who.user, "groups": who.groups,
+                    "resource_attributes": {"group": "taintguard.io", "resource": "nodes",
+                                            "name": name, "verb": verb}},
+        "disable_cache": true});
+    let text = format!(
+        "!KubernetesCanI\n{}",
+        serde_yaml::to_string(&request).map_err(|e| e.to_string())?
+    );
+    serde_yaml::to_string(&json!([{"type": "Exchange", "request": text,
+        "response": {"type": "Success", "payload": answer.to_string()}}]))
+    .map_err(|e| e.to_string())
+}
+
+/// RBAC through kwctl. taint-preservation declares no resource, so kwctl cannot ask a live
+/// cluster on its behalf (docs/context.md): it replays kwctl sessions. The API server's own
+/// SubjectAccessReview answers for a granted and an ungranted requester, replayed, give the
+/// verdicts policy-server gives (scenario "RBAC permission"); every bundled case with a session
+/// gets the verdict `examples/cases.yml` expects, in kwctl as in the waPC test host.
+pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
+    let kwctl = kwctl::find(env)?;
+    let dir = env.cluster.file("kwctl-sessions");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let module = env.repo.join("dist/taint-preservation.wasm");
+    let replay = |name: &str, request: &Value, settings: &Value, session: &str| {
+        let request_path = dir.join(format!("{name}.json"));
+        let session_path = dir.join(format!("{name}.yml"));
+        std::fs::write(&request_path, request.to_string()).map_err(|e| e.to_string())?;
+        std::fs::write(&session_path, session).map_err(|e| e.to_string())?;
+        let session_path = session_path.display().to_string();
+        kwctl::run(
+            &kwctl,
+            &["--replay-host-capabilities-interactions", &session_path],
+            None,
+            &module,
+            &request_path,
+            settings,
+        )
+    };
+
     let (role, binding) = break_glass("kwctl-node");
     env.kubectl.apply(&role)?;
     env.kubectl.apply(&binding)?;
@@ -287,41 +331,96 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
         n
     };
     let update = |who: Actor| {
-        json!({"uid": "k2", "kind": {"group": "", "version": "v1", "kind": "Node"},
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "k2", "kind": {"group": "", "version": "v1", "kind": "Node"},
             "resource": {"group": "", "version": "v1", "resource": "nodes"}, "name": "kwctl-node",
             "operation": "UPDATE", "userInfo": {"username": who.user, "groups": who.groups},
-            "object": node(&[]), "oldObject": node(&[dedicated()])})
+            "object": node(&[]), "oldObject": node(&[dedicated()])}})
+    };
+    let review = |who: Actor| -> Result<Value, String> {
+        let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": who.user, "groups": who.groups,
+                     "resourceAttributes": {"group": "taintguard.io", "resource": "nodes",
+                                            "name": "kwctl-node", "verb": "untaint"}}});
+        let out = env.kubectl.ok(
+            None,
+            &["create", "-f", "-", "-o", "json"],
+            Some(&sar.to_string()),
+        )?;
+        let answer: Value = serde_json::from_str(&out.stdout).map_err(|e| e.to_string())?;
+        Ok(answer["status"].clone())
     };
     let settings = json!({"rbac": {"enabled": true}});
-    let mut last = Value::Null;
-    wait_for("kwctl's RBAC answer", Duration::from_secs(30), || {
-        last = run(
-            "granted",
-            "taint-preservation.wasm",
-            update(GPU_OPERATOR),
-            settings.clone(),
-            true,
+    let mut problems = Vec::new();
+    for (who, granted) in [(GPU_OPERATOR, true), (NODE_CONTROLLER, false)] {
+        let mut status = Value::Null;
+        wait_for(
+            "the API server's RBAC answer",
+            Duration::from_secs(30),
+            || {
+                status = review(who).unwrap_or_else(|e| json!(e));
+                status["allowed"] == granted
+            },
         )
-        .unwrap_or_else(|e| json!(e));
-        last["allowed"] == true && last.get("patch").is_none()
-    })
-    .map_err(|e| format!("{e}: kwctl answered {last}"))?;
-    let other = run(
-        "not-granted",
-        "taint-preservation.wasm",
-        update(NODE_CONTROLLER),
-        settings,
-        true,
-    )?;
+        .map_err(|e| format!("{e}: {} got {status}", who.user))?;
+        let session = can_i_session(who, "kwctl-node", "untaint", &status)?;
+        let answer = replay(
+            who.user.rsplit(':').next().unwrap_or("who"),
+            &update(who),
+            &settings,
+            &session,
+        )?;
+        let kept = answer.get("patch").is_some_and(|p| !p.is_null());
+        if answer["allowed"] != true || kept == granted {
+            problems.push(format!(
+                "{} (RBAC answered allowed={granted}): kwctl replaying it answered {answer}",
+                who.user
+            ));
+        }
+    }
     env.kubectl.ok(
         None,
         &["delete", "clusterrolebinding", "taintguard-break-glass"],
         None,
     )?;
-    check(
-        other["allowed"] == true && other.get("patch").is_some(),
-        || format!("kwctl run for a service account without the grant: {other}"),
-    )
+
+    // The bundled sessions, through kwctl, as cases.yml expects.
+    let examples = env.repo.join("policies/taint-preservation/examples");
+    let read = |path: &str| {
+        std::fs::read_to_string(examples.join(path)).map_err(|e| format!("{path}: {e}"))
+    };
+    let cases: Vec<Value> =
+        serde_yaml::from_str(&read("cases.yml")?).map_err(|e| format!("cases.yml: {e}"))?;
+    let mut replayed = 0;
+    for (i, case) in cases.iter().enumerate() {
+        let Some(session) = case["session"].as_str() else {
+            continue;
+        };
+        let str_of = |key: &str| case[key].as_str().unwrap_or_default();
+        let request: Value =
+            serde_json::from_str(&read(str_of("request"))?).map_err(|e| e.to_string())?;
+        let settings: Value =
+            serde_json::from_str(&read(str_of("settings"))?).map_err(|e| e.to_string())?;
+        let answer = replay(&format!("case-{i}"), &request, &settings, &read(session)?)?;
+        let got = if answer["allowed"] != true {
+            "rejected"
+        } else if answer.get("patch").is_some_and(|p| !p.is_null()) {
+            "mutated"
+        } else {
+            "accepted"
+        };
+        if got != str_of("expect") {
+            problems.push(format!(
+                "{session}: kwctl answered {got}, cases.yml expects {}: {answer}",
+                str_of("expect")
+            ));
+        }
+        replayed += 1;
+    }
+    if replayed < 3 {
+        problems.push(format!("only {replayed} bundled cases have a session"));
+    }
+    check(problems.is_empty(), || problems.join("\n"))
 }
 
 /// `kwctl inspect` of every artifact, and `kwctl annotate` of each waPC module with its

@@ -79,8 +79,12 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::context::node_taints,
     },
     Scenario {
-        name: "kwctl run --allow-context-aware: node taints and RBAC from the same API server",
+        name: "kwctl run --allow-context-aware: node taints from the same API server",
         run: crate::context::kwctl_context_aware,
+    },
+    Scenario {
+        name: "kwctl sessions: the API server's RBAC answers and the bundled sessions, replayed",
+        run: crate::context::kwctl_rbac_sessions,
     },
     Scenario {
         name: "kwctl inspect and annotate: no warning; declared host capabilities are those called",

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::kubewarden::ClusterAnswers;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Expect {
@@ -18,6 +20,11 @@ pub enum Expect {
 pub struct Case {
     pub request: PathBuf,
     pub settings: PathBuf,
+    /// A kwctl host-capabilities session answering the cluster questions the request raises
+    /// (`kwctl run --replay-host-capabilities-interactions`; the end-to-end suite replays the
+    /// same files through kwctl).
+    #[serde(default)]
+    pub session: Option<PathBuf>,
     pub expect: Expect,
 }
 
@@ -25,7 +32,22 @@ pub struct Example {
     pub name: String,
     pub request: Value,
     pub settings: Value,
+    /// The session file's text, when the case has one.
+    pub session: Option<String>,
     pub expect: Expect,
+}
+
+impl Example {
+    /// A host answering as the case's session does (each call consumes an answer, so every
+    /// evaluation needs its own), or one that grants no cluster access.
+    pub fn answers(&self) -> Result<ClusterAnswers, String> {
+        match &self.session {
+            Some(text) => {
+                ClusterAnswers::replaying(text).map_err(|e| format!("{}: session {e}", self.name))
+            }
+            None => Ok(ClusterAnswers::default()),
+        }
+    }
 }
 
 fn read_json(path: &Path) -> Result<Value, String> {
@@ -67,10 +89,28 @@ pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default()
             };
+            let session = case
+                .session
+                .as_ref()
+                .map(|path| {
+                    let path = examples.join(path);
+                    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+                })
+                .transpose()?;
+            let name = match &case.session {
+                Some(session) => format!(
+                    "{} [{}, {}]",
+                    stem(&case.request),
+                    stem(&case.settings),
+                    stem(session)
+                ),
+                None => format!("{} [{}]", stem(&case.request), stem(&case.settings)),
+            };
             Ok(Example {
-                name: format!("{} [{}]", stem(&case.request), stem(&case.settings)),
+                name,
                 request: read_json(&examples.join(&case.request))?,
                 settings: read_json(&examples.join(&case.settings))?,
+                session,
                 expect: case.expect,
             })
         })
@@ -92,12 +132,13 @@ pub fn outcome(response: &Value) -> Expect {
 /// call) and panics naming each example whose verdict is not the one `cases.yml` expects.
 pub fn assert_expected_verdicts(
     dir: &Path,
-    validate: impl Fn(&Value, &Value) -> Result<Value, String>,
+    validate: impl Fn(&Value, &Value, &ClusterAnswers) -> Result<Value, String>,
 ) {
     let examples = load(dir).unwrap_or_else(|e| panic!("{e}"));
     assert!(examples.len() >= 10, "{}: too few examples", dir.display());
     for example in examples {
-        let response = validate(&example.request, &example.settings)
+        let answers = example.answers().unwrap_or_else(|e| panic!("{e}"));
+        let response = validate(&example.request, &example.settings, &answers)
             .unwrap_or_else(|e| panic!("{}: {e}", example.name));
         assert_eq!(
             outcome(&response),

@@ -1,6 +1,7 @@
 //! The waPC host stack Kubewarden's policy-server runs: `wapc` on `wasmtime-provider`, the module
 //! compiled once and a fresh instance (with `wapc_init`) for every call.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -75,17 +76,11 @@ impl WapcPolicy {
             .map_err(|e| e.to_string())
     }
 
-    /// `validate` on a fresh instance, with the payload policy-server builds. A mutated object
-    /// that does not decode as its kind's Kubernetes type is an error: the API server would
-    /// refuse the patched object.
+    /// `validate` on a fresh instance, with the payload policy-server builds, on a host that grants
+    /// no cluster access. A mutated object that does not decode as its kind's Kubernetes type is
+    /// an error: the API server would refuse the patched object.
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Value, String> {
-        let request = admission_request(request);
-        let payload = json!({"request": request, "settings": settings});
-        let out = self.call("validate", payload.to_string().as_bytes())?;
-        let response: Value = serde_json::from_slice(&out)
-            .map_err(|e| format!("validate answered invalid JSON: {e}"))?;
-        check_mutation(request, &response)?;
-        Ok(response)
+        self.validate_with(request, settings, &ClusterAnswers::default())
     }
 
     pub fn validate_settings(&self, settings: &Value) -> Result<Value, String> {
@@ -110,10 +105,64 @@ fn check_mutation(request: &Value, response: &Value) -> Result<(), String> {
 /// --allow-context-aware` and policy-server give them: the answer's JSON, or the host's error
 /// text. An operation without an answer is refused, as a host that does not grant it refuses.
 /// Every call is kept in `asked` as `(operation, request JSON)`.
+///
+/// Or a kwctl session ([`ClusterAnswers::replaying`]): each call must be the next one the session
+/// recorded, and gets its answer, as `kwctl run --replay-host-capabilities-interactions` does.
 #[derive(Clone, Default)]
 pub struct ClusterAnswers {
     pub answers: Vec<(&'static str, Result<Value, String>)>,
     pub asked: Arc<Mutex<Vec<(String, Value)>>>,
+    replay: Option<Arc<Mutex<VecDeque<Exchange>>>>,
+}
+
+/// One recorded host call of a kwctl session: the operation, its request as the module sends it,
+/// the answer.
+#[derive(Debug)]
+struct Exchange {
+    operation: &'static str,
+    request: Value,
+    answer: Result<Value, String>,
+}
+
+/// A `kubewarden/kubernetes` operation as a kwctl session names it.
+struct SessionOperation {
+    /// The request's `!Variant` tag, without the `!`.
+    tag: &'static str,
+    operation: &'static str,
+    /// `(session field, module field)` where the session names the payload otherwise.
+    renamed: Option<(&'static str, &'static str)>,
+}
+
+const SESSION_OPERATIONS: [SessionOperation; 3] = [
+    SessionOperation {
+        tag: "KubernetesCanI",
+        operation: "can_i",
+        renamed: Some(("request", "subject_access_review")),
+    },
+    SessionOperation {
+        tag: "KubernetesListResourceAll",
+        operation: "list_resources_all",
+        renamed: None,
+    },
+    SessionOperation {
+        tag: "KubernetesListResourceNamespace",
+        operation: "list_resources_by_namespace",
+        renamed: None,
+    },
+];
+
+/// Nulls dropped: a session writes every optional field, a module may leave them out.
+fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_nulls).collect()),
+        other => other,
+    }
 }
 
 impl ClusterAnswers {
@@ -121,6 +170,90 @@ impl ClusterAnswers {
         ClusterAnswers {
             answers,
             ..ClusterAnswers::default()
+        }
+    }
+
+    /// A kwctl host-capabilities session (the YAML `kwctl run
+    /// --record-host-capabilities-interactions` writes and `--replay-…` reads): a list of
+    /// `{request: "!Variant\n…", response: {type: Success, payload} | {type: Error, message}}`.
+    ///
+    /// # Errors
+    ///
+    /// A session that is not such a list, or records an operation the modules never call; the
+    /// message names the entry.
+    pub fn replaying(session: &str) -> Result<ClusterAnswers, String> {
+        let entries: Vec<serde_yaml::Value> =
+            serde_yaml::from_str(session).map_err(|e| format!("not a kwctl session: {e}"))?;
+        let mut exchanges = VecDeque::new();
+        for (i, entry) in entries.iter().enumerate() {
+            let at = |e: String| format!("entry {i}: {e}");
+            let text = entry["request"]
+                .as_str()
+                .ok_or_else(|| at("`request` must be the request's YAML text".into()))?;
+            let serde_yaml::Value::Tagged(tagged) =
+                serde_yaml::from_str(text).map_err(|e| at(e.to_string()))?
+            else {
+                return Err(at("`request` must start with its operation's tag".into()));
+            };
+            let tag = tagged.tag.to_string();
+            let known = SESSION_OPERATIONS
+                .iter()
+                .find(|known| tag == format!("!{}", known.tag))
+                .ok_or_else(|| at(format!("{tag} is not a kubernetes operation")))?;
+            let mut request: Value =
+                serde_json::to_value(&tagged.value).map_err(|e| at(e.to_string()))?;
+            if let (Some((from, to)), Some(map)) = (known.renamed, request.as_object_mut()) {
+                if let Some(payload) = map.remove(from) {
+                    map.insert(to.to_owned(), payload);
+                }
+            }
+            let response = &entry["response"];
+            let answer = match response["type"].as_str() {
+                Some("Success") => {
+                    let payload = response["payload"]
+                        .as_str()
+                        .ok_or_else(|| at("`response.payload` must be JSON text".into()))?;
+                    Ok(serde_json::from_str(payload).map_err(|e| at(e.to_string()))?)
+                }
+                Some("Error") => Err(response["message"].as_str().unwrap_or_default().to_owned()),
+                _ => return Err(at("`response.type` must be Success or Error".into())),
+            };
+            exchanges.push_back(Exchange {
+                operation: known.operation,
+                request: without_nulls(request),
+                answer,
+            });
+        }
+        Ok(ClusterAnswers {
+            replay: Some(Arc::new(Mutex::new(exchanges))),
+            ..ClusterAnswers::default()
+        })
+    }
+
+    /// The answer to a call: the next exchange of a session, or the recorded answer.
+    fn answer(&self, operation: &str, request: &Value) -> Result<Value, String> {
+        let Some(replay) = &self.replay else {
+            return match self.answers.iter().find(|(op, _)| *op == operation) {
+                Some((_, answer)) => answer.clone(),
+                None => Err(format!(
+                    "Policy has not been granted access to the 'kubernetes/{operation}' host capability"
+                )),
+            };
+        };
+        let next = replay.lock().expect("not poisoned").pop_front();
+        match next {
+            None => Err("Replay error: the list of recorded responses is empty".into()),
+            Some(exchange)
+                if exchange.operation == operation
+                    && exchange.request == without_nulls(request.clone()) =>
+            {
+                exchange.answer
+            }
+            Some(exchange) => Err(format!(
+                "Replay error: unexpected request. Was expecting {} {}, got {operation} {request} \
+                 instead",
+                exchange.operation, exchange.request
+            )),
         }
     }
 
@@ -147,14 +280,10 @@ fn host_callback(
                 .asked
                 .lock()
                 .expect("not poisoned")
-                .push((operation.to_owned(), request));
-            match answers.answers.iter().find(|(op, _)| *op == operation) {
-                Some((_, Ok(answer))) => Ok(answer.to_string().into_bytes()),
-                Some((_, Err(error))) => Err(error.clone().into()),
-                None => Err(format!(
-                    "Policy has not been granted access to the 'kubernetes/{operation}' host capability"
-                )
-                .into()),
+                .push((operation.to_owned(), request.clone()));
+            match answers.answer(operation, &request) {
+                Ok(answer) => Ok(answer.to_string().into_bytes()),
+                Err(error) => Err(error.into()),
             }
         }
         _ => Err(format!("unknown capability {binding}/{namespace}/{operation}").into()),

@@ -345,3 +345,59 @@ fn data_segments(module: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+/// A kwctl session answers only the very request it recorded, in order, as `kwctl run
+/// --replay-host-capabilities-interactions` does: the bundled session for worker-1 grants
+/// worker-1, answers nothing for another node, and a session with no entry left answers nothing.
+#[test]
+fn kwctl_sessions_replay_only_what_they_recorded() {
+    let policy = policy("taint-preservation.wasm");
+    let examples = wasm_tests::repo_root().join("policies/taint-preservation/examples");
+    let read = |path: &str| std::fs::read_to_string(examples.join(path)).unwrap();
+    let request: Value =
+        serde_json::from_str(&read("requests/incident-1-stale-taint-patch.json")).unwrap();
+    let mut other_node = request.clone();
+    for object in ["object", "oldObject"] {
+        other_node["request"][object]["metadata"]["name"] = json!("worker-2");
+    }
+    other_node["request"]["name"] = json!("worker-2");
+    let granted = read("sessions/untaint-granted.yml");
+    let settings = json!({"rbac": {"enabled": true}});
+    // (request, session, kept the taints, a warning mentions)
+    let cases = [
+        (&request, granted.as_str(), false, "by RBAC"),
+        (
+            &other_node,
+            granted.as_str(),
+            true,
+            "Replay error: unexpected request",
+        ),
+        (
+            &request,
+            "[]",
+            true,
+            "the list of recorded responses is empty",
+        ),
+    ];
+    for (request, session, kept, mentions) in cases {
+        let answers = ClusterAnswers::replaying(session).unwrap();
+        let response = policy.validate_with(request, &settings, &answers).unwrap();
+        assert_eq!(response["accepted"], true, "{response}");
+        assert_eq!(
+            response["mutated_object"].is_object(),
+            kept,
+            "{mentions}: {response}"
+        );
+        assert!(
+            response.to_string().contains(mentions),
+            "{mentions}: {response}"
+        );
+    }
+    let bad = [
+        "not: a list",
+        "- request: 'no tag'\n  response: {type: Success, payload: '{}'}",
+    ];
+    for session in bad {
+        assert!(ClusterAnswers::replaying(session).is_err(), "{session}");
+    }
+}

@@ -40,8 +40,8 @@ fn patch_paths(request: &Value, response: &Value) -> Vec<(String, String)> {
 fn every_bundled_example_gets_its_expected_verdict() {
     let policy = policy();
     let dir = repo_root().join("policies/taint-preservation");
-    examples::assert_expected_verdicts(&dir, |request, settings| {
-        policy.validate(request, settings)
+    examples::assert_expected_verdicts(&dir, |request, settings, answers| {
+        policy.validate_with(request, settings, answers)
     });
 }
 

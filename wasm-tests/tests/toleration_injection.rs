@@ -41,8 +41,8 @@ fn patch(request: &Value, response: &Value) -> Vec<Value> {
 fn every_bundled_example_gets_its_expected_verdict() {
     let policy = policy();
     let dir = repo_root().join("policies/toleration-injection");
-    examples::assert_expected_verdicts(&dir, |request, settings| {
-        policy.validate(request, settings)
+    examples::assert_expected_verdicts(&dir, |request, settings, answers| {
+        policy.validate_with(request, settings, answers)
     });
 }
 

@@ -67,8 +67,9 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
 /// a verdict; a library caller is better served by an exception with the same message.
 /// The package runs where no cluster is: rules that ask one are answered with this reason.
 const NO_CLUSTER: NoCluster = NoCluster(
-    "the JavaScript package has no cluster to ask (RBAC grants and node taints are read by the \
-     Kubewarden build in policy-server or kwctl run --allow-context-aware; docs/context.md)",
+    "the JavaScript package has no cluster to ask (the Kubewarden build asks RBAC and reads node \
+     taints in policy-server; kwctl run reads node taints with --allow-context-aware and replays \
+     RBAC answers from a session; docs/context.md)",
 );
 
 fn evaluate<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {

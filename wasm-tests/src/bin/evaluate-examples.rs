@@ -14,7 +14,8 @@ fn run(dir: &str, wasm: &str) -> Result<bool, String> {
     let policy = WapcPolicy::from_bytes(&bytes)?;
     let mut all_as_expected = true;
     for example in examples::load(Path::new(dir))? {
-        let response = policy.validate(&example.request, &example.settings)?;
+        let answers = example.answers()?;
+        let response = policy.validate_with(&example.request, &example.settings, &answers)?;
         let got = outcome(&response);
         let mark = if got == example.expect { "ok " } else { "BAD" };
         all_as_expected &= got == example.expect;
