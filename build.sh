@@ -86,7 +86,10 @@ build_policies() {
   local names=() policy
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-wasip1"
-  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 $(printf -- '-p %s ' "${names[@]}")
+  # The build's own account of what it compiled, for the SBOM test (tools/oci/tests/sbom.rs).
+  mkdir -p target/sbom
+  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 --message-format=json-render-diagnostics \
+    $(printf -- '-p %s ' "${names[@]}") >target/sbom/wasm32-wasip1.jsonl
   build_embed_metadata
   for policy in "${names[@]}"; do
     target/debug/embed-metadata "policies/$policy/metadata.yml" "policies/$policy/README.md" \
@@ -109,13 +112,22 @@ build_gatekeeper_artifacts() {
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-unknown-unknown (OPA ABI: Gatekeeper and OPA engines)"
   "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
-    $(printf -- '-p %s ' "${names[@]}")
+    --message-format=json-render-diagnostics $(printf -- '-p %s ' "${names[@]}") \
+    >target/sbom/wasm32-unknown-unknown.jsonl
   for policy in "${names[@]}"; do
     target/debug/embed-metadata --execution-mode gatekeeper \
       "policies/$policy/metadata.yml" "policies/$policy/README.md" \
       "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${policy//-/_}.wasm" "dist/$policy.gatekeeper.wasm"
     printf '    dist/%s.gatekeeper.wasm  %s bytes\n' "$policy" "$(stat -c %s "dist/$policy.gatekeeper.wasm")"
   done
+  write_sboms
+}
+
+# dist/<artifact>.spdx.json: the crates linked into each module, from cargo's resolution of the
+# build above (docs/release.md).
+write_sboms() {
+  say "writing an SPDX SBOM per artifact"
+  oci_tool sbom $(policies)
 }
 
 # The gatekeeper artifacts in the OPA JavaScript SDK, installed from wasm-tests/js/opa's lock file.

@@ -18,13 +18,14 @@ pub const VARIANT_LABEL: &str = "e2e.taintguard.io/variant";
 const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
 
 pub struct Deployed {
-    /// `clusterwide-<name>`: the policy id in policies.yml and the URL path.
+    /// `clusterwide-<name>` (`clusterwide-group-<name>` for a policy group): the policy id in
+    /// policies.yml and the URL path.
     pub id: String,
-    pub module: String,
     pub mutating: bool,
-    pub settings: Value,
-    /// The ClusterAdmissionPolicy's spec.
+    /// The resource's spec: the webhook's rules, selectors and policies.
     pub spec: Value,
+    /// Its policies.yml entry, as the controller writes it.
+    pub entry: Value,
 }
 
 fn read_yaml(path: &Path) -> Result<Value, String> {
@@ -71,13 +72,74 @@ fn variant(
     // Engines that cannot mutate are deployed as validating policies.
     let mutating = !gatekeeper && spec["mutating"].as_bool().unwrap_or(false);
     spec["mutating"] = json!(mutating);
-    Ok(Deployed {
+    spec["module"] = json!(format!("file://{}", module.display()));
+    spec["settings"] = settings;
+    Ok(cluster_admission_policy(name, spec))
+}
+
+/// A ClusterAdmissionPolicy named `name` with `spec`, and the policies.yml entry the controller
+/// writes for it: module, settings, mutation, mode, context-aware resources, every host
+/// capability, and `message` and `timeoutEvalSeconds` when the spec has them.
+pub fn cluster_admission_policy(name: &str, spec: Value) -> Deployed {
+    let mut entry = json!({
+        "module": spec["module"],
+        "settings": spec["settings"],
+        "allowedToMutate": spec["mutating"].as_bool().unwrap_or(false),
+        "policyMode": spec["mode"].as_str().unwrap_or("protect"),
+        "contextAwareResources": spec.get("contextAwareResources").cloned().unwrap_or(json!([])),
+        "hostCapabilities": ["*"],
+    });
+    for optional in ["message", "timeoutEvalSeconds"] {
+        if let Some(value) = spec.get(optional) {
+            entry[optional] = value.clone();
+        }
+    }
+    Deployed {
         id: format!("clusterwide-{name}"),
-        module: format!("file://{}", module.display()),
-        mutating,
-        settings,
+        mutating: spec["mutating"].as_bool().unwrap_or(false),
         spec,
-    })
+        entry,
+    }
+}
+
+/// A ClusterAdmissionPolicyGroup named `name` (`spec.policies`, `spec.expression`,
+/// `spec.message`, `spec.rules`, ...) and its policies.yml entry: each member's module,
+/// settings, context-aware resources and timeout, with every host capability; never mutating.
+pub fn cluster_admission_policy_group(name: &str, spec: Value) -> Deployed {
+    let members: serde_json::Map<String, Value> = spec["policies"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(member, policy)| {
+            let mut entry = json!({
+                "module": policy["module"],
+                "settings": policy.get("settings").cloned().unwrap_or(json!({})),
+                "contextAwareResources": policy.get("contextAwareResources").cloned().unwrap_or(json!([])),
+                "hostCapabilities": ["*"],
+            });
+            if let Some(timeout) = policy.get("timeoutEvalSeconds") {
+                entry["timeoutEvalSeconds"] = timeout.clone();
+            }
+            (member.clone(), entry)
+        })
+        .collect();
+    let entry = json!({
+        "policyMode": spec["mode"].as_str().unwrap_or("protect"),
+        "expression": spec["expression"],
+        "message": spec["message"],
+        "policies": members,
+    });
+    Deployed {
+        id: format!("clusterwide-group-{name}"),
+        mutating: false,
+        spec,
+        entry,
+    }
+}
+
+/// `dist/<artifact>` as policy-server's module URL.
+pub fn module_url(repo: &Path, artifact: &str) -> String {
+    format!("file://{}", repo.join("dist").join(artifact).display())
 }
 
 /// The suite's API server is Kubernetes 1.20, which serves CronJobs as batch/v1beta1 only. The
@@ -117,7 +179,11 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
         &repo.join("policies/toleration-injection/examples/settings/tenant-restriction.json"),
     )?;
     ti_settings["restrictions"] = restriction["restrictions"].clone();
-    Ok(vec![
+    // The waPC toleration-injection judges every workload but those of its other variants and
+    // of the deployment shapes (crate::shapes), whose webhooks are the subject there.
+    let mut not_ours = vec!["gatekeeper", "nodes"];
+    not_ours.extend(crate::shapes::VARIANTS);
+    let mut deployed = vec![
         variant(
             repo,
             "taint-preservation",
@@ -157,7 +223,7 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             "toleration-injection",
             false,
             ti_settings.clone(),
-            variant_selector("NotIn", &["gatekeeper", "nodes"]),
+            variant_selector("NotIn", &not_ours),
         )?,
         // Tolerations from the nodes' taints (docs/context.md): the policy lists Nodes.
         variant(
@@ -176,7 +242,9 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             ti_settings,
             variant_selector("In", &["gatekeeper"]),
         )?,
-    ])
+    ];
+    deployed.extend(crate::shapes::deployments(repo));
+    Ok(deployed)
 }
 
 /// The label of the Nodes whose taints the `nodes` variant tolerates.
@@ -196,19 +264,7 @@ pub fn node_taints_settings() -> Value {
 pub fn policies_yml(deployed: &[Deployed]) -> String {
     let entries: serde_json::Map<String, Value> = deployed
         .iter()
-        .map(|d| {
-            (
-                d.id.clone(),
-                json!({
-                    "module": d.module,
-                    "settings": d.settings,
-                    "allowedToMutate": d.mutating,
-                    "policyMode": d.spec["mode"].as_str().unwrap_or("protect"),
-                    "contextAwareResources": d.spec.get("contextAwareResources").cloned().unwrap_or(json!([])),
-                    "hostCapabilities": ["*"],
-                }),
-            )
-        })
+        .map(|d| (d.id.clone(), d.entry.clone()))
         .collect();
     Value::Object(entries).to_string()
 }
@@ -234,24 +290,30 @@ pub fn webhook_configuration(d: &Deployed, policy_server_port: u16, ca_pem: &[u8
     } else {
         "ValidatingWebhookConfiguration"
     };
+    let mut webhook = json!({
+        "name": format!("{}.kubewarden.admission", d.id),
+        "clientConfig": {
+            "url": format!("https://127.0.0.1:{policy_server_port}/validate/{}", d.id),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+        },
+        "rules": spec["rules"],
+        "failurePolicy": or(&spec["failurePolicy"], json!("Fail")),
+        "matchPolicy": or(&spec["matchPolicy"], json!("Equivalent")),
+        "namespaceSelector": {"matchExpressions": namespace_expressions},
+        "objectSelector": or(&spec["objectSelector"], json!({})),
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": or(&spec["timeoutSeconds"], json!(10)),
+    });
+    // Kubewarden 1.35 has no such field and leaves it unset (`Never`); the suite sets it to show
+    // what it would change (docs/deployment.md).
+    if let Some(reinvocation) = spec.get("reinvocationPolicy") {
+        webhook["reinvocationPolicy"] = reinvocation.clone();
+    }
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
         "metadata": {"name": d.id, "labels": {"e2e.taintguard.io/suite": "true"}},
-        "webhooks": [{
-            "name": format!("{}.kubewarden.admission", d.id),
-            "clientConfig": {
-                "url": format!("https://127.0.0.1:{policy_server_port}/validate/{}", d.id),
-                "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-            },
-            "rules": spec["rules"],
-            "failurePolicy": or(&spec["failurePolicy"], json!("Fail")),
-            "matchPolicy": or(&spec["matchPolicy"], json!("Equivalent")),
-            "namespaceSelector": {"matchExpressions": namespace_expressions},
-            "objectSelector": or(&spec["objectSelector"], json!({})),
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": or(&spec["timeoutSeconds"], json!(10)),
-        }]
+        "webhooks": [webhook]
     })
 }

@@ -10,6 +10,7 @@ mod deploy;
 mod kubectl;
 mod kwctl;
 mod scenarios;
+mod shapes;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -107,6 +107,26 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::controllers::node_readiness_controller,
     },
     Scenario {
+        name: "policy group: deny mode without records refuses with the group's message",
+        run: crate::shapes::policy_group,
+    },
+    Scenario {
+        name: "mutating: false with the waPC build: every patch becomes policy-server's refusal",
+        run: crate::shapes::non_mutating,
+    },
+    Scenario {
+        name: "spec.message: the refusal says it, the policy's own message is a cause",
+        run: crate::shapes::custom_message,
+    },
+    Scenario {
+        name: "timeoutEvalSeconds 2: the worst Node (25,000 taints restored) answers in time",
+        run: crate::shapes::timeout_worst_case,
+    },
+    Scenario {
+        name: "reinvocationPolicy: a later webhook's master toleration gets its twin if IfNeeded",
+        run: crate::shapes::reinvocation,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },

@@ -94,7 +94,7 @@ prefix=$registry/taintguard-roundtrip
 echo "docker-registry $(docker-registry --version | awk '{print $NF}') listening on $registry (pid $registry_pid, storage $work/storage)"
 
 mkdir -p "$work/dist" "$work/docker" "$work/no-docker"
-cp "$dist"/*.wasm "$work/dist/"
+cp "$dist"/*.wasm "$dist"/*.spdx.json "$work/dist/"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$registry" "$(printf '%s:%s' "$user" "$password" | base64)" \
   >"$work/docker/config.json"
 unset TAINTGUARD_REGISTRY_USERNAME TAINTGUARD_REGISTRY_PASSWORD TAINTGUARD_REGISTRY_INSECURE
@@ -174,6 +174,20 @@ while IFS=$'\t' read -r artifact ref; do
     pass "Kubewarden's pull path (oci-client, wasm layer only): byte-identical module"
   else
     fail "$name: Kubewarden-style pull failed or differs: $(cat "$copy.pull.err")"
+  fi
+  # The SBOM beside the module, where cosign attaches one (docs/release.md).
+  sbom_tag="$prefix/$name:${digest/:/-}.sbom"
+  if "${skopeo[@]}" inspect --raw --tls-verify=false "${creds[@]}" "docker://$sbom_tag" >"$copy.sbom.json" &&
+    "${skopeo[@]}" copy -q --src-tls-verify=false --src-creds "$user:$password" "docker://$sbom_tag" "dir:$copy.sbom"; then
+    layer=$(grep -o '"layers":\[{"digest":"sha256:[0-9a-f]*","mediaType":"text/spdx+json"' "$copy.sbom.json" |
+      grep -o '[0-9a-f]\{64\}' || true)
+    if [ -n "$layer" ] && cmp -s "$copy.sbom/$layer" "${artifact%.wasm}.spdx.json"; then
+      pass "the SBOM is attached at ${digest/:/-}.sbom as cosign attaches one (text/spdx+json), byte-identical"
+    else
+      fail "$name: the SBOM at $sbom_tag is not $(basename "${artifact%.wasm}.spdx.json") as a text/spdx+json layer"
+    fi
+  else
+    fail "$name: skopeo could not fetch the SBOM at $sbom_tag"
   fi
   for manifest in cluster-admission-policy.yaml admission-policy.yaml; do
     grep -qx "  module: registry://$prefix/$name@$digest" "$work/dist/$name/$manifest" ||
@@ -318,6 +332,14 @@ else
       fail "$name: kwctl verify accepts the copy pushed unsigned"
     else
       pass "the copy pushed unsigned is refused: $(reason)"
+    fi
+    sbom_tag="${ref%@*}:${ref#*@}"
+    sbom_tag="${sbom_tag/sha256:/sha256-}.sbom"
+    if "${skopeo[@]}" inspect --raw --tls-verify=false "${creds[@]}" "docker://$sbom_tag" >"$work/sbom-$name.json" &&
+      kw_verify "$keys/release.pub" "${ref%@*}@sha256:$(sha256sum "$work/sbom-$name.json" | cut -d' ' -f1)"; then
+      pass "kwctl verify -k release.pub accepts the SBOM attachment's signature"
+    else
+      fail "$name: the SBOM attachment at $sbom_tag is not signed with the release key: $(reason)"
     fi
     if kw pull --verification-config-path "$keys/release.yml" -o "$work/verified-$name.wasm" \
       "registry://$ref" >/dev/null 2>"$work/kwctl.err" && cmp -s "$work/verified-$name.wasm" "$artifact"; then

@@ -75,6 +75,38 @@ pub fn build(module: &[u8], metadata_annotations: &BTreeMap<String, String>) -> 
     }
 }
 
+/// The media type cosign gives an SPDX SBOM attachment's layer.
+pub const SPDX_MEDIA_TYPE: &str = "text/spdx+json";
+/// The config of an attachment image, as cosign writes it.
+pub const OCI_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+
+/// The tag cosign stores an attachment of `digest` under: `sha256-<hex>.<kind>` (`sbom`).
+pub fn attachment_tag(digest: &str, kind: &str) -> String {
+    format!("{}.{kind}", digest.replace(':', "-"))
+}
+
+/// An attachment as `cosign attach sbom` pushes one: an image whose config is `{}` and whose one
+/// layer holds the file unchanged, with the file's media type.
+pub fn attachment(bytes: &[u8], media_type: &str) -> Artifact {
+    let layer = ImageLayer::new(bytes.to_vec(), media_type.to_owned(), None);
+    let config = Config::new(
+        CONFIG_BYTES.to_vec(),
+        OCI_CONFIG_MEDIA_TYPE.to_owned(),
+        None,
+    );
+    let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    let manifest_bytes = canonical_json(&manifest);
+    let digest = sha256(&manifest_bytes);
+    Artifact {
+        layer,
+        config,
+        manifest,
+        manifest_bytes,
+        digest,
+        dropped_annotations: Vec::new(),
+    }
+}
+
 /// Canonical JSON (sorted keys, no insignificant whitespace), the form oci-client gives
 /// manifests, so the digest is the one kwctl would produce for the same module.
 pub fn canonical_json(value: &impl serde::Serialize) -> Vec<u8> {

@@ -7,6 +7,7 @@ mod layout;
 mod manifests;
 mod reference;
 mod registry;
+mod sbom;
 mod sign;
 mod verify;
 
@@ -35,6 +36,10 @@ usage:
       README.md} for each module, referring to PREFIX/<name>:TAG (PREFIX defaults to the parent
       of the module's io.kubewarden.policy.ociUrl annotation), its policy-catalog Helm chart
       DIR/charts/<name>/ (docs/settings-ui.md), and DIR/artifacthub-repo.yml.
+  taintguard-oci sbom [--dist DIR] PACKAGE...
+      Write DIR/<module>.spdx.json for each module in DIR: an SPDX 2.3 SBOM of the crates linked
+      into it, from cargo's resolution of the build of PACKAGEs (the packages built together)
+      for the module's target; run from the workspace (docs/release.md).
   taintguard-oci pull [--insecure] REFERENCE OUTPUT
       Fetch a module the way Kubewarden's policy-fetcher does and write it to OUTPUT.
   taintguard-oci verify-copy ARTIFACT IMMUTABLE_REF MANIFEST BLOB_DIR
@@ -118,6 +123,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
             &["--insecure"],
             &["--dist", "--policies", "--sign"],
         )?),
+        "sbom" => sboms(Args::parse(rest, &[], &["--dist"])?),
         "generate-key-pair" => generate_key_pair(Args::parse(rest, &[], &[])?),
         "manifests" => manifests(Args::parse(
             rest,
@@ -213,6 +219,15 @@ fn push(args: Args) -> Result<(), String> {
             };
             eprintln!("    {what}: {at} ({})", signer.path.display());
         }
+        push_sbom(
+            &runtime,
+            &client,
+            &auth,
+            signer.as_ref(),
+            &repository,
+            artifact,
+            &digest,
+        )?;
         println!("{}\t{immutable}", artifact.path.display());
         let target = manifests::Target {
             repository,
@@ -220,6 +235,42 @@ fn push(args: Args) -> Result<(), String> {
             digest: Some(digest),
         };
         write_manifests(&dist, &policies, artifact, &target, &created_at)?;
+    }
+    Ok(())
+}
+
+/// The artifact's SBOM beside its module, as cosign attaches one: tag
+/// `sha256-<module digest>.sbom`, signed like the module when a key is given (docs/release.md).
+fn push_sbom(
+    runtime: &tokio::runtime::Runtime,
+    client: &oci_client::Client,
+    auth: &oci_client::secrets::RegistryAuth,
+    signer: Option<&sign::Signer>,
+    repository: &str,
+    artifact: &Artifact,
+    module_digest: &str,
+) -> Result<(), String> {
+    let path = sbom_path(artifact);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        format!(
+            "{}: {e} (./build.sh writes an SBOM beside each module)",
+            path.display()
+        )
+    })?;
+    let attachment = layout::attachment(&bytes, layout::SPDX_MEDIA_TYPE);
+    let reference: oci_client::Reference = format!(
+        "{repository}:{}",
+        layout::attachment_tag(module_digest, "sbom")
+    )
+    .parse()
+    .map_err(|e| format!("{repository}: cannot form the SBOM tag: {e}"))?;
+    let digest = runtime.block_on(registry::push(client, auth, &reference, &attachment))?;
+    eprintln!("    SBOM {} as {reference}", path.display());
+    if let Some(signer) = signer {
+        let (at, _) = runtime.block_on(sign::sign_and_push(
+            client, auth, signer, repository, &digest,
+        ))?;
+        eprintln!("    SBOM signed: {at}");
     }
     Ok(())
 }
@@ -329,6 +380,33 @@ fn manifests(args: Args) -> Result<(), String> {
             digest: None,
         };
         write_manifests(&dist, &policies, &artifact, &target, &created_at)?;
+    }
+    Ok(())
+}
+
+/// `dist/<module>.spdx.json` beside each `dist/<module>.wasm`.
+pub fn sbom_path(artifact: &Artifact) -> PathBuf {
+    artifact.path.with_extension("spdx.json")
+}
+
+fn sboms(args: Args) -> Result<(), String> {
+    let packages = args.positional(1, usize::MAX)?.to_vec();
+    let dist = args.path("--dist", "dist");
+    let workspace = std::env::current_dir().map_err(|e| e.to_string())?;
+    let created = manifests::created_at()?;
+    for artifact in artifact::discover(&dist)? {
+        let target = sbom::target_of(&artifact.metadata.execution_mode)
+            .map_err(|e| format!("{}: {e}", artifact.path.display()))?;
+        let graph = sbom::linked(&workspace, target, &packages, &artifact.policy)?;
+        let document = sbom::document(&workspace, &artifact, target, &graph, &created)?;
+        let path = sbom_path(&artifact);
+        let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())? + "\n";
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "    {}  {} crates linked ({target})",
+            path.display(),
+            graph.crates.len()
+        );
     }
     Ok(())
 }
