@@ -470,3 +470,95 @@ pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
     }
     check(problems.is_empty(), || problems.join("\n"))
 }
+
+/// `kwctl scaffold artifacthub` on each artifact's embedded metadata (as `kwctl inspect` reads
+/// it) writes the package `./build.sh` wrote in `dist/<artifact>/artifacthub-pkg.yml`: every
+/// field but the creation time and the install text, the annotations' YAML compared as YAML.
+pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
+    let kwctl = kwctl::find(env)?;
+    let dist = env.repo.join("dist");
+    let dir = env.cluster.file("artifacthub");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let yaml = |text: &str, what: &str| -> Result<serde_yaml::Value, String> {
+        serde_yaml::from_str(text).map_err(|e| format!("{what}: {e}"))
+    };
+    let mut problems = Vec::new();
+    for module in [
+        "taint-preservation",
+        "taint-preservation.gatekeeper",
+        "toleration-injection",
+        "toleration-injection.gatekeeper",
+    ] {
+        let policy = module.split('.').next().unwrap_or(module);
+        let kwctl_out = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
+            let out = Command::new(&kwctl)
+                .env("NO_COLOR", "1")
+                .args(args)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!(
+                    "kwctl {:?}: {}",
+                    args,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let wasm = dist.join(format!("{module}.wasm"));
+        let metadata = kwctl_out(&[
+            "inspect".as_ref(),
+            "-o".as_ref(),
+            "yaml".as_ref(),
+            wasm.as_os_str(),
+        ])?;
+        let metadata_path = dir.join(format!("{module}.yml"));
+        std::fs::write(&metadata_path, metadata).map_err(|e| e.to_string())?;
+        let questions = env
+            .repo
+            .join("policies")
+            .join(policy)
+            .join("questions-ui.yml");
+        let scaffolded = kwctl_out(&[
+            "scaffold".as_ref(),
+            "artifacthub".as_ref(),
+            "--metadata-path".as_ref(),
+            metadata_path.as_os_str(),
+            "--questions-path".as_ref(),
+            questions.as_os_str(),
+        ])?;
+        let mut theirs = yaml(&scaffolded, "kwctl scaffold artifacthub")?;
+        let ours_path = dist
+            .join(module.replace('.', "-"))
+            .join("artifacthub-pkg.yml");
+        let ours_text = std::fs::read_to_string(&ours_path)
+            .map_err(|e| format!("{}: {e}", ours_path.display()))?;
+        let mut ours = yaml(&ours_text, "artifacthub-pkg.yml")?;
+        for package in [&mut theirs, &mut ours] {
+            let Some(map) = package.as_mapping_mut() else {
+                continue;
+            };
+            map.remove("createdAt");
+            map.remove("install");
+            if let Some(annotations) = map.get_mut("annotations").and_then(|a| a.as_mapping_mut()) {
+                for key in ["kubewarden/rules", "kubewarden/contextAwareResources"] {
+                    if let Some(text) = annotations
+                        .get(key)
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                    {
+                        annotations.insert(key.into(), yaml(&text, key)?);
+                    }
+                }
+            }
+        }
+        if theirs != ours {
+            problems.push(format!(
+                "{module}: kwctl scaffold artifacthub wrote\n{}\nbut dist has\n{}",
+                serde_yaml::to_string(&theirs).unwrap_or_default(),
+                serde_yaml::to_string(&ours).unwrap_or_default()
+            ));
+        }
+    }
+    check(problems.is_empty(), || problems.join("\n"))
+}

@@ -91,6 +91,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::context::kwctl_declarations,
     },
     Scenario {
+        name: "kwctl scaffold artifacthub writes the Artifact Hub packages ./build.sh writes",
+        run: crate::context::kwctl_artifacthub,
+    },
+    Scenario {
         name: "kured: its own PreferNoSchedule taint added and removed; a stale patch keeps it",
         run: crate::controllers::kured,
     },
