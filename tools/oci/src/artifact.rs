@@ -85,6 +85,27 @@ impl Artifact {
         })
     }
 
+    /// The metadata annotation `key`, trimmed.
+    pub fn annotation(&self, key: &str) -> Option<String> {
+        self.metadata.annotation(key).map(|v| v.trim().to_owned())
+    }
+
+    /// The metadata annotation `key`, which `what` (the file being written) cannot do without.
+    ///
+    /// # Errors
+    ///
+    /// The annotation is missing or empty; the message names the module, the file and the key.
+    pub fn required_annotation(&self, key: &str, what: &str) -> Result<String, String> {
+        self.annotation(key)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{}: {what} needs the `{key}` annotation in the policy metadata",
+                    self.path.display()
+                )
+            })
+    }
+
     pub fn version(&self) -> Option<&str> {
         self.metadata.annotation(VERSION_ANNOTATION)
     }

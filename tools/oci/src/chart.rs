@@ -66,16 +66,8 @@ pub fn render(
     target: &Target,
     readme: &str,
 ) -> Result<Chart, String> {
-    let meta = &artifact.metadata;
-    let get = |key: &str| meta.annotation(key).map(|v| v.trim().to_owned());
-    let required = |key: &str| {
-        get(key).filter(|v| !v.is_empty()).ok_or_else(|| {
-            format!(
-                "{}: the Helm chart needs the `{key}` annotation in the policy metadata",
-                artifact.path.display()
-            )
-        })
-    };
+    let get = |key: &str| artifact.annotation(key);
+    let required = |key: &str| artifact.required_annotation(key, "the Helm chart");
     let version = required(VERSION_ANNOTATION)?;
     let display_name = required(DISPLAY_NAME_ANNOTATION)?;
     let (registry, repository) = target.repository.split_once('/').ok_or_else(|| {

@@ -61,8 +61,17 @@ pub fn build(module: &[u8], metadata_annotations: &BTreeMap<String, String>) -> 
         None,
     );
     let (annotations, dropped_annotations) = manifest_annotations(metadata_annotations);
-    let manifest =
-        OciImageManifest::build(std::slice::from_ref(&layer), &config, Some(annotations));
+    image(layer, config, Some(annotations), dropped_annotations)
+}
+
+/// The one-layer image of `layer` and `config`, its manifest in canonical JSON and its digest.
+fn image(
+    layer: ImageLayer,
+    config: Config,
+    annotations: Option<BTreeMap<String, String>>,
+    dropped_annotations: Vec<String>,
+) -> Artifact {
+    let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, annotations);
     let manifest_bytes = canonical_json(&manifest);
     let digest = sha256(&manifest_bytes);
     Artifact {
@@ -94,17 +103,7 @@ pub fn attachment(bytes: &[u8], media_type: &str) -> Artifact {
         OCI_CONFIG_MEDIA_TYPE.to_owned(),
         None,
     );
-    let manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
-    let manifest_bytes = canonical_json(&manifest);
-    let digest = sha256(&manifest_bytes);
-    Artifact {
-        layer,
-        config,
-        manifest,
-        manifest_bytes,
-        digest,
-        dropped_annotations: Vec::new(),
-    }
+    image(layer, config, None, Vec::new())
 }
 
 /// Canonical JSON (sorted keys, no insignificant whitespace), the form oci-client gives

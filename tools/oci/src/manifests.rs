@@ -334,16 +334,8 @@ fn artifacthub(
     target: &Target,
     created_at: &str,
 ) -> Result<ArtifactHubPkg, String> {
-    let meta = &artifact.metadata;
-    let get = |key: &str| meta.annotation(key).map(|v| v.trim().to_owned());
-    let required = |key: &str| {
-        get(key).filter(|v| !v.is_empty()).ok_or_else(|| {
-            format!(
-                "{}: artifacthub-pkg.yml needs the `{key}` annotation in the policy metadata",
-                artifact.path.display()
-            )
-        })
-    };
+    let get = |key: &str| artifact.annotation(key);
+    let required = |key: &str| artifact.required_annotation(key, "artifacthub-pkg.yml");
     let version = required(VERSION_ANNOTATION)?;
     // kwctl names the package after the title; the registry repository and the resources
     // after the file. One name for all three.
