@@ -37,8 +37,46 @@ fn gatekeeper_metadata_is_the_policy_metadata_without_mutation() {
         assert_eq!(gatekeeper["executionMode"], "gatekeeper");
         assert_eq!(gatekeeper["mutating"], Value::Bool(false));
         assert_eq!(gatekeeper["protocolVersion"], "Unknown");
-        for same in ["rules", "annotations", "backgroundAudit", "policyType"] {
+        for same in ["rules", "backgroundAudit", "policyType"] {
             assert_eq!(gatekeeper[same], wapc[same], "{policy}: {same}");
         }
+        // Its own package (docs/release.md): the identity annotations carry the mode, every
+        // other annotation is the waPC build's.
+        let identity = [
+            ("io.kubewarden.policy.title", format!("{policy}-gatekeeper")),
+            (
+                "io.kubewarden.policy.ociUrl",
+                format!("ghcr.io/taintguard/policies/{policy}-gatekeeper"),
+            ),
+            (
+                "com.github.release.tag",
+                format!("{policy}-gatekeeper/v0.1.0"),
+            ),
+        ];
+        let mut rest = (
+            gatekeeper["annotations"].clone(),
+            wapc["annotations"].clone(),
+        );
+        for (key, want) in &identity {
+            assert_eq!(
+                gatekeeper["annotations"][key],
+                want.as_str(),
+                "{policy}: {key}"
+            );
+            rest.0.as_object_mut().unwrap().remove(*key);
+            rest.1.as_object_mut().unwrap().remove(*key);
+        }
+        let display = "io.artifacthub.displayName";
+        assert_eq!(
+            gatekeeper["annotations"][display],
+            format!(
+                "{} (Gatekeeper)",
+                wapc["annotations"][display].as_str().unwrap()
+            )
+            .as_str()
+        );
+        rest.0.as_object_mut().unwrap().remove(display);
+        rest.1.as_object_mut().unwrap().remove(display);
+        assert_eq!(rest.0, rest.1, "{policy}: the other annotations");
     }
 }
