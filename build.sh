@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # taintguard build entry point.
 #
-#   ./build.sh          build every policy into dist/, the JavaScript package into dist/js, and
-#                       evaluate the example requests
+#   ./build.sh          build every policy into dist/ with an SPDX SBOM beside each module, the
+#                       JavaScript package into dist/js, evaluate the example requests, and write
+#                       each artifact's manifests, Artifact Hub package and policy-catalog Helm
+#                       chart (dist/<artifact>/, dist/charts/; docs/release.md)
 #   ./build.sh test     install what the tests need, build, lint and run every test
 #   ./build.sh push REF_PREFIX [TAG] [--sign KEY]
 #                       build, then push every dist/*.wasm to REF_PREFIX/<artifact>:TAG (TAG defaults
@@ -270,7 +272,9 @@ package_charts() {
   rm -rf dist/charts/repo
   local chart
   for chart in dist/charts/*/; do
-    [ -f "$chart/Chart.yaml" ] && helm package -d dist/charts/repo "$chart" >/dev/null
+    if [ -f "$chart/Chart.yaml" ]; then
+      helm package -d dist/charts/repo "$chart" >/dev/null
+    fi
   done
   helm repo index dist/charts/repo --url "$CHARTS_URL"
   ls dist/charts/repo | sed 's/^/    /'
