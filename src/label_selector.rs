@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::json::{members, JsonStr};
+use crate::k8s_names;
 use crate::settings::{At, Object, SettingsError};
 
 #[derive(Debug, Clone)]
@@ -60,10 +61,16 @@ impl LabelSelectorSettings<'_> {
     pub fn build(&self, at: At<'_>) -> Result<LabelSelector, SettingsError> {
         let mut requirements = Vec::new();
         let labels_at = at.field("matchLabels");
+        // Keys and values are checked as the API server checks labels: a selector that names a
+        // key no label can have selects nothing, and `,`, `=`, `!`, parentheses or spaces would
+        // change what the list query's text selects.
         for (key, value) in self.match_labels.iter().flatten() {
+            let at = labels_at.field(key);
             let text = value
                 .as_str()
-                .ok_or_else(|| labels_at.field(key).error("expected a string label value"))?;
+                .ok_or_else(|| at.error("expected a string label value"))?;
+            k8s_names::qualified_name(key).map_err(|e| at.error(format!("label key {e}")))?;
+            k8s_names::label_value(text).map_err(|e| at.error(e))?;
             requirements.push(Requirement::In(key.clone(), vec![text.to_owned()]));
         }
         let expressions_at = at.field("matchExpressions");
@@ -76,12 +83,17 @@ impl LabelSelectorSettings<'_> {
                 .filter(|k| !k.is_empty())
                 .ok_or_else(|| at.field("key").error("required field is missing"))?
                 .to_owned();
+            k8s_names::qualified_name(&key)
+                .map_err(|e| at.field("key").error(format!("label key {e}")))?;
             let operator = e.operator.as_ref().map_or("", JsonStr::as_str);
             let values: Option<Vec<String>> = e
                 .values
                 .as_ref()
                 .map(|v| v.iter().map(|s| s.as_str().to_owned()).collect());
             let values_at = at.field("values");
+            for (i, value) in values.iter().flatten().enumerate() {
+                k8s_names::label_value(value).map_err(|e| values_at.index(i).error(e))?;
+            }
             let requirement = match (operator, values) {
                 ("In", Some(v)) if !v.is_empty() => Requirement::In(key, v),
                 ("NotIn", Some(v)) if !v.is_empty() => Requirement::NotIn(key, v),
@@ -232,6 +244,27 @@ mod tests {
             ),
             (json!({"matchLabels": {"a": 1}}), "`s.matchLabels.a`"),
             (json!({"matchLabel": {}}), "unknown field"),
+            // Text that would change what the list query selects (`a,b=c` selects two labels).
+            (
+                json!({"matchLabels": {"a,b": "c"}}),
+                "`s.matchLabels.a,b`: label key \"a,b\" is not a qualified name",
+            ),
+            (
+                json!({"matchLabels": {"a": "b,c=d"}}),
+                "`s.matchLabels.a`: \"b,c=d\" is not a label value",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a b", "operator": "Exists"}]}),
+                "`s.matchExpressions[0].key`: label key \"a b\" is not a qualified name",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["x", "y)"]}]}),
+                "`s.matchExpressions[0].values[1]`: \"y)\" is not a label value",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "!a", "operator": "DoesNotExist"}]}),
+                "label key \"!a\"",
+            ),
         ];
         for (selector, want) in cases {
             let err = from_settings(&selector).unwrap_err().to_string();

@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod glob;
 pub mod json;
 pub mod jsonpath;
+pub mod k8s_names;
 pub mod label_selector;
 pub mod policy;
 pub mod principal;

@@ -555,37 +555,8 @@ fn annotation_key(
     Ok(value.to_owned())
 }
 
-/// Kubernetes annotation keys: an optional DNS-subdomain prefix and `/`, then a name of at most
-/// 63 characters, alphanumeric at both ends, with `-`, `_` and `.` inside.
+/// Kubernetes annotation keys are qualified names (`crate::k8s_names`).
 fn check_annotation_key(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    let name_ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 253
-            && p.split('.').all(|label| {
-                !label.is_empty()
-                    && label
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                    && !label.starts_with('-')
-                    && !label.ends_with('-')
-            })
-    });
-    if name_ok && prefix_ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{key:?} is not a valid annotation key ([prefix/]name)"
-        ))
-    }
+    crate::k8s_names::qualified_name(key)
+        .map_err(|_| format!("{key:?} is not a valid annotation key ([prefix/]name)"))
 }

@@ -1,0 +1,123 @@
+//! Kubernetes' rules for names, as the API server validates them: qualified names (label and
+//! annotation keys), label values and DNS-1123 subdomains. A name these accept can be written
+//! into a selector's query text as it is: none holds `,`, `=`, `!`, `(`, `)` or a space.
+
+/// `[prefix/]name`: the prefix a DNS-1123 subdomain, the name at most 63 characters of letters,
+/// digits, `-`, `_` and `.`, alphanumeric at both ends. Label keys and annotation keys.
+///
+/// # Errors
+///
+/// Which rule `key` breaks, with `key` quoted.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::k8s_names::qualified_name;
+///
+/// assert!(qualified_name("node-role.kubernetes.io/worker").is_ok());
+/// assert!(qualified_name("pool,zone").is_err());
+/// ```
+pub fn qualified_name(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        dns1123_subdomain(prefix).map_err(|e| format!("{key:?}: its prefix {e}"))?;
+    }
+    let name_ok = !name.is_empty() && name.len() <= 63 && name_characters(name);
+    if name_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key:?} is not a qualified name ([prefix/]name: the name 1 to 63 letters, digits, \
+             `-`, `_` and `.`, alphanumeric at both ends)"
+        ))
+    }
+}
+
+/// A label value: empty, or at most 63 letters, digits, `-`, `_` and `.`, alphanumeric at both
+/// ends.
+///
+/// # Errors
+///
+/// Which rule `value` breaks, with `value` quoted.
+pub fn label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() || (value.len() <= 63 && name_characters(value)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?} is not a label value (at most 63 letters, digits, `-`, `_` and `.`, \
+             alphanumeric at both ends)"
+        ))
+    }
+}
+
+/// A DNS-1123 subdomain: at most 253 characters, dot-separated labels of lower-case letters,
+/// digits and `-`, alphanumeric at both ends.
+///
+/// # Errors
+///
+/// Which rule `name` breaks, with `name` quoted.
+pub fn dns1123_subdomain(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a DNS-1123 subdomain (lower-case letters, digits, `-` and `.`)"
+        ))
+    }
+}
+
+fn name_characters(name: &str) -> bool {
+    name.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_the_api_server_validates_them() {
+        let long_name = "a".repeat(64);
+        let long_prefix = format!("{}/a", "a".repeat(254));
+        // (text, qualified name, label value)
+        let cases = [
+            ("app", true, true),
+            ("node-role.kubernetes.io/worker", true, false),
+            ("taintguard.io/cordoned-by", true, false),
+            ("", false, true),
+            ("a,b", false, false),
+            ("a=b", false, false),
+            ("!a", false, false),
+            ("a b", false, false),
+            ("(a)", false, false),
+            ("-a", false, false),
+            ("a_", false, false),
+            ("A.b_c-D", true, true),
+            ("Example.com/a", false, false),
+            ("/a", false, false),
+            ("a/", false, false),
+            ("a/b/c", false, false),
+            (long_name.as_str(), false, false),
+            (long_prefix.as_str(), false, false),
+        ];
+        for (text, key, value) in cases {
+            assert_eq!(qualified_name(text).is_ok(), key, "qualified name {text:?}");
+            assert_eq!(label_value(text).is_ok(), value, "label value {text:?}");
+        }
+    }
+}
