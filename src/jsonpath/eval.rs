@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::parse::{Comparable, Expr, Function, Literal, Op, Query, Segment, Selector};
 use super::scan::{
     blank, children, decode, key_is, malformed, number, rest, slice, string, string_end, subtree,
-    too_deep, value_end, Child, Node, Result, MAX_DEPTH,
+    too_deep, value_end, Child, Node, Result,
 };
 
 /// The nodes `q` selects, from `root` (`$`) or `current` (`@`).
@@ -82,7 +82,7 @@ fn follow<'a>(
     let [Selector::Name(name)] = &selectors[..] else {
         return Ok((None, value_end(s, i)?));
     };
-    if depth + 1 >= MAX_DEPTH {
+    if depth + 1 > crate::json::MAX_NESTING {
         return Err(too_deep(rest(s, i)));
     }
     let mut found = None;

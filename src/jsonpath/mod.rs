@@ -10,7 +10,7 @@
 //! singular queries, `&&`, `||`, `!` and parentheses; the functions `length()`, `count()` and
 //! `value()`. `match()` and `search()` need I-Regexp (a regular-expression engine, most of the
 //! size of a policy module) and are refused when the path is parsed. Filters and parentheses
-//! nest at most [`parse::MAX_NESTING`] levels.
+//! nest at most [`parse::MAX_FILTER_NESTING`] levels.
 //!
 //! Semantics are RFC 9535's, with these choices where it leaves them open:
 //! - an object with a member name twice has the last one, as a `serde_json::Value` (and the

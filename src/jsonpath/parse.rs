@@ -96,7 +96,7 @@ impl fmt::Display for ParseError {
 
 /// Filters and parentheses nest at most this deep: evaluation recurses on them, and the
 /// gatekeeper build runs on a 64 KiB stack.
-pub const MAX_NESTING: usize = 16;
+pub const MAX_FILTER_NESTING: usize = 16;
 
 /// I-JSON's exact integer range, which RFC 9535 requires of indices and slice bounds.
 const MAX_INT: i64 = (1 << 53) - 1;
@@ -182,9 +182,9 @@ impl Parser {
 
     fn nest(&mut self) -> Result<()> {
         self.nesting += 1;
-        if self.nesting > MAX_NESTING {
+        if self.nesting > MAX_FILTER_NESTING {
             return Err(self.error(format!(
-                "filters and parentheses nest more than {MAX_NESTING} levels deep"
+                "filters and parentheses nest more than {MAX_FILTER_NESTING} levels deep"
             )));
         }
         Ok(())

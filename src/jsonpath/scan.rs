@@ -4,16 +4,14 @@
 //! The object text was accepted by serde_json when the request was captured, but nothing here
 //! relies on that for safety: text that is not JSON gives an error, never a panic. Nesting is
 //! counted from the object's root the way serde_json counts it, and reading into a container
-//! nested deeper than [`MAX_DEPTH`] is an error, as it is when serde_json parses it into a `Value`.
+//! nested deeper than [`MAX_NESTING`] is an error, as it is when serde_json parses it into a `Value`.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
 use super::skip;
-
-/// serde_json's recursion limit: it refuses the 128th nested array or object.
-pub const MAX_DEPTH: usize = 128;
+use crate::json::MAX_NESTING;
 
 /// A value in the object: its text and how many arrays and objects enclose it.
 #[derive(Debug, Clone, Copy)]
@@ -61,10 +59,7 @@ pub type Result<'a, T> = std::result::Result<T, ReadError<'a>>;
 pub(super) fn too_deep(at: &str) -> ReadError<'_> {
     ReadError::new(
         at,
-        format!(
-            "more than {} nested arrays and objects (the recursion limit)",
-            MAX_DEPTH - 1
-        ),
+        format!("more than {MAX_NESTING} nested arrays and objects (the recursion limit)"),
     )
 }
 
@@ -107,7 +102,7 @@ pub fn children(node: Node<'_>) -> Result<'_, Vec<Child<'_>>> {
         Some(b'[') => (false, b']'),
         _ => return Ok(Vec::new()),
     };
-    if node.depth + 1 >= MAX_DEPTH {
+    if node.depth + 1 > MAX_NESTING {
         return Err(too_deep(s));
     }
     let mut out = Vec::new();
@@ -171,7 +166,7 @@ pub fn subtree(node: Node<'_>) -> Result<'_, Vec<Entry<'_>>> {
         let depth = node.depth + open.len();
         match b.get(i) {
             Some(&c @ (b'{' | b'[')) => {
-                if depth + 1 >= MAX_DEPTH {
+                if depth + 1 > MAX_NESTING {
                     return Err(too_deep(rest(s, i)));
                 }
                 entries.push(Entry {

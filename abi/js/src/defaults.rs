@@ -76,7 +76,10 @@ mod tests {
             ("taint-preservation", taint_preservation()),
             ("toleration-injection", toleration_injection()),
         ] {
-            let fields = repo.join("policies").join(policy).join("settings-fields.yml");
+            let fields = repo
+                .join("policies")
+                .join(policy)
+                .join("settings-fields.yml");
             let text = std::fs::read_to_string(&fields).unwrap();
             let paths: Vec<&str> = text
                 .lines()
