@@ -2,12 +2,13 @@
 //!
 //! The crate graph is cargo's own resolution for the build that made the module: `cargo tree`
 //! with the build's target and packages, normal dependencies only, proc-macros and what only
-//! they use cut off (they run in the compiler and are not linked), `--locked --offline`. The
+//! they use cut off (they run in the compiler and are not linked), `--locked --offline` (the
+//! build before it fetched every package of that graph). The
 //! registry's SBOM generators were measured on this workspace and none gives that set:
 //! `cargo-sbom` has no target filter and lists 27 packages for a 17-crate module,
 //! `cargo-cyclonedx` writes no SPDX and lists proc-macros, and every generator that reads
 //! `cargo metadata` unifies features across the workspace and lists crates no policy links
-//! (indexmap, hashbrown). Checksums come from `Cargo.lock`, licences from `cargo metadata`.
+//! (indexmap, hashbrown). Licences come from the same `cargo tree`, checksums from `Cargo.lock`.
 //! Rust's standard library, also linked, is not a crate of the graph and is not listed.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,6 +39,8 @@ pub struct Crate {
     pub version: String,
     /// The workspace path of a local crate; `None` for a registry crate.
     pub path: Option<String>,
+    /// The SPDX expression its manifest declares, if any.
+    pub license: Option<String>,
 }
 
 pub struct Graph {
@@ -85,7 +88,7 @@ pub fn linked(
         "--prefix",
         "depth",
         "-f",
-        "{p}",
+        "{p}|{l}",
     ];
     for package in packages {
         args.extend(["-p", package.as_str()]);
@@ -94,8 +97,9 @@ pub fn linked(
     parse_tree(&tree, root)
 }
 
-/// Reads `cargo tree --prefix depth -f {p}` output: lines `<depth><name> v<version>[ (<path>)]`,
-/// one tree per package given; keeps the tree rooted at `root`.
+/// Reads `cargo tree --prefix depth -f {p}|{l}` output: lines
+/// `<depth><name> v<version>[ (<path>)]|<licence>`, one tree per package given; keeps the tree
+/// rooted at `root`.
 fn parse_tree(tree: &str, root: &str) -> Result<Graph, String> {
     let mut graph = Graph {
         crates: BTreeSet::new(),
@@ -108,7 +112,9 @@ fn parse_tree(tree: &str, root: &str) -> Result<Graph, String> {
         let depth: usize = line[..digits]
             .parse()
             .map_err(|_| format!("cargo tree line without a depth: {line:?}"))?;
-        let rest = &line[digits..];
+        let (rest, license) = line[digits..]
+            .split_once('|')
+            .unwrap_or((&line[digits..], ""));
         let (name, rest) = rest
             .split_once(" v")
             .ok_or_else(|| format!("cargo tree line without a version: {line:?}"))?;
@@ -126,6 +132,7 @@ fn parse_tree(tree: &str, root: &str) -> Result<Graph, String> {
             name: name.to_owned(),
             version: version.to_owned(),
             path,
+            license: Some(license.trim().to_owned()).filter(|l| !l.is_empty()),
         };
         stack.truncate(depth);
         if let Some(parent) = stack.last() {
@@ -159,38 +166,6 @@ fn lock_checksums(workspace: &Path) -> Result<BTreeMap<(String, String), String>
     Ok(checksums)
 }
 
-/// `(name, version)` → declared licence, from `cargo metadata`.
-fn licences(workspace: &Path, target: &str) -> Result<BTreeMap<(String, String), String>, String> {
-    let text = cargo(
-        workspace,
-        &[
-            "metadata",
-            "--locked",
-            "--offline",
-            "--format-version",
-            "1",
-            "--filter-platform",
-            target,
-        ],
-    )?;
-    let metadata: Value =
-        serde_json::from_str(&text).map_err(|e| format!("cargo metadata: {e}"))?;
-    Ok(metadata["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| {
-            Some((
-                (
-                    p["name"].as_str()?.to_owned(),
-                    p["version"].as_str()?.to_owned(),
-                ),
-                p["license"].as_str()?.to_owned(),
-            ))
-        })
-        .collect())
-}
-
 /// SPDX identifiers allow letters, digits, `.` and `-`.
 fn spdx_id(krate: &Crate) -> String {
     let raw = format!("{}-{}", krate.name, krate.version);
@@ -211,8 +186,8 @@ fn spdx_id(krate: &Crate) -> String {
 ///
 /// # Errors
 ///
-/// A local crate's licence missing from `cargo metadata` is not an error (NOASSERTION); reading
-/// the lock file or cargo metadata failing is.
+/// Reading the lock file failing; a crate without a declared licence is not an error
+/// (NOASSERTION).
 pub fn document(
     workspace: &Path,
     artifact: &Artifact,
@@ -221,7 +196,6 @@ pub fn document(
     created: &str,
 ) -> Result<Value, String> {
     let checksums = lock_checksums(workspace)?;
-    let licences = licences(workspace, target)?;
     let meta = &artifact.metadata;
     let version = meta.annotation(VERSION_ANNOTATION).unwrap_or("0.0.0");
     let module_sha = sha256(&artifact.bytes);
@@ -258,7 +232,7 @@ pub fn document(
             "versionInfo": krate.version,
             "filesAnalyzed": false,
             "licenseConcluded": "NOASSERTION",
-            "licenseDeclared": licences.get(&key).map_or("NOASSERTION", String::as_str),
+            "licenseDeclared": krate.license.as_deref().unwrap_or("NOASSERTION"),
             "copyrightText": "NOASSERTION",
             "primaryPackagePurpose": "LIBRARY",
         });
@@ -318,8 +292,8 @@ mod tests {
 
     #[test]
     fn reads_cargo_tree_output() {
-        let tree = "0a v0.1.0 (/w/a)\n1core v0.1.0 (/w)\n2serde v1.0.1\n1serde v1.0.1\n\n\
-                    0b v0.1.0 (/w/b)\n1only-b v2.0.0\n";
+        let tree = "0a v0.1.0 (/w/a)|MIT\n1core v0.1.0 (/w)|\n2serde v1.0.1|MIT OR Apache-2.0\n\
+                    1serde v1.0.1|MIT OR Apache-2.0\n\n0b v0.1.0 (/w/b)|\n1only-b v2.0.0|\n";
         let graph = parse_tree(tree, "a").unwrap();
         let names: Vec<&str> = graph.crates.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["a", "core", "serde"]);
@@ -343,6 +317,7 @@ mod tests {
             name: "wapc_guest".into(),
             version: "1.2.0+build".into(),
             path: None,
+            license: None,
         };
         assert_eq!(spdx_id(&krate), "SPDXRef-Crate-wapc-guest-1.2.0-build");
     }
