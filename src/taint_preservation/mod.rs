@@ -278,6 +278,16 @@ fn judge_with_rbac(
     Ok(verdict)
 }
 
+/// What judging a request gathers on its way to a verdict.
+#[derive(Default)]
+struct Gathered<'a> {
+    findings: Vec<Finding<'a>>,
+    /// Record annotations to set (`Some`) or remove (`None`), by key.
+    annotations: Vec<(String, Option<String>)>,
+    audit: Vec<(String, String)>,
+    warnings: Vec<String>,
+}
+
 // Called twice when RBAC grants something: one copy in the module, not one per call site.
 #[inline(never)]
 fn judge(
@@ -309,85 +319,52 @@ fn judge(
         _ => OwnerRecord::default(),
     };
 
-    let mut findings = Vec::new();
-    let mut annotations = Vec::new();
-    let mut audit = Vec::new();
+    let mut gathered = Gathered::default();
     if let Some(old) = &old {
-        let key = settings.one_shot_record.as_str();
-        let before = RemovalRecord::parse(old.annotation(key)?.as_deref());
-        let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
-        // The record never names the empty username (`OwnerRecord::parse`), so a request
-        // without a requester owns nothing.
-        let owned = |t: &Taint<'_>| owners_before.owner(t) == Some(who.username);
+        let record = settings.one_shot_record.as_str();
+        let before = RemovalRecord::parse(old.annotation(record)?.as_deref());
         if !permission.taints {
-            taint_findings(settings, &who, old, &new, &before, owned, &mut findings);
+            // The record never names the empty username (`OwnerRecord::parse`), so a request
+            // without a requester owns nothing.
+            let owned = |t: &Taint<'_>| owners_before.owner(t) == Some(who.username);
+            taint_findings(
+                settings,
+                &who,
+                old,
+                &new,
+                &before,
+                owned,
+                &mut gathered.findings,
+            );
         }
-        // The policy owns the record: a permitted principal may edit it, anyone else's edit is
-        // undone. Removals seen now are added whoever made them.
-        let mut after = if permission.taints {
-            written.clone()
-        } else {
-            before.clone()
-        };
-        let mut recorded = Vec::new();
-        for taint in removed_one_shot_taints(settings, old, &new) {
-            if after.insert(taint) {
-                recorded.push(taint.describe());
-            }
-        }
-        if !permission.taints && !written.same_entries(&before) && !written.same_entries(&after) {
-            findings.push(Finding::RecordRewritten);
-        }
-        if !after.same_entries(&written) {
-            annotations.push((key.to_owned(), after.to_annotation()));
-        }
-        if !recorded.is_empty() {
-            audit.push(("removed-one-shot-taints".to_owned(), recorded.join("; ")));
-        }
+        one_shot_record(
+            settings,
+            permission.taints,
+            old,
+            &new,
+            before,
+            &mut gathered,
+        )?;
     }
-
-    let mut warnings = Vec::new();
     if let Some(key) = owners_key {
-        let written = OwnerRecord::parse(new.annotation(key)?.as_deref());
-        let (after, added) = owners_after(
+        owner_record(
             settings,
             &who,
             permission.taints,
-            old.as_ref(),
-            &new,
-            &findings,
-            (&owners_before, &written),
-        );
-        if !permission.taints && written != owners_before && written != after {
-            findings.push(Finding::OwnersRewritten);
-        }
-        if after != written {
-            annotations.push((key.to_owned(), after.to_annotation()));
-        }
-        let (owned, unowned): (Vec<_>, Vec<_>) = added.into_iter().partition(|(_, owned)| *owned);
-        if !owned.is_empty() {
-            let owned: Vec<&str> = owned.iter().map(|(t, _)| t.as_str()).collect();
-            audit.push(("added-protected-taints".to_owned(), owned.join("; ")));
-        }
-        warnings.extend(unowned.iter().map(|(t, _)| {
-            format!(
-                "{}: the taint owner record {key:?} is full, so {} is not recorded as the owner \
-                 of {t}: only permitted principals may remove or change it",
-                TaintPreservation::NAME,
-                who.describe()
-            )
-        }));
+            (old.as_ref(), &new),
+            (key, &owners_before),
+            &mut gathered,
+        )?;
     }
-
     let cordon = cordon_owner(
         settings,
         &who,
         permission.cordon,
         old.as_ref(),
         &new,
-        &mut findings,
+        &mut gathered.findings,
     )?;
-    annotations.extend(cordon.owner_edit);
+    gathered.annotations.extend(cordon.owner_edit);
 
     let node_name = new
         .name
@@ -395,7 +372,119 @@ fn judge(
         .map(|n| n.to_string())
         .or_else(|| request.name.as_ref().map(|n| n.to_string()))
         .unwrap_or_else(|| "(unnamed)".to_owned());
+    respond(
+        settings,
+        mode,
+        &who,
+        &new,
+        node_name,
+        cordon.keep_cordoned,
+        gathered,
+    )
+}
 
+/// The one-shot removal record: the policy owns it, so a permitted principal may edit it and
+/// anyone else's edit is undone; removals seen now are added whoever made them.
+fn one_shot_record<'v>(
+    settings: &Settings,
+    permitted: bool,
+    old: &'v NodeView<'v>,
+    new: &'v NodeView<'v>,
+    before: RemovalRecord,
+    gathered: &mut Gathered<'_>,
+) -> Result<(), String> {
+    let key = settings.one_shot_record.as_str();
+    let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
+    let mut after = if permitted {
+        written.clone()
+    } else {
+        before.clone()
+    };
+    let mut recorded = Vec::new();
+    for taint in removed_one_shot_taints(settings, old, new) {
+        if after.insert(taint) {
+            recorded.push(taint.describe());
+        }
+    }
+    if !permitted && !written.same_entries(&before) && !written.same_entries(&after) {
+        gathered.findings.push(Finding::RecordRewritten);
+    }
+    if !after.same_entries(&written) {
+        gathered
+            .annotations
+            .push((key.to_owned(), after.to_annotation()));
+    }
+    if !recorded.is_empty() {
+        gathered
+            .audit
+            .push(("removed-one-shot-taints".to_owned(), recorded.join("; ")));
+    }
+    Ok(())
+}
+
+/// The taint owner record under `key`, which held `before`: the owners after the request, the
+/// record's edit, and a warning for each added taint the full record could not take.
+fn owner_record<'v>(
+    settings: &Settings,
+    who: &Principal<'_>,
+    permitted: bool,
+    (old, new): (Option<&'v NodeView<'v>>, &'v NodeView<'v>),
+    (key, before): (&str, &OwnerRecord),
+    gathered: &mut Gathered<'_>,
+) -> Result<(), String> {
+    let written = OwnerRecord::parse(new.annotation(key)?.as_deref());
+    let (after, added) = owners_after(
+        settings,
+        who,
+        permitted,
+        old,
+        new,
+        &gathered.findings,
+        (before, &written),
+    );
+    if !permitted && written != *before && written != after {
+        gathered.findings.push(Finding::OwnersRewritten);
+    }
+    if after != written {
+        gathered
+            .annotations
+            .push((key.to_owned(), after.to_annotation()));
+    }
+    let (owned, unowned): (Vec<_>, Vec<_>) = added.into_iter().partition(|(_, owned)| *owned);
+    if !owned.is_empty() {
+        let owned: Vec<&str> = owned.iter().map(|(t, _)| t.as_str()).collect();
+        gathered
+            .audit
+            .push(("added-protected-taints".to_owned(), owned.join("; ")));
+    }
+    gathered.warnings.extend(unowned.iter().map(|(t, _)| {
+        format!(
+            "{}: the taint owner record {key:?} is full, so {} is not recorded as the owner of \
+             {t}: only permitted principals may remove or change it",
+            TaintPreservation::NAME,
+            who.describe()
+        )
+    }));
+    Ok(())
+}
+
+/// The verdict on what was gathered: in deny mode a refusal naming every finding; else the
+/// request with the protected state and the records spliced back in, and a warning per finding.
+fn respond(
+    settings: &Settings,
+    mode: Mode,
+    who: &Principal<'_>,
+    new: &NodeView<'_>,
+    node_name: String,
+    keep_cordoned: bool,
+    gathered: Gathered<'_>,
+) -> Result<Judgement, String> {
+    let Gathered {
+        findings,
+        annotations,
+        audit,
+        warnings,
+    } = gathered;
     let wants = Permission {
         taints: findings.iter().any(Finding::wants_untaint),
         cordon: findings.iter().any(|f| !f.wants_untaint()),
@@ -403,12 +492,12 @@ fn judge(
     let mut verdict = if mode == Mode::Deny && !findings.is_empty() {
         Verdict::reject(
             403,
-            deny_message(&who, &findings, &node_name, &settings.rbac, wants),
+            deny_message(who, &findings, &node_name, &settings.rbac, wants),
         )
     } else {
         let edits = NodeEdits {
-            taints: restored_taints(&new, &findings),
-            unschedulable: cordon.keep_cordoned.then_some(true),
+            taints: restored_taints(new, &findings),
+            unschedulable: keep_cordoned.then_some(true),
             annotations,
         };
         let mut verdict = if edits.is_empty() {
@@ -431,7 +520,7 @@ fn judge(
         verdict
     };
     verdict.warnings.extend(warnings);
-    verdict.audit_annotations = audit_annotations(&findings, &node_name, audit, mode, &who);
+    verdict.audit_annotations = audit_annotations(&findings, &node_name, audit, mode, who);
     Ok(Judgement {
         verdict,
         wants,
