@@ -19,8 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::artifact::Artifact;
-use crate::manifests::{self, Maintainer, Target};
-use taintguard_wasm_metadata::metadata::{Rule, DISPLAY_NAME_ANNOTATION, VERSION_ANNOTATION};
+use crate::manifests::{self, Maintainer, MetadataSpec, Target};
+use taintguard_wasm_metadata::metadata::{DISPLAY_NAME_ANNOTATION, VERSION_ANNOTATION};
 
 /// The chart type the UI filters on: the one thing that makes a chart a policy.
 pub const CATALOG_TYPE: &str = "kubewarden-policy";
@@ -104,10 +104,7 @@ pub fn render(
         home: get("io.kubewarden.policy.url").or_else(|| source.clone()),
         sources: source.into_iter().collect(),
         keywords: manifests::keywords(artifact)?,
-        maintainers: manifests::maintainers(
-            &get("io.kubewarden.policy.author").unwrap_or_default(),
-        )
-        .map_err(|e| format!("{}: {e}", artifact.path.display()))?,
+        maintainers: manifests::authors(artifact)?,
         annotations,
     };
 
@@ -152,24 +149,6 @@ pub fn render(
 /// written out here rather than read back from annotations in the template, so that rendering
 /// needs no YAML parsing in Helm.
 fn policy_template(artifact: &Artifact) -> Result<String, String> {
-    /// The spec's fields that come from the metadata, in kwctl's order.
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Fixed<'a> {
-        rules: &'a [Rule],
-        mutating: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        background_audit: Option<bool>,
-        #[serde(skip_serializing_if = "<[Value]>::is_empty")]
-        context_aware_resources: &'a [Value],
-    }
-    let meta = &artifact.metadata;
-    let fixed = Fixed {
-        rules: &meta.rules,
-        mutating: meta.mutating,
-        background_audit: (!meta.background_audit).then_some(false),
-        context_aware_resources: &meta.context_aware_resources,
-    };
     let annotations = manifests::resource_annotations(artifact);
     let annotations = if annotations.is_empty() {
         String::new()
@@ -189,7 +168,13 @@ fn policy_template(artifact: &Artifact) -> Result<String, String> {
            mode: {{{{ .Values.policy.mode }}}}\n  \
            settings: {{{{- toYaml .Values.policy.settings | nindent 4 }}}}\n\
          {}",
-        indent(&manifests::to_yaml(&fixed)?, 2)
+        indent(
+            &manifests::to_yaml(&MetadataSpec::of(
+                artifact,
+                &artifact.metadata.context_aware_resources
+            ))?,
+            2
+        )
     ))
 }
 

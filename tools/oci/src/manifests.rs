@@ -93,6 +93,16 @@ struct ObjectMeta {
 struct Spec<'a> {
     module: String,
     settings: &'a Value,
+    #[serde(flatten)]
+    from_metadata: MetadataSpec<'a>,
+}
+
+/// The fields of a policy resource's spec that come from the module's metadata, in the order
+/// `kwctl scaffold manifest` writes them; the chart's template writes the same
+/// (`crate::chart`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataSpec<'a> {
     rules: &'a [Rule],
     mutating: bool,
     /// Omitted when true, as kwctl does (kubewarden-controller#395).
@@ -100,6 +110,20 @@ struct Spec<'a> {
     background_audit: Option<bool>,
     #[serde(skip_serializing_if = "<[Value]>::is_empty")]
     context_aware_resources: &'a [Value],
+}
+
+impl<'a> MetadataSpec<'a> {
+    /// The spec fields of `artifact`'s metadata, with `context_aware` as its context-aware
+    /// resources (none for a namespaced AdmissionPolicy).
+    pub fn of(artifact: &'a Artifact, context_aware: &'a [Value]) -> MetadataSpec<'a> {
+        let meta = &artifact.metadata;
+        MetadataSpec {
+            rules: &meta.rules,
+            mutating: meta.mutating,
+            background_audit: (!meta.background_audit).then_some(false),
+            context_aware_resources: context_aware,
+        }
+    }
 }
 
 /// The annotations `kwctl scaffold manifest` copies onto the policy resource.
@@ -112,13 +136,7 @@ const RESOURCE_ANNOTATIONS: [&str; 2] = [
 pub fn resource_annotations(artifact: &Artifact) -> BTreeMap<String, String> {
     RESOURCE_ANNOTATIONS
         .iter()
-        .filter_map(|k| {
-            artifact
-                .metadata
-                .annotations
-                .get(*k)
-                .map(|v| (k.to_string(), v.trim().to_owned()))
-        })
+        .filter_map(|k| artifact.annotation(k).map(|v| (k.to_string(), v)))
         .collect()
 }
 
@@ -188,10 +206,7 @@ pub fn render(
         spec: Spec {
             module: module.clone(),
             settings,
-            rules: &meta.rules,
-            mutating: meta.mutating,
-            background_audit: (!meta.background_audit).then_some(false),
-            context_aware_resources: context_aware,
+            from_metadata: MetadataSpec::of(artifact, context_aware),
         },
     };
     let header = |kind: &str| {
@@ -352,8 +367,7 @@ fn artifacthub(
     if let Some(questions) = questions {
         annotations.insert("kubewarden/questions-ui".to_owned(), questions.to_owned());
     }
-    let maintainers = maintainers(get("io.kubewarden.policy.author").as_deref().unwrap_or(""))
-        .map_err(|e| format!("{}: {e}", artifact.path.display()))?;
+    let maintainers = authors(artifact)?;
     let links = get("io.kubewarden.policy.source")
         .map(|source| links(&source, get(RELEASE_TAG_ANNOTATION), &version))
         .unwrap_or_default();
@@ -404,7 +418,7 @@ pub fn keywords(artifact: &Artifact) -> Result<Vec<String>, String> {
 /// for the UI: mutation, rules and context-aware resources as YAML text, resources, hidden-ui.
 pub fn kubewarden_annotations(artifact: &Artifact) -> Result<BTreeMap<String, String>, String> {
     let meta = &artifact.metadata;
-    let get = |key: &str| meta.annotation(key).map(|v| v.trim().to_owned());
+    let get = |key: &str| artifact.annotation(key);
     let mut annotations = BTreeMap::new();
     annotations.insert("kubewarden/mutation".to_owned(), meta.mutating.to_string());
     annotations.insert("kubewarden/rules".to_owned(), to_yaml(&meta.rules)?);
@@ -446,6 +460,20 @@ fn links(source: &str, release_tag: Option<String>, version: &str) -> Vec<NameUr
         url: source.to_owned(),
     });
     links
+}
+
+/// The maintainers `artifact`'s `io.kubewarden.policy.author` names ([`maintainers`]).
+///
+/// # Errors
+///
+/// An entry without an email address, naming the module.
+pub fn authors(artifact: &Artifact) -> Result<Vec<Maintainer>, String> {
+    maintainers(
+        &artifact
+            .annotation("io.kubewarden.policy.author")
+            .unwrap_or_default(),
+    )
+    .map_err(|e| format!("{}: {e}", artifact.path.display()))
 }
 
 /// `Name <email>, Other <email>` → maintainers, as `kwctl scaffold artifacthub` reads the author.
@@ -513,11 +541,7 @@ pub fn repository_metadata(artifacts: &[Artifact]) -> Result<String, String> {
     }
     let mut owners: Vec<Maintainer> = Vec::new();
     for artifact in artifacts {
-        let author = artifact
-            .metadata
-            .annotation("io.kubewarden.policy.author")
-            .unwrap_or_default();
-        for owner in maintainers(author).map_err(|e| format!("{}: {e}", artifact.path.display()))? {
+        for owner in authors(artifact)? {
             if !owners.contains(&owner) {
                 owners.push(owner);
             }

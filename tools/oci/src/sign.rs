@@ -241,7 +241,7 @@ pub fn payload(repository: &str, digest: &str) -> Vec<u8> {
 
 /// The tag the signatures of `digest` live under: `sha256-<hex>.sig`.
 pub fn signature_tag(digest: &str) -> String {
-    format!("{}.sig", digest.replace(':', "-"))
+    crate::layout::attachment_tag(digest, "sig")
 }
 
 /// What was done for one artifact.
