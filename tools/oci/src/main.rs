@@ -385,7 +385,7 @@ fn manifests(args: Args) -> Result<(), String> {
 }
 
 /// `dist/<module>.spdx.json` beside each `dist/<module>.wasm`.
-pub fn sbom_path(artifact: &Artifact) -> PathBuf {
+fn sbom_path(artifact: &Artifact) -> PathBuf {
     artifact.path.with_extension("spdx.json")
 }
 
@@ -394,11 +394,17 @@ fn sboms(args: Args) -> Result<(), String> {
     let dist = args.path("--dist", "dist");
     let workspace = std::env::current_dir().map_err(|e| e.to_string())?;
     let created = manifests::created_at()?;
+    let checksums = sbom::lock_checksums(&workspace)?;
+    // One `cargo tree` per target: it holds the tree of every package built for it.
+    let mut trees: BTreeMap<&str, String> = BTreeMap::new();
     for artifact in artifact::discover(&dist)? {
         let target = sbom::target_of(&artifact.metadata.execution_mode)
             .map_err(|e| format!("{}: {e}", artifact.path.display()))?;
-        let graph = sbom::linked(&workspace, target, &packages, &artifact.policy)?;
-        let document = sbom::document(&workspace, &artifact, target, &graph, &created)?;
+        if !trees.contains_key(target) {
+            trees.insert(target, sbom::tree(&workspace, target, &packages)?);
+        }
+        let graph = sbom::parse_tree(&trees[target], &artifact.policy)?;
+        let document = sbom::document(&artifact, target, &graph, &checksums, &created);
         let path = sbom_path(&artifact);
         let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())? + "\n";
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;

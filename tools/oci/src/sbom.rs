@@ -64,18 +64,13 @@ fn cargo(workspace: &Path, args: &[&str]) -> Result<String, String> {
     String::from_utf8(out.stdout).map_err(|e| format!("`cargo {}`: {e}", args.join(" ")))
 }
 
-/// The crates linked into `root`'s module when `packages` are built together for `target`.
+/// `cargo tree` of `packages` built together for `target`: one tree per package, each line
+/// `<depth><name> v<version>[ (<path>)]|<licence>`, for [`parse_tree`].
 ///
 /// # Errors
 ///
-/// cargo's own, when it cannot resolve the graph offline from the lock file, or output this
-/// reader does not understand.
-pub fn linked(
-    workspace: &Path,
-    target: &str,
-    packages: &[String],
-    root: &str,
-) -> Result<Graph, String> {
+/// cargo's own, when it cannot resolve the graph offline from the lock file.
+pub fn tree(workspace: &Path, target: &str, packages: &[String]) -> Result<String, String> {
     let mut args = vec![
         "tree",
         "--locked",
@@ -93,14 +88,15 @@ pub fn linked(
     for package in packages {
         args.extend(["-p", package.as_str()]);
     }
-    let tree = cargo(workspace, &args)?;
-    parse_tree(&tree, root)
+    cargo(workspace, &args)
 }
 
-/// Reads `cargo tree --prefix depth -f {p}|{l}` output: lines
-/// `<depth><name> v<version>[ (<path>)]|<licence>`, one tree per package given; keeps the tree
-/// rooted at `root`.
-fn parse_tree(tree: &str, root: &str) -> Result<Graph, String> {
+/// The crates linked into `root`'s module: its tree in [`tree`]'s output.
+///
+/// # Errors
+///
+/// Output this reader does not understand, or no tree rooted at `root`.
+pub fn parse_tree(tree: &str, root: &str) -> Result<Graph, String> {
     let mut graph = Graph {
         crates: BTreeSet::new(),
         edges: BTreeSet::new(),
@@ -148,7 +144,14 @@ fn parse_tree(tree: &str, root: &str) -> Result<Graph, String> {
 }
 
 /// `(name, version)` → sha256 of the registry crates in `Cargo.lock`.
-fn lock_checksums(workspace: &Path) -> Result<BTreeMap<(String, String), String>, String> {
+pub type Checksums = BTreeMap<(String, String), String>;
+
+/// The checksums of `workspace`'s `Cargo.lock`.
+///
+/// # Errors
+///
+/// The lock file cannot be read or is not TOML.
+pub fn lock_checksums(workspace: &Path) -> Result<Checksums, String> {
     let path = workspace.join("Cargo.lock");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let lock: toml::Value = text
@@ -182,20 +185,15 @@ fn spdx_id(krate: &Crate) -> String {
     format!("SPDXRef-Crate-{id}")
 }
 
-/// The SPDX 2.3 JSON document for `artifact`, whose module links `graph`.
-///
-/// # Errors
-///
-/// Reading the lock file failing; a crate without a declared licence is not an error
-/// (NOASSERTION).
+/// The SPDX 2.3 JSON document for `artifact`, whose module links `graph`, the registry crates'
+/// checksums from `checksums`; a crate without a declared licence is NOASSERTION.
 pub fn document(
-    workspace: &Path,
     artifact: &Artifact,
     target: &str,
     graph: &Graph,
+    checksums: &Checksums,
     created: &str,
-) -> Result<Value, String> {
-    let checksums = lock_checksums(workspace)?;
+) -> Value {
     let meta = &artifact.metadata;
     let version = meta.annotation(VERSION_ANNOTATION).unwrap_or("0.0.0");
     let module_sha = sha256(&artifact.bytes);
@@ -268,7 +266,7 @@ pub fn document(
             "relatedSpdxElement": spdx_id(to),
         }));
     }
-    Ok(json!({
+    json!({
         "spdxVersion": "SPDX-2.3",
         "dataLicense": "CC0-1.0",
         "SPDXID": "SPDXRef-DOCUMENT",
@@ -283,7 +281,7 @@ pub fn document(
         },
         "packages": packages,
         "relationships": relationships,
-    }))
+    })
 }
 
 #[cfg(test)]
