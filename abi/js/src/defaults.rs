@@ -80,11 +80,11 @@ mod tests {
                 .join("policies")
                 .join(policy)
                 .join("settings-fields.yml");
-            let text = std::fs::read_to_string(&fields).unwrap();
-            let paths: Vec<&str> = text
-                .lines()
-                .filter_map(|line| line.strip_prefix("  - path: "))
-                .map(str::trim)
+            let source = taintguard_settings_ui::Source::read(&fields).unwrap();
+            let paths: Vec<&str> = source
+                .fields
+                .iter()
+                .map(|field| field.path.as_str())
                 .filter(|path| !path.contains("[]"))
                 .collect();
             assert!(paths.len() >= 3, "{}: no fields found", fields.display());
