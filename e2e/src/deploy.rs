@@ -72,7 +72,7 @@ fn variant(
     // Engines that cannot mutate are deployed as validating policies.
     let mutating = !gatekeeper && spec["mutating"].as_bool().unwrap_or(false);
     spec["mutating"] = json!(mutating);
-    spec["module"] = json!(format!("file://{}", module.display()));
+    spec["module"] = json!(module_url(repo, &artifact));
     spec["settings"] = settings;
     Ok(cluster_admission_policy(name, spec))
 }

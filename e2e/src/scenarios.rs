@@ -870,17 +870,30 @@ fn restrictions(env: &mut Env) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // Engines, audit, failure
 
-/// An UPDATE review as the API server builds it: the stored object as `oldObject`, the result of
-/// the write as `object`.
-fn update_review(who: Actor, old: &Value, new: &Value) -> Value {
+/// policy-server's answer (the AdmissionResponse) to the Node UPDATE review the API server
+/// should send to policy `id` when `who` writes `new` over the stored `old`. This kube-apiserver
+/// hands validating webhooks `oldObject == object` on UPDATEs (docs/e2e.md), so the validating
+/// deployments are shown UPDATEs this way.
+pub(crate) fn update_answer(
+    env: &Env,
+    id: &str,
+    who: Actor,
+    old: &Value,
+    new: &Value,
+) -> Result<Value, String> {
     let gvk = json!({"group": "", "version": "v1", "kind": "Node"});
-    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "e2e-gatekeeper-update", "kind": gvk, "requestKind": gvk,
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "e2e-update", "kind": gvk, "requestKind": gvk,
         "resource": {"group": "", "version": "v1", "resource": "nodes"},
         "name": old["metadata"]["name"], "operation": "UPDATE",
         "userInfo": {"username": who.user, "groups": who.groups},
         "object": new, "oldObject": old, "dryRun": false,
-    }})
+    }});
+    let answer = env
+        .cluster
+        .post_to_policy_server(&format!("/validate/{id}"), &review.to_string())?;
+    let answer: Value = serde_json::from_str(&answer).map_err(|e| format!("{e}: {answer}"))?;
+    Ok(answer["response"].clone())
 }
 
 fn gatekeeper(env: &mut Env) -> Result<(), String> {
@@ -923,13 +936,13 @@ fn gatekeeper(env: &mut Env) -> Result<(), String> {
         ),
         (GPU_OPERATOR, &uncordoned, "may not uncordon node gk-node"),
     ] {
-        let review = update_review(who, &cordoned_node, new).to_string();
-        let answer = env.cluster.post_to_policy_server(
-            "/validate/clusterwide-taint-preservation-gatekeeper",
-            &review,
+        let response = &update_answer(
+            env,
+            "clusterwide-taint-preservation-gatekeeper",
+            who,
+            &cordoned_node,
+            new,
         )?;
-        let answer: Value = serde_json::from_str(&answer).map_err(|e| format!("{e}: {answer}"))?;
-        let response = &answer["response"];
         check(
             response["allowed"] == json!(false)
                 && response["status"]["message"]

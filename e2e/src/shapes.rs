@@ -127,8 +127,6 @@ fn stale_patch(env: &Env, name: &str, dry: bool) -> Out {
 /// record, which some shapes refuse.
 fn unjudged_node(env: &Env, name: &str, variant: &str, taints: &[Value]) -> Result<(), String> {
     let mut object = node(name, variant, taints);
-    object["apiVersion"] = json!("v1");
-    object["kind"] = json!("Node");
     if let Some(labels) = object["metadata"]["labels"].as_object_mut() {
         labels.remove(VARIANT_LABEL);
     }
@@ -161,29 +159,6 @@ fn once_served(
         ));
     }
     Ok(last.expect("attempted"))
-}
-
-/// policy-server's answer to the UPDATE review the API server should send for `object` replacing
-/// the stored `old` as `who`. This kube-apiserver hands validating webhooks `oldObject ==
-/// object` on UPDATEs (docs/e2e.md), so validating shapes are shown UPDATEs this way.
-fn update_answer(
-    env: &Env,
-    id: &str,
-    who: Actor,
-    old: &Value,
-    object: &Value,
-) -> Result<Value, String> {
-    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "shape", "kind": {"group": "", "version": "v1", "kind": "Node"},
-        "resource": {"group": "", "version": "v1", "resource": "nodes"},
-        "name": object["metadata"]["name"], "operation": "UPDATE",
-        "userInfo": {"username": who.user, "groups": who.groups},
-        "object": object, "oldObject": old}});
-    let answer = env
-        .cluster
-        .post_to_policy_server(&format!("/validate/{id}"), &review.to_string())?;
-    let answer: Value = serde_json::from_str(&answer).map_err(|e| format!("{e}: {answer}"))?;
-    Ok(answer["response"].clone())
 }
 
 /// A refusal's message and its causes, as `field: message`.
@@ -230,12 +205,7 @@ fn without_taints(node: &Value) -> Value {
 /// writes is a mutation, which a group counts as a refusal.
 pub fn policy_group(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
-    let tainted = |name: &str, variant: &str| {
-        let mut object = node(name, variant, &[dedicated()]);
-        object["apiVersion"] = json!("v1");
-        object["kind"] = json!("Node");
-        object.to_string()
-    };
+    let tainted = |name: &str, variant: &str| node(name, variant, &[dedicated()]).to_string();
     // Through the API server: a CREATE, which this server hands validating webhooks whole.
     let records = tainted("shape-group-records", "group-records");
     let out = once_served(
@@ -311,10 +281,7 @@ pub fn non_mutating(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let attempted = "The policy attempted to mutate the request, but it is currently configured \
                      to not allow mutations";
-    let mut tainted = node("shape-nonmutating", "nonmutating", &[dedicated()]);
-    tainted["apiVersion"] = json!("v1");
-    tainted["kind"] = json!("Node");
-    let tainted = tainted.to_string();
+    let tainted = node("shape-nonmutating", "nonmutating", &[dedicated()]).to_string();
     let out = once_served(
         "the non-mutating webhook",
         || {
