@@ -6,15 +6,35 @@
 
 use std::fmt;
 
+/// A glob, read from settings as its pattern string and written back as the same string.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Glob {
+    /// The pattern as written.
     source: String,
     kind: Kind,
 }
 
+impl TryFrom<String> for Glob {
+    type Error = String;
+    fn try_from(text: String) -> Result<Glob, String> {
+        Glob::new(&text).map_err(|e| format!("{text:?} is not a valid glob: {e}"))
+    }
+}
+
+crate::settings::from_string!(Glob, into = String);
+
+impl From<Glob> for String {
+    fn from(glob: Glob) -> String {
+        glob.source
+    }
+}
+
 #[derive(Clone, PartialEq, Eq)]
 enum Kind {
+    /// No metacharacters: the pattern is the text it matches.
     Exact,
+    /// Only escaped characters: the text they stand for.
+    Literal(String),
     /// `prefix*`: the commonest shape (`node.kubernetes.io/*`), matched without the engine.
     Prefix(String),
     Tokens(Vec<Token>),
@@ -72,8 +92,12 @@ impl Glob {
             .iter()
             .all(|t| matches!(t, Token::Char(_)))
             .then(|| literal(&tokens));
-        let kind = if literal_text.is_some() {
-            Kind::Exact
+        let kind = if let Some(text) = literal_text {
+            if text == pattern {
+                Kind::Exact
+            } else {
+                Kind::Literal(text)
+            }
         } else if let Some((Token::Star, head)) = tokens.split_last() {
             if head.iter().all(|t| matches!(t, Token::Char(_))) {
                 Kind::Prefix(literal(head))
@@ -83,8 +107,10 @@ impl Glob {
         } else {
             Kind::Tokens(tokens)
         };
-        let source = literal_text.unwrap_or_else(|| pattern.to_owned());
-        Ok(Glob { source, kind })
+        Ok(Glob {
+            source: pattern.to_owned(),
+            kind,
+        })
     }
 
     pub fn as_str(&self) -> &str {
@@ -94,6 +120,7 @@ impl Glob {
     pub fn matches(&self, text: &str) -> bool {
         match &self.kind {
             Kind::Exact => self.source == text,
+            Kind::Literal(literal) => literal == text,
             Kind::Prefix(prefix) => text.starts_with(prefix.as_str()),
             Kind::Tokens(tokens) => match_tokens(tokens, text),
         }

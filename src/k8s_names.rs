@@ -1,6 +1,70 @@
 //! Kubernetes' rules for names, as the API server validates them: qualified names (label and
-//! annotation keys), label values and DNS-1123 subdomains. A name these accept can be written
-//! into a selector's query text as it is: none holds `,`, `=`, `!`, `(`, `)` or a space.
+//! annotation keys), label values, DNS-1123 subdomains and RBAC names; and the settings types
+//! checked by them. A name these accept can be written into a selector's query text as it is:
+//! none holds `,`, `=`, `!`, `(`, `)` or a space.
+
+use crate::settings::checked;
+
+checked! {
+    /// An annotation key (a qualified name), for the records the policies keep on objects.
+    pub struct AnnotationKey(String) = |key| match qualified_name(&key) {
+        Ok(()) => Ok(key),
+        Err(_) => Err(format!("{key:?} is not a valid annotation key ([prefix/]name)")),
+    };
+}
+
+checked! {
+    /// A label key (a qualified name), as selectors name it.
+    #[derive(PartialOrd, Ord)]
+    pub struct LabelKey(String) = |key| match qualified_name(&key) {
+        Ok(()) => Ok(key),
+        Err(e) => Err(format!("label key {e}")),
+    };
+}
+
+checked! {
+    /// A label value, as selectors name it.
+    pub struct LabelValue(String) = |value| label_value(&value).map(|()| value);
+}
+
+checked! {
+    /// An RBAC API group a SubjectAccessReview asks about: a DNS-1123 subdomain's characters.
+    /// The empty group is the core API group, whose roles grant real powers over nodes, so it
+    /// is refused.
+    pub struct ApiGroup(String) = |group| {
+        if group.is_empty() {
+            return Err("the core API group (\"\") is refused: roles over real node resources \
+                        would grant this permission; name a group no API server serves, such as \
+                        \"taintguard.io\""
+                .to_owned());
+        }
+        rbac_name(&group, true).map(|()| group)
+    };
+}
+
+checked! {
+    /// An RBAC resource or verb: lower-case letters, digits and `-`.
+    pub struct RbacName(String) = |name| rbac_name(&name, false).map(|()| name);
+}
+
+/// RBAC matches groups, resources and verbs exactly, so the characters a role can name are
+/// checked here rather than found wrong in an audit: lower-case letters, digits, `-` and, in a
+/// group, `.`.
+fn rbac_name(name: &str, group: bool) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.chars().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (group && c == '.')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not an RBAC name: lower-case letters, digits and `-`{}",
+            if group { " and `.`" } else { "" }
+        ))
+    }
+}
 
 /// `[prefix/]name`: the prefix a DNS-1123 subdomain, the name at most 63 characters of letters,
 /// digits, `-`, `_` and `.`, alphanumeric at both ends. Label keys and annotation keys.

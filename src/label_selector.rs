@@ -1,23 +1,77 @@
 //! Kubernetes label selectors (`matchLabels` and `matchExpressions`).
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use crate::json::{members, JsonStr};
-use crate::k8s_names;
-use crate::settings::{At, Object, SettingsError};
+use crate::k8s_names::{LabelKey, LabelValue};
+use crate::settings::{from_string, settings_object, At, SettingsError};
 
-#[derive(Debug, Clone)]
-enum Requirement {
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
+/// A label selector as Kubernetes writes it: every requirement must hold. Keys and values are
+/// checked as the API server checks labels: a selector that names a key no label can have
+/// selects nothing, and `,`, `=`, `!`, parentheses or spaces would change what the list query's
+/// text selects.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    default
+)]
+pub struct LabelSelector {
+    pub match_labels: BTreeMap<LabelKey, LabelValue>,
+    pub match_expressions: Vec<LabelExpression>,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct LabelSelector {
-    requirements: Vec<Requirement>,
+settings_object!(LabelSelector);
+
+/// One of `matchExpressions`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct LabelExpression {
+    pub key: LabelKey,
+    pub operator: LabelOperator,
+    #[serde(default)]
+    pub values: Vec<LabelValue>,
+}
+
+settings_object!(LabelExpression);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+impl TryFrom<String> for LabelOperator {
+    type Error = String;
+    fn try_from(text: String) -> Result<LabelOperator, String> {
+        match text.as_str() {
+            "In" => Ok(LabelOperator::In),
+            "NotIn" => Ok(LabelOperator::NotIn),
+            "Exists" => Ok(LabelOperator::Exists),
+            "DoesNotExist" => Ok(LabelOperator::DoesNotExist),
+            other => Err(format!(
+                "unknown operator {other:?}; expected In, NotIn, Exists or DoesNotExist"
+            )),
+        }
+    }
+}
+
+from_string!(LabelOperator, into = &'static str);
+
+impl From<LabelOperator> for &'static str {
+    fn from(operator: LabelOperator) -> &'static str {
+        match operator {
+            LabelOperator::In => "In",
+            LabelOperator::NotIn => "NotIn",
+            LabelOperator::Exists => "Exists",
+            LabelOperator::DoesNotExist => "DoesNotExist",
+        }
+    }
 }
 
 /// An object's labels, read from `metadata.labels`.
@@ -34,106 +88,55 @@ pub fn parse_labels(raw: Option<&str>) -> Result<Labels<'_>, serde_json::Error> 
         .collect()
 }
 
-/// A label selector as settings write it; see [`LabelSelectorSettings::build`].
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LabelSelectorSettings<'s> {
-    /// Read as a `Value` map, as the JSONPath conditions' values are (code the module has anyway),
-    /// so that its entries come in key order and the first bad one is the first reported.
-    match_labels: Option<Map<String, Value>>,
-    #[serde(borrow)]
-    match_expressions: Option<Vec<Object<ExpressionSettings<'s>>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExpressionSettings<'s> {
-    #[serde(borrow)]
-    key: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    operator: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    values: Option<Vec<JsonStr<'s>>>,
-}
-
-impl LabelSelectorSettings<'_> {
-    /// The selector, its requirements checked; `at` is where it is.
-    pub fn build(&self, at: At<'_>) -> Result<LabelSelector, SettingsError> {
-        let mut requirements = Vec::new();
-        let labels_at = at.field("matchLabels");
-        // Keys and values are checked as the API server checks labels: a selector that names a
-        // key no label can have selects nothing, and `,`, `=`, `!`, parentheses or spaces would
-        // change what the list query's text selects.
-        for (key, value) in self.match_labels.iter().flatten() {
-            let at = labels_at.field(key);
-            let text = value
-                .as_str()
-                .ok_or_else(|| at.error("expected a string label value"))?;
-            k8s_names::qualified_name(key).map_err(|e| at.error(format!("label key {e}")))?;
-            k8s_names::label_value(text).map_err(|e| at.error(e))?;
-            requirements.push(Requirement::In(key.clone(), vec![text.to_owned()]));
-        }
-        let expressions_at = at.field("matchExpressions");
-        for (i, e) in self.match_expressions.iter().flatten().enumerate() {
-            let at = expressions_at.index(i);
-            let key = e
-                .key
-                .as_ref()
-                .map(JsonStr::as_str)
-                .filter(|k| !k.is_empty())
-                .ok_or_else(|| at.field("key").error("required field is missing"))?
-                .to_owned();
-            k8s_names::qualified_name(&key)
-                .map_err(|e| at.field("key").error(format!("label key {e}")))?;
-            let operator = e.operator.as_ref().map_or("", JsonStr::as_str);
-            let values: Option<Vec<String>> = e
-                .values
-                .as_ref()
-                .map(|v| v.iter().map(|s| s.as_str().to_owned()).collect());
-            let values_at = at.field("values");
-            for (i, value) in values.iter().flatten().enumerate() {
-                k8s_names::label_value(value).map_err(|e| values_at.index(i).error(e))?;
-            }
-            let requirement = match (operator, values) {
-                ("In", Some(v)) if !v.is_empty() => Requirement::In(key, v),
-                ("NotIn", Some(v)) if !v.is_empty() => Requirement::NotIn(key, v),
-                ("In" | "NotIn", _) => {
-                    return Err(values_at.error(format!("operator {operator:?} needs values")))
-                }
-                ("Exists" | "DoesNotExist", Some(v)) if !v.is_empty() => {
-                    return Err(values_at.error(format!("operator {operator:?} takes no values")))
-                }
-                ("Exists", _) => Requirement::Exists(key),
-                ("DoesNotExist", _) => Requirement::DoesNotExist(key),
-                _ => {
-                    let expected = "expected In, NotIn, Exists or DoesNotExist";
-                    let message = format!("unknown operator {operator:?}; {expected}");
-                    return Err(at.field("operator").error(message));
-                }
-            };
-            requirements.push(requirement);
-        }
-        Ok(LabelSelector { requirements })
-    }
-}
-
 impl LabelSelector {
+    /// What the expressions' types cannot check alone: `In` and `NotIn` need values, `Exists`
+    /// and `DoesNotExist` take none.
+    ///
+    /// # Errors
+    ///
+    /// The first expression whose values do not fit its operator, at `at`.
+    pub fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+        let expressions_at = at.field("matchExpressions");
+        for (i, e) in self.match_expressions.iter().enumerate() {
+            let operator: &str = e.operator.into();
+            let needs_values = matches!(e.operator, LabelOperator::In | LabelOperator::NotIn);
+            if needs_values == e.values.is_empty() {
+                let message = if needs_values {
+                    format!("operator {operator:?} needs values")
+                } else {
+                    format!("operator {operator:?} takes no values")
+                };
+                return Err(expressions_at.index(i).field("values").error(message));
+            }
+        }
+        Ok(())
+    }
+
     /// The selector in the query syntax of the Kubernetes list API (`labelSelector=`), the form
     /// a host asks the API server with: `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by
     /// commas. Every requirement must hold, as in [`LabelSelector::matches`].
     pub fn to_query(&self) -> String {
-        let requirements: Vec<String> = self
-            .requirements
+        let labels = self
+            .match_labels
             .iter()
-            .map(|r| match r {
-                Requirement::In(k, values) if values.len() == 1 => format!("{k}={}", values[0]),
-                Requirement::In(k, values) => format!("{k} in ({})", values.join(",")),
-                Requirement::NotIn(k, values) => format!("{k} notin ({})", values.join(",")),
-                Requirement::Exists(k) => k.clone(),
-                Requirement::DoesNotExist(k) => format!("!{k}"),
-            })
-            .collect();
-        requirements.join(",")
+            .map(|(k, v)| format!("{}={}", k.as_str(), v.as_str()));
+        let expressions = self.match_expressions.iter().map(|e| {
+            let key = e.key.as_str();
+            let values = || {
+                let values: Vec<&str> = e.values.iter().map(|v| v.as_str()).collect();
+                values.join(",")
+            };
+            match e.operator {
+                LabelOperator::In if e.values.len() == 1 => {
+                    format!("{key}={}", e.values[0].as_str())
+                }
+                LabelOperator::In => format!("{key} in ({})", values()),
+                LabelOperator::NotIn => format!("{key} notin ({})", values()),
+                LabelOperator::Exists => key.to_owned(),
+                LabelOperator::DoesNotExist => format!("!{key}"),
+            }
+        });
+        labels.chain(expressions).collect::<Vec<_>>().join(",")
     }
 
     pub fn matches(&self, labels: &Labels<'_>) -> bool {
@@ -143,27 +146,39 @@ impl LabelSelector {
                 .find(|(k, _)| k.as_str() == key)
                 .map(|(_, v)| v.as_str())
         };
-        self.requirements.iter().all(|r| match r {
-            Requirement::In(k, values) => get(k).is_some_and(|v| values.iter().any(|x| x == v)),
-            Requirement::NotIn(k, values) => get(k).is_none_or(|v| values.iter().all(|x| x != v)),
-            Requirement::Exists(k) => get(k).is_some(),
-            Requirement::DoesNotExist(k) => get(k).is_none(),
-        })
+        let has = |values: &[LabelValue], v: &str| values.iter().any(|x| x.as_str() == v);
+        self.match_labels
+            .iter()
+            .all(|(k, v)| get(k.as_str()) == Some(v.as_str()))
+            && self.match_expressions.iter().all(|e| {
+                let found = get(e.key.as_str());
+                match e.operator {
+                    LabelOperator::In => found.is_some_and(|v| has(&e.values, v)),
+                    LabelOperator::NotIn => found.is_none_or(|v| !has(&e.values, v)),
+                    LabelOperator::Exists => found.is_some(),
+                    LabelOperator::DoesNotExist => found.is_none(),
+                }
+            })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::read;
     use serde_json::json;
 
     /// A selector at `s` of settings.
-    fn from_settings(selector: &Value) -> Result<LabelSelector, SettingsError> {
-        let text = selector.to_string();
-        let at = At::Root;
-        let at = at.field("s");
-        read::<Object<LabelSelectorSettings>>(&text, at)?.build(at)
+    fn from_settings(selector: &serde_json::Value) -> Result<LabelSelector, SettingsError> {
+        #[derive(Default, Deserialize, Serialize)]
+        struct Holder {
+            s: LabelSelector,
+        }
+        impl crate::settings::PolicySettings for Holder {
+            fn check(&self, at: crate::settings::At<'_>) -> Result<(), SettingsError> {
+                self.s.check(at.field("s"))
+            }
+        }
+        crate::settings::parse::<Holder>(&json!({ "s": selector }).to_string()).map(|h| h.s)
     }
 
     #[test]

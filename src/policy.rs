@@ -3,7 +3,7 @@
 use crate::admission::AdmissionRequest;
 use crate::cluster::Cluster;
 use crate::json;
-use crate::settings::SettingsError;
+use crate::settings::{self, PolicySettings, SettingsError};
 use crate::verdict::Verdict;
 
 /// Which half of a policy an engine can run.
@@ -40,12 +40,14 @@ pub trait Policy {
     /// The policy's name, as used in messages and artifact names.
     const NAME: &'static str;
     /// Validated settings.
-    type Settings;
+    type Settings: PolicySettings;
     /// What it may ask the cluster.
     const ASKS: Asks = Asks::NOTHING;
 
     /// Reads and validates settings text (`{}` means every default).
-    fn settings(text: &str) -> Result<Self::Settings, SettingsError>;
+    fn settings(text: &str) -> Result<Self::Settings, SettingsError> {
+        settings::parse(text)
+    }
 
     /// Judges one request; `cluster` answers what the settings ask of the cluster.
     fn evaluate(

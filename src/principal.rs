@@ -1,10 +1,10 @@
 //! Who made a request, and lists of principals that settings permit.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{each, At, SettingsError};
+use crate::settings::{checked, settings_object};
 
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 const NODE_PREFIX: &str = "system:node:";
@@ -65,54 +65,64 @@ impl<'r> Principal<'r> {
 }
 
 /// Principals that settings permit: people as a class, plus named users, groups and service
-/// accounts (`namespace/name`), each a glob.
-#[derive(Debug, Clone, Default)]
-pub struct PrincipalList {
+/// accounts (`namespace/name`), each a glob. A field left out keeps its default: none, or with
+/// `ADMINS` (the global list of taint-preservation) people and `system:masters`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    default = "PrincipalList::defaults"
+)]
+pub struct PrincipalList<const ADMINS: bool = false> {
     pub people: bool,
-    pub users: Vec<Glob>,
-    pub groups: Vec<Glob>,
-    pub service_accounts: Vec<Glob>,
+    pub users: Vec<NameGlob>,
+    pub groups: Vec<NameGlob>,
+    pub service_accounts: Vec<ServiceAccountGlob>,
 }
 
-/// A principal list as settings write it; see [`PrincipalListSettings::build`].
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PrincipalListSettings<'s> {
-    people: Option<bool>,
-    #[serde(borrow)]
-    users: Option<Vec<JsonStr<'s>>>,
-    #[serde(borrow)]
-    groups: Option<Vec<JsonStr<'s>>>,
-    #[serde(borrow)]
-    service_accounts: Option<Vec<JsonStr<'s>>>,
-}
+settings_object!(PrincipalList<const ADMINS: bool>);
 
-impl PrincipalListSettings<'_> {
-    /// The principal list; fields left out take the values of `defaults`.
-    pub fn build(
-        &self,
-        at: At<'_>,
-        defaults: &PrincipalList,
-    ) -> Result<PrincipalList, SettingsError> {
-        let globs = |field, list: &Option<Vec<JsonStr<'_>>>, read, default: &Vec<Glob>| match list {
-            Some(list) => each(at.field(field), list, read),
-            None => Ok(default.clone()),
-        };
-        Ok(PrincipalList {
-            people: self.people.unwrap_or(defaults.people),
-            users: globs("users", &self.users, name_glob, &defaults.users)?,
-            groups: globs("groups", &self.groups, name_glob, &defaults.groups)?,
-            service_accounts: globs(
-                "serviceAccounts",
-                &self.service_accounts,
-                service_account_glob,
-                &defaults.service_accounts,
-            )?,
-        })
+impl<const ADMINS: bool> Default for PrincipalList<ADMINS> {
+    fn default() -> Self {
+        PrincipalList::defaults()
     }
 }
 
-impl PrincipalList {
+checked! {
+    /// A glob over user or group names.
+    pub struct NameGlob(Glob) = |text| {
+        if text.trim().is_empty() {
+            return Err("empty principal name".to_owned());
+        }
+        Glob::new(&text).map_err(|e| e.to_string())
+    };
+}
+
+checked! {
+    /// A glob over service accounts as `namespace/name`.
+    pub struct ServiceAccountGlob(Glob) = |text| match text.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Glob::new(&text).map_err(|e| e.to_string())
+        }
+        _ => Err(format!("{text:?} is not `namespace/name`")),
+    };
+}
+
+impl<const ADMINS: bool> PrincipalList<ADMINS> {
+    fn defaults() -> Self {
+        PrincipalList {
+            people: ADMINS,
+            users: Vec::new(),
+            groups: if ADMINS {
+                vec![NameGlob::try_from("system:masters".to_owned()).expect("valid glob")]
+            } else {
+                Vec::new()
+            },
+            service_accounts: Vec::new(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         !self.people
             && self.users.is_empty()
@@ -145,22 +155,6 @@ impl PrincipalList {
             }
         }
         false
-    }
-}
-
-fn name_glob(text: &str) -> Result<Glob, String> {
-    if text.trim().is_empty() {
-        return Err("empty principal name".to_owned());
-    }
-    Glob::new(text).map_err(|e| e.to_string())
-}
-
-fn service_account_glob(text: &str) -> Result<Glob, String> {
-    match text.split_once('/') {
-        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
-            Glob::new(text).map_err(|e| e.to_string())
-        }
-        _ => Err(format!("{text:?} is not `namespace/name`")),
     }
 }
 
@@ -203,11 +197,11 @@ mod tests {
 
     #[test]
     fn lists_allow() {
-        let list = PrincipalList {
+        let list: PrincipalList = PrincipalList {
             people: true,
-            users: vec![Glob::new("system:kube-scheduler").unwrap()],
-            groups: vec![Glob::new("system:masters").unwrap()],
-            service_accounts: vec![Glob::new("karpenter/*").unwrap()],
+            users: vec![NameGlob::try_from("system:kube-scheduler".to_owned()).unwrap()],
+            groups: vec![NameGlob::try_from("system:masters".to_owned()).unwrap()],
+            service_accounts: vec![ServiceAccountGlob::try_from("karpenter/*".to_owned()).unwrap()],
         };
         let masters = groups(&["system:masters", "system:authenticated"]);
         let none = groups(&[]);

@@ -1,21 +1,19 @@
 //! Reading settings text, with errors that name the field they are about.
 //!
-//! Each policy writes the shape of its settings as `#[derive(Deserialize)]` structs that deny
-//! unknown fields (which catches misspelt settings that would otherwise be silently ignored) and
-//! take every field as optional (`null` included, so a defaulted field can be written out);
-//! [`read`] deserializes the text straight into them, with the path of any type error. A second
-//! step checks what types cannot say (globs, key syntax, one value among several) and names the
-//! field through an [`At`].
+//! Each policy's settings are one `#[derive(Deserialize, Serialize)]` type per concept: fields are
+//! validated newtypes ([`checked!`]) and enums, so a value is checked while it is read, and
+//! `#[serde(default)]` with a `Default` impl carries the policy's defaults. Objects deny unknown
+//! fields (which catches misspelt settings that would otherwise be silently ignored) and are read
+//! from JSON objects only ([`settings_object!`]). What types cannot say (one field against
+//! another) each policy checks in one `check()` on the whole settings. [`read`] names the field
+//! behind any error, for both steps.
 
 use std::fmt;
-use std::marker::PhantomData;
-use std::ops::Deref;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Unexpected, Visitor};
 use serde_json::error::Category;
 
-use crate::glob::Glob;
 use crate::json::JsonStr;
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
@@ -46,8 +44,8 @@ impl fmt::Display for SettingsError {
 
 impl std::error::Error for SettingsError {}
 
-/// Where a settings value is, for the errors of the checks that follow deserialization. Built on
-/// the stack as the checks descend, and written out only when there is an error.
+/// Where a settings value is, for errors found after reading. Built on the stack as a check
+/// descends, and written out only when there is an error.
 #[derive(Debug, Clone, Copy)]
 pub enum At<'a> {
     Root,
@@ -80,44 +78,244 @@ impl fmt::Display for At<'_> {
     }
 }
 
-/// A settings object, read into `T` by field name. A derived struct alone would also read a JSON
-/// array as its fields in order (`[true]` as `{"enabled": true}`), which settings never mean:
-/// every settings object is read through this instead.
-#[derive(Debug, Default)]
-pub struct Object<T>(pub T);
-
-impl<T> Deref for Object<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
+/// Reads a `T` from a JSON string through its `TryFrom<String>`, the error reported at the
+/// string. (serde's `try_from` attribute makes the error after the string is read, outside
+/// serde_json's reader of it, so serde_json places it after the enclosing object when the string
+/// is that object's last member, and the path would name the object.)
+///
+/// # Errors
+///
+/// A value that is not a string, or the conversion's error.
+pub fn deserialize_checked<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<String, Error = String>,
+{
+    struct CheckedVisitor<T>(std::marker::PhantomData<T>);
+    impl<T: TryFrom<String, Error = String>> Visitor<'_> for CheckedVisitor<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
+            T::try_from(text.to_owned()).map_err(E::custom)
+        }
     }
+    deserializer.deserialize_str(CheckedVisitor(std::marker::PhantomData))
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
-            type Value = Object<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(Object)
+/// Gives a type converted from settings text (`TryFrom<String, Error = String>`) its
+/// `Deserialize` impl, through [`deserialize_checked`]; it is written back as `Into<$text>`.
+macro_rules! from_string {
+    ($type:ty, into = $text:ty) => {
+        impl<'de> serde::Deserialize<'de> for $type {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $crate::settings::deserialize_checked(deserializer)
             }
         }
-        deserializer.deserialize_map(ObjectVisitor(PhantomData))
+
+        impl serde::Serialize for $type {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(&<$text>::from(self.clone()), serializer)
+            }
+        }
+    };
+}
+pub(crate) use from_string;
+
+/// Reads `null` as the type's default, as the API server reads a `null` field of a pod spec;
+/// for the few settings fields written as in one.
+///
+/// # Errors
+///
+/// What reading a `T` finds.
+pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// A value checked while it is read: a newtype over `$inner` that only `$parse` (text to
+/// `$inner`, or why not) builds, read from and written as a JSON string. Its error is reported at
+/// the field, as every settings error is.
+macro_rules! checked {
+    ($(#[$attr:meta])* pub struct $name:ident($inner:ty) = $parse:expr;) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name($inner);
+
+        $crate::settings::from_string!($name, into = String);
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(text: String) -> Result<Self, String> {
+                let parse: fn(String) -> Result<$inner, String> = $parse;
+                parse(text).map($name)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0.into()
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = $inner;
+            fn deref(&self) -> &$inner {
+                &self.0
+            }
+        }
+    };
+}
+pub(crate) use checked;
+
+/// A settings object whose derives carry `#[serde(remote = "Self")]`, so that [`settings_object!`]
+/// can give it the `Deserialize` and `Serialize` impls.
+pub trait SettingsObject: Sized {
+    /// The derived reader of the object's fields.
+    fn from_fields<'de, D: Deserializer<'de>>(fields: D) -> Result<Self, D::Error>;
+
+    /// Whether settings may write the object as a bare string too, read by
+    /// [`SettingsObject::from_str`].
+    const STRING_FORM: bool = false;
+
+    /// What a bare string stands for where settings may write the object so (a taint selector
+    /// as its key glob); `None` where they may not.
+    fn from_str(_text: &str) -> Option<Result<Self, String>> {
+        None
     }
 }
 
-/// Reads settings text (or a part of settings, found `at`) into `T`. Kubewarden sends `{}` when
-/// none are configured. Text that is not JSON is reported as such whatever else is wrong with
-/// it, as parsing a `serde_json::Value` reports it (nesting past serde_json's recursion limit
+/// Reads a [`SettingsObject`] from a JSON object, or a string where it has a string form. A
+/// derived struct alone would also read a JSON array as its fields in order (`[true]` as
+/// `{"enabled": true}`), which settings never mean.
+pub fn deserialize_object<'de, D: Deserializer<'de>, T: SettingsObject>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+    impl<'de, T: SettingsObject> Visitor<'de> for ObjectVisitor<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::from_fields(MapAccessDeserializer::new(map))
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
+            match T::from_str(text) {
+                Some(object) => object.map_err(E::custom),
+                None => Err(E::invalid_type(Unexpected::Str(text), &self)),
+            }
+        }
+    }
+    // Without a string form, an object only: serde_json then refuses anything else before
+    // reading into it, so the error is placed at the value, not inside an array it opened.
+    if T::STRING_FORM {
+        deserializer.deserialize_any(ObjectVisitor(std::marker::PhantomData))
+    } else {
+        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Gives a settings object derived with `#[serde(remote = "Self")]` its `Deserialize` (from a
+/// JSON object only, [`deserialize_object`]) and `Serialize` impls; with `from_str = f`, a bare
+/// string is read as `f` reads it too. A const generic is written as in its declaration:
+/// `settings_object!(PrincipalList<const ADMINS: bool>)`.
+macro_rules! settings_object {
+    ($type:ident<const $param:ident: $kind:ty>) => {
+        $crate::settings::settings_object!(@impl [const $param: $kind] $type<$param>);
+    };
+    ($type:ident $(, from_str = $from_str:expr)?) => {
+        $crate::settings::settings_object!(@impl [] $type $(, from_str = $from_str)?);
+    };
+    (@impl [$($generics:tt)*] $type:ty $(, from_str = $from_str:expr)?) => {
+        impl<$($generics)*> $crate::settings::SettingsObject for $type {
+            fn from_fields<'de, D: serde::Deserializer<'de>>(fields: D) -> Result<Self, D::Error> {
+                <$type>::deserialize(fields)
+            }
+            $(
+                const STRING_FORM: bool = true;
+                fn from_str(text: &str) -> Option<Result<Self, String>> {
+                    Some($from_str(text))
+                }
+            )?
+        }
+
+        impl<'de, $($generics)*> serde::Deserialize<'de> for $type {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $crate::settings::deserialize_object(deserializer)
+            }
+        }
+
+        impl<$($generics)*> serde::Serialize for $type {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                <$type>::serialize(self, serializer)
+            }
+        }
+    };
+}
+pub(crate) use settings_object;
+
+/// A policy's settings: one derived type whose fields check themselves while they are read,
+/// with `Default` carrying the defaults, and one [`PolicySettings::check`] for what fields
+/// cannot check alone (one field against another), in the shape of Kubewarden's `Validatable`.
+pub trait PolicySettings: DeserializeOwned + serde::Serialize + Default {
+    /// Checks across fields; `at` is where the settings are.
+    ///
+    /// # Errors
+    ///
+    /// The first field that does not fit with the others, by its path.
+    fn check(&self, _at: At<'_>) -> Result<(), SettingsError> {
+        Ok(())
+    }
+}
+
+/// Reads and checks a policy's settings text: `{}` and `null` mean every default.
+///
+/// # Errors
+///
+/// What [`read`] and [`PolicySettings::check`] find, the field named.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::settings::parse;
+/// use taintguard::taint_preservation::{Mode, Settings};
+///
+/// let settings: Settings = parse(r#"{"mode": "deny"}"#).unwrap();
+/// assert_eq!(settings.mode, Mode::Deny);
+/// let error = parse::<Settings>(r#"{"protectedTaints": [{"key": "a", "effects": ["Never"]}]}"#);
+/// assert_eq!(
+///     error.unwrap_err().to_string(),
+///     "settings field `protectedTaints[0].effects[0]`: unknown effect \"Never\"; \
+///      expected one of NoSchedule, PreferNoSchedule, NoExecute"
+/// );
+/// ```
+pub fn parse<S: PolicySettings>(text: &str) -> Result<S, SettingsError> {
+    let settings: S = read(text)?;
+    settings.check(At::Root)?;
+    Ok(settings)
+}
+
+/// Reads settings text into `T` (Kubewarden sends `{}` when none are configured; `null` reads as
+/// `T::default()`). An error names the field: serde_json's position is turned into the path of
+/// the field it is in. Text that is not JSON is reported as such whatever else is wrong with it,
+/// as parsing a `serde_json::Value` reports it (nesting past serde_json's recursion limit
 /// included).
-pub fn read<'de, T: Deserialize<'de>>(text: &'de str, at: At<'_>) -> Result<T, SettingsError> {
+///
+/// # Errors
+///
+/// The first value that cannot be read, with its path and why, in the words of
+/// [`describe`].
+pub fn read<T: DeserializeOwned + Default>(text: &str) -> Result<T, SettingsError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let error = match T::deserialize(&mut deserializer).and_then(|v| deserializer.end().map(|()| v))
+    let error = match Option::<T>::deserialize(&mut deserializer)
+        .and_then(|v| deserializer.end().map(|()| v))
     {
-        Ok(value) => return Ok(value),
+        Ok(value) => return Ok(value.unwrap_or_default()),
         Err(e) => e,
     };
     if error.classify() != Category::Data {
@@ -128,9 +326,16 @@ pub fn read<'de, T: Deserialize<'de>>(text: &'de str, at: At<'_>) -> Result<T, S
     if let Err(syntax) = serde_json::from_str::<serde_json::Value>(text) {
         return Err(not_json(&syntax));
     }
-    let mut path = at.to_string();
+    let mut path = String::new();
     path_at(text, offset(text, error.line(), error.column()), &mut path);
-    Err(SettingsError::new(path, describe(&error)))
+    let (field, message) = describe(&error);
+    if let Some(field) = field {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(&field);
+    }
+    Err(SettingsError::new(path, message))
 }
 
 /// The byte offset of serde_json's error position: a 1-based line and the bytes before the
@@ -214,7 +419,11 @@ fn not_json(error: &serde_json::Error) -> SettingsError {
 /// serde's message for a data error, in the words of these settings: `expected a string, found a
 /// number` for serde's `invalid type: integer `3`, expected a string`, and no text position
 /// (settings are usually YAML converted to JSON, whose lines and columns the user never sees).
-fn describe(error: &serde_json::Error) -> String {
+/// A missing field is reported at the field (`Some(name)`), as `required field is missing`.
+///
+/// These are serde's and serde_json's messages, matched by their text: the tests of this module
+/// pin each form, so a rewording in a new serde fails them rather than the users' messages.
+fn describe(error: &serde_json::Error) -> (Option<String>, String) {
     let full = error.to_string();
     let position = format!(" at line {} column {}", error.line(), error.column());
     let message = full.strip_suffix(&position).unwrap_or(&full);
@@ -223,10 +432,22 @@ fn describe(error: &serde_json::Error) -> String {
         .or_else(|| message.strip_prefix("invalid value: "))
         .and_then(|rest| rest.split_once(", expected "));
     if let Some((found, expected)) = mismatch {
-        return format!("expected {}, found {}", noun(expected), noun(found));
+        return (
+            None,
+            format!("expected {}, found {}", noun(expected), noun(found)),
+        );
     }
     if message.starts_with("duplicate field `") {
-        return "field given twice".to_owned();
+        return (None, "field given twice".to_owned());
+    }
+    if let Some(name) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        return (
+            Some(name.to_owned()),
+            "required field is missing".to_owned(),
+        );
     }
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let expected = rest
@@ -236,9 +457,9 @@ fn describe(error: &serde_json::Error) -> String {
             .trim_start_matches("one of ")
             .replace(" or ", ", ")
             .replace('`', "");
-        return format!("unknown field; expected one of: {names}");
+        return (None, format!("unknown field; expected one of: {names}"));
     }
-    message.to_owned()
+    (None, message.to_owned())
 }
 
 /// What serde calls a JSON value (`integer `3``) or the type it expected (`a sequence`), as
@@ -261,68 +482,77 @@ fn noun(serde: &str) -> &str {
     }
 }
 
-/// Each string of `list` converted by `convert`, whose error names the element.
-pub fn each<T>(
-    at: At<'_>,
-    list: &[JsonStr<'_>],
-    convert: fn(&str) -> Result<T, String>,
-) -> Result<Vec<T>, SettingsError> {
-    list.iter()
-        .enumerate()
-        .map(|(i, text)| convert(text.as_str()).map_err(|m| at.index(i).error(m)))
-        .collect()
-}
-
-/// A glob over taint keys. Taint keys are qualified names (`[prefix/]name`: letters, digits,
-/// `-`, `_`, `.`, one `/`); a pattern with other characters could never match, so it is refused.
-pub fn taint_key_glob(text: &str) -> Result<Glob, String> {
-    if let Some(bad) = text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "-_./*?[]!\\".contains(*c)))
-    {
-        return Err(format!(
-            "{text:?} is not a taint key glob: {bad:?} cannot occur in a taint key"
-        ));
-    }
-    Glob::new(text).map_err(|e| format!("{text:?} is not a valid glob: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     // Only the errors of reading these are tested.
-    #[allow(dead_code)]
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase", deny_unknown_fields)]
-    struct Shape<'s> {
-        flag: Option<bool>,
-        #[serde(borrow)]
-        names: Option<Vec<JsonStr<'s>>>,
-        count: Option<i64>,
-        inner: Option<Object<Inner>>,
-        inner_list: Option<Vec<Object<Inner>>>,
+    #[derive(Debug, Default, Deserialize, Serialize)]
+    #[serde(
+        remote = "Self",
+        rename_all = "camelCase",
+        deny_unknown_fields,
+        default
+    )]
+    struct Shape {
+        flag: bool,
+        names: Vec<String>,
+        count: i64,
+        inner: Option<Inner>,
+        inner_list: Vec<Inner>,
+        keyed: Vec<Keyed>,
+        checked: Vec<Even>,
     }
+    settings_object!(Shape);
 
-    #[allow(dead_code)]
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
+    impl PolicySettings for Shape {}
+
+    #[derive(Debug, Default, Deserialize, Serialize)]
+    #[serde(remote = "Self", deny_unknown_fields)]
     struct Inner {
         on: Option<bool>,
     }
+    settings_object!(Inner);
 
-    fn error(text: &str, at: At<'_>) -> String {
-        read::<Option<Object<Shape>>>(text, at)
-            .unwrap_err()
-            .to_string()
+    /// An object with a required field and a string form.
+    #[derive(Debug, Deserialize, Serialize)]
+    #[serde(remote = "Self", deny_unknown_fields)]
+    struct Keyed {
+        key: Even,
+        #[serde(default)]
+        on: bool,
+    }
+    settings_object!(
+        Keyed,
+        from_str = |text: &str| Ok::<_, String>(Keyed {
+            key: Even::try_from(text.to_owned())?,
+            on: false,
+        })
+    );
+
+    checked! {
+        /// Text of an even length.
+        pub struct Even(String) = |text| {
+            if text.len() % 2 == 0 {
+                Ok(text)
+            } else {
+                Err(format!("{text:?} is odd"))
+            }
+        };
     }
 
-    /// Type errors and unknown fields in the words the settings references use, at the field.
+    fn error(text: &str) -> String {
+        parse::<Shape>(text).unwrap_err().to_string()
+    }
+
+    /// Type errors, unknown, missing and repeated fields and the checked values' own errors, in
+    /// the words the settings references use, at the field. These pin serde's messages too.
     #[test]
     fn errors_name_the_field() {
         let cases = [
             (r#"{"flag": "yes"}"#, "settings field `flag`: expected a boolean, found a string"),
+            (r#"{"flag": null}"#, "settings field `flag`: expected a boolean, found null"),
             (r#"{"names": ["a", 1]}"#, "settings field `names[1]`: expected a string, found a number"),
             (r#"{"names": "a"}"#, "settings field `names`: expected an array, found a string"),
             (r#"{"names": [null]}"#, "settings field `names[0]`: expected a string, found null"),
@@ -333,6 +563,7 @@ mod tests {
             ),
             (r#"{"count": {}}"#, "settings field `count`: expected an integer, found an object"),
             (r#"{"inner": [true]}"#, "settings field `inner`: expected an object, found an array"),
+            (r#"{"inner": "x"}"#, "settings field `inner`: expected an object, found a string"),
             (r#"{"inner": {"on": 1}}"#, "settings field `inner.on`: expected a boolean, found a number"),
             (
                 r#"{"innerList": [{"on": true}, {"of": true}]}"#,
@@ -340,7 +571,7 @@ mod tests {
             ),
             (
                 r#"{"flags": true}"#,
-                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList",
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked",
             ),
             ("[true]", "settings: expected an object, found an array"),
             ("7", "settings: expected an object, found a number"),
@@ -349,10 +580,15 @@ mod tests {
                 r#"{"inner": {"on": true, "on": true}}"#,
                 "settings field `inner.on`: field given twice",
             ),
+            (r#"{"keyed": [{"on": true}]}"#, "settings field `keyed[0].key`: required field is missing"),
+            (r#"{"keyed": ["ab", {}]}"#, "settings field `keyed[1].key`: required field is missing"),
+            (r#"{"keyed": ["abc"]}"#, "settings field `keyed[0]`: \"abc\" is odd"),
+            (r#"{"keyed": [{"key": "a"}]}"#, "settings field `keyed[0].key`: \"a\" is odd"),
+            (r#"{"checked": ["ab", "abc"]}"#, "settings field `checked[1]`: \"abc\" is odd"),
             // What the path is read from: escapes, and brackets, commas and quotes in strings.
             (
                 r#"{"fl\u0061gs": 1}"#,
-                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList",
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked",
             ),
             (
                 r#"{"names": ["a,]\"[{", "}"], "innerList": [{}, {"on": true}, {"on": "x"}]}"#,
@@ -364,26 +600,12 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            assert_eq!(error(text, At::Root), want, "{text}");
+            assert_eq!(error(text), want, "{text}");
         }
-        let at = At::Root;
-        let rules = at.field("rules");
-        let first = rules.index(0);
-        assert_eq!(
-            error(r#"{"inner": {"on": 1}}"#, first),
-            "settings field `rules[0].inner.on`: expected a boolean, found a number"
-        );
-        assert_eq!(
-            error("[]", first),
-            "settings field `rules[0]`: expected an object, found an array"
-        );
-        assert_eq!(
-            read::<Vec<bool>>("[true, 1]", rules)
-                .unwrap_err()
-                .to_string(),
-            "settings field `rules[1]`: expected a boolean, found a number"
-        );
-        assert!(read::<Option<Object<Shape>>>("null", at).unwrap().is_none());
+        let fine = parse::<Shape>(r#"{"keyed": ["ab", {"key": "cd", "on": true}]}"#).unwrap();
+        assert_eq!(fine.keyed[0].key.as_str(), "ab");
+        assert!(fine.keyed[1].on);
+        assert!(!parse::<Shape>("null").unwrap().flag);
     }
 
     /// Text that is not JSON is said to be so, as serde_json says it, even where a field before
@@ -405,7 +627,7 @@ mod tests {
         ] {
             let want = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
             assert_eq!(
-                error(text, At::Root),
+                error(text),
                 format!("settings: not valid JSON: {want}"),
                 "{text}"
             );

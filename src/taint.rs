@@ -1,20 +1,11 @@
 //! Taints as they appear in `Node.spec.taints`, and settings selectors over them.
 
-use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
-
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{each, taint_key_glob, At, SettingsError};
-
-/// The taint effects Kubernetes defines.
-pub const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+use crate::settings::{checked, from_string, settings_object};
 
 /// One entry of `spec.taints`, read from its raw text (which a restore copies back verbatim,
 /// `timeAdded` and fields unknown to us included).
@@ -94,144 +85,139 @@ pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Err
         .collect()
 }
 
-/// Validates an effect name.
-pub fn effect(text: &str) -> Result<&'static str, String> {
-    EFFECTS
-        .iter()
-        .find(|e| **e == text)
-        .copied()
-        .ok_or_else(|| {
-            format!(
-                "unknown effect {text:?}; expected one of {}",
-                EFFECTS.join(", ")
-            )
-        })
+/// A taint effect Kubernetes defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
 }
 
-/// Selects taints by key glob and, optionally, effects. In settings either a bare key glob
-/// (`"node.kubernetes.io/*"`) or `{"key": "...", "effects": ["NoSchedule"]}`.
-#[derive(Debug, Clone)]
-pub struct TaintSelector {
-    pub key: Glob,
-    /// Empty means every effect.
-    pub effects: Vec<&'static str>,
-}
+impl Effect {
+    pub const ALL: [Effect; 3] = [
+        Effect::NoSchedule,
+        Effect::PreferNoSchedule,
+        Effect::NoExecute,
+    ];
 
-impl TaintSelector {
-    pub fn new(key: &str, effects: &[&'static str]) -> TaintSelector {
-        TaintSelector {
-            key: taint_key_glob(key).expect("built-in taint key globs are valid"),
-            effects: effects.to_vec(),
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::NoSchedule => "NoSchedule",
+            Effect::PreferNoSchedule => "PreferNoSchedule",
+            Effect::NoExecute => "NoExecute",
         }
     }
+}
 
-    pub fn matches(&self, taint: &Taint<'_>) -> bool {
+impl TryFrom<String> for Effect {
+    type Error = String;
+    fn try_from(text: String) -> Result<Effect, String> {
+        Effect::try_from(text.as_str())
+    }
+}
+
+impl TryFrom<&str> for Effect {
+    type Error = String;
+    fn try_from(text: &str) -> Result<Effect, String> {
+        Effect::ALL
+            .into_iter()
+            .find(|e| e.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).collect();
+                format!(
+                    "unknown effect {text:?}; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+from_string!(Effect, into = &'static str);
+
+impl From<Effect> for &'static str {
+    fn from(effect: Effect) -> &'static str {
+        effect.as_str()
+    }
+}
+
+checked! {
+    /// A glob over taint keys. Taint keys are qualified names (`[prefix/]name`: letters, digits,
+    /// `-`, `_`, `.`, one `/`); a pattern with other characters could never match, so it is
+    /// refused.
+    pub struct TaintKeyGlob(Glob) = |text| {
+        if let Some(bad) = text
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || "-_./*?[]!\\".contains(*c)))
+        {
+            return Err(format!(
+                "{text:?} is not a taint key glob: {bad:?} cannot occur in a taint key"
+            ));
+        }
+        Glob::new(&text).map_err(|e| format!("{text:?} is not a valid glob: {e}"))
+    };
+}
+
+impl TaintKeyGlob {
+    /// A built-in glob, valid by construction.
+    pub fn builtin(text: &str) -> TaintKeyGlob {
+        TaintKeyGlob::try_from(text.to_owned()).expect("built-in taint key globs are valid")
+    }
+}
+
+/// What selects taints by key glob and, optionally, effects: a selector, and each settings rule
+/// written as one with fields of its own. In settings either a bare key glob
+/// (`"node.kubernetes.io/*"`) or `{"key": "...", "effects": ["NoSchedule"]}`.
+pub trait SelectsTaints {
+    fn key(&self) -> &TaintKeyGlob;
+    /// Empty means every effect.
+    fn effects(&self) -> &[Effect];
+
+    fn matches_key_effect(&self, key: &str, effect: &str) -> bool {
+        let effects = self.effects();
+        (effects.is_empty() || effects.iter().any(|e| e.as_str() == effect))
+            && self.key().matches(key)
+    }
+
+    fn matches(&self, taint: &Taint<'_>) -> bool {
         self.matches_key_effect(taint.key.as_str(), taint.effect.as_str())
     }
-
-    pub fn matches_key_effect(&self, key: &str, effect: &str) -> bool {
-        (self.effects.is_empty() || self.effects.contains(&effect)) && self.key.matches(key)
-    }
 }
 
-/// A taint selector as settings write it: a bare key glob, or an object `X` holding the key, the
-/// effects and whatever else a list of selectors gives each (a rule's own `permitted`, ...).
-#[derive(Debug)]
-pub enum SelectorSettings<'s, X> {
-    Key(JsonStr<'s>),
-    Object(X),
+/// A taint selector with no further fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct TaintSelector {
+    pub key: TaintKeyGlob,
+    #[serde(default)]
+    pub effects: Vec<Effect>,
 }
 
-/// The fields every selector object has.
-pub trait SelectorFields {
-    fn key(&self) -> Option<&str>;
-    fn effects(&self) -> Option<&[JsonStr<'_>]>;
-}
+settings_object!(TaintSelector, from_str = TaintSelector::from_key);
 
-/// A selector object with no further fields.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlainSelector<'s> {
-    #[serde(borrow)]
-    key: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    effects: Option<Vec<JsonStr<'s>>>,
-}
-
-impl SelectorFields for PlainSelector<'_> {
-    fn key(&self) -> Option<&str> {
-        self.key.as_ref().map(JsonStr::as_str)
-    }
-    fn effects(&self) -> Option<&[JsonStr<'_>]> {
-        self.effects.as_deref()
-    }
-}
-
-impl<X: SelectorFields> SelectorSettings<'_, X> {
-    /// The selector, its key and effects checked; `at` is where the selector is.
-    pub fn build(&self, at: At<'_>) -> Result<TaintSelector, SettingsError> {
-        let object = match self {
-            SelectorSettings::Key(key) => {
-                let key = taint_key_glob(key.as_str()).map_err(|m| at.error(m))?;
-                return Ok(TaintSelector {
-                    key,
-                    effects: Vec::new(),
-                });
-            }
-            SelectorSettings::Object(object) => object,
-        };
-        let key_at = at.field("key");
-        let key = object
-            .key()
-            .ok_or_else(|| key_at.error("required field is missing"))?;
-        let key = taint_key_glob(key).map_err(|m| key_at.error(m))?;
-        let effects = match object.effects() {
-            Some(effects) => each(at.field("effects"), effects, effect)?,
-            None => Vec::new(),
-        };
-        Ok(TaintSelector { key, effects })
+impl TaintSelector {
+    /// The selector a bare key glob stands for.
+    pub fn from_key(key: &str) -> Result<TaintSelector, String> {
+        Ok(TaintSelector {
+            key: TaintKeyGlob::try_from(key.to_owned())?,
+            effects: Vec::new(),
+        })
     }
 
-    /// The object form, if the selector was written as one.
-    pub fn object(&self) -> Option<&X> {
-        match self {
-            SelectorSettings::Key(_) => None,
-            SelectorSettings::Object(object) => Some(object),
+    /// A built-in selector of every effect.
+    pub fn builtin(key: &str) -> TaintSelector {
+        TaintSelector {
+            key: TaintKeyGlob::builtin(key),
+            effects: Vec::new(),
         }
     }
 }
 
-/// Each selector of a list, `at` being where the list is.
-pub fn selectors<X: SelectorFields>(
-    at: At<'_>,
-    list: &[SelectorSettings<'_, X>],
-) -> Result<Vec<TaintSelector>, SettingsError> {
-    list.iter()
-        .enumerate()
-        .map(|(i, selector)| selector.build(at.index(i)))
-        .collect()
-}
-
-impl<'de: 's, 's, X: Deserialize<'de>> Deserialize<'de> for SelectorSettings<'s, X> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct SelectorVisitor<'s, X>(PhantomData<(&'s (), X)>);
-        impl<'de: 's, 's, X: Deserialize<'de>> Visitor<'de> for SelectorVisitor<'s, X> {
-            type Value = SelectorSettings<'s, X>;
-            // A key glob is the other form; the object is what has structure to get wrong.
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(SelectorSettings::Key(JsonStr(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(SelectorSettings::Key(JsonStr(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                X::deserialize(MapAccessDeserializer::new(map)).map(SelectorSettings::Object)
-            }
-        }
-        deserializer.deserialize_any(SelectorVisitor(PhantomData))
+impl SelectsTaints for TaintSelector {
+    fn key(&self) -> &TaintKeyGlob {
+        &self.key
+    }
+    fn effects(&self) -> &[Effect] {
+        &self.effects
     }
 }
 

@@ -3,31 +3,68 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::json::{write_str, JsonStr};
-use crate::settings::{At, SettingsError};
-use crate::taint::effect;
+use crate::settings::{from_string, null_as_default, settings_object, At, SettingsError};
+use crate::taint::Effect;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Operator {
+    #[default]
     Equal,
     Exists,
     /// An operator Kubernetes does not know: such a toleration tolerates nothing.
     Unknown,
 }
 
+/// Settings name only the operators Kubernetes knows; requests are read leniently instead
+/// ([`parse_tolerations`]).
+impl TryFrom<String> for Operator {
+    type Error = String;
+    fn try_from(text: String) -> Result<Operator, String> {
+        match text.as_str() {
+            "Equal" => Ok(Operator::Equal),
+            "Exists" => Ok(Operator::Exists),
+            other => Err(format!(
+                "unknown operator {other:?}; expected \"Equal\" or \"Exists\""
+            )),
+        }
+    }
+}
+
+from_string!(Operator, into = &'static str);
+
+impl From<Operator> for &'static str {
+    fn from(operator: Operator) -> &'static str {
+        match operator {
+            Operator::Equal => "Equal",
+            Operator::Exists => "Exists",
+            Operator::Unknown => "Unknown",
+        }
+    }
+}
+
 /// One toleration. Absent fields are empty strings, as Kubernetes reads them: an empty key
 /// (with `Exists`) matches every key, an empty effect every effect, and `Equal` with no value
-/// the empty value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// the empty value. Settings write it as a pod spec does (`null` as absent), checked by
+/// [`Toleration::check`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct Toleration<'a> {
+    #[serde(default, deserialize_with = "null_as_default")]
     pub key: Cow<'a, str>,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub operator: Operator,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub value: Cow<'a, str>,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub effect: Cow<'a, str>,
+    #[serde(default, rename = "tolerationSeconds")]
     pub seconds: Option<i64>,
 }
+
+settings_object!(@impl [] Toleration<'static>);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -206,73 +243,41 @@ impl Toleration<'_> {
     }
 }
 
-/// A toleration as settings write it, as in a pod spec; see [`TolerationSettings::build`].
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TolerationSettings<'s> {
-    #[serde(borrow)]
-    key: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    operator: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    value: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    effect: Option<JsonStr<'s>>,
-    toleration_seconds: Option<i64>,
-}
-
-impl TolerationSettings<'_> {
-    /// The toleration, with the checks the API server would make; `at` is where it is.
-    pub fn build(&self, at: At<'_>) -> Result<Toleration<'static>, SettingsError> {
-        let text = |s: &Option<JsonStr<'_>>| s.as_ref().map_or("", JsonStr::as_str).to_owned();
-        let key = text(&self.key);
-        let operator = match self.operator.as_ref().map(JsonStr::as_str) {
-            None | Some("Equal") => Operator::Equal,
-            Some("Exists") => Operator::Exists,
-            Some(other) => {
-                return Err(at.field("operator").error(format!(
-                    "unknown operator {other:?}; expected \"Equal\" or \"Exists\""
-                )))
-            }
-        };
-        let value = text(&self.value);
-        let effect = match self.effect.as_ref().map(JsonStr::as_str) {
-            None | Some("") => String::new(),
-            Some(e) => effect(e)
-                .map_err(|m| at.field("effect").error(m))?
-                .to_owned(),
-        };
-        let seconds = self.toleration_seconds;
-        if key.is_empty() && operator != Operator::Exists {
+impl Toleration<'static> {
+    /// The checks the API server would make of a toleration in a pod spec; `at` is where it is.
+    ///
+    /// # Errors
+    ///
+    /// The first field that is wrong, by its path.
+    pub fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+        if !self.effect.is_empty() {
+            Effect::try_from(&*self.effect).map_err(|m| at.field("effect").error(m))?;
+        }
+        if self.key.is_empty() && self.operator != Operator::Exists {
             return Err(at
                 .field("key")
                 .error("an empty key requires operator \"Exists\""));
         }
-        if key
+        if self
+            .key
             .chars()
             .any(|c| !(c.is_ascii_alphanumeric() || "-_./".contains(c)))
         {
             return Err(at
                 .field("key")
-                .error(format!("{key:?} is not a valid taint key")));
+                .error(format!("{:?} is not a valid taint key", self.key)));
         }
-        if operator == Operator::Exists && !value.is_empty() {
+        if self.operator == Operator::Exists && !self.value.is_empty() {
             return Err(at
                 .field("value")
                 .error("operator \"Exists\" takes no value"));
         }
-        if seconds.is_some() && effect != "NoExecute" {
+        if self.seconds.is_some() && self.effect != "NoExecute" {
             return Err(at
                 .field("tolerationSeconds")
                 .error("tolerationSeconds requires effect \"NoExecute\""));
         }
-        Ok(Toleration {
-            key: Cow::Owned(key),
-            operator,
-            value: Cow::Owned(value),
-            effect: Cow::Owned(effect),
-            seconds,
-        })
+        Ok(())
     }
 }
 

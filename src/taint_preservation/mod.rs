@@ -38,10 +38,6 @@ impl Policy for TaintPreservation {
         access: true,
     };
 
-    fn settings(text: &str) -> Result<Settings, crate::settings::SettingsError> {
-        Settings::from_text(text)
-    }
-
     fn evaluate(
         request: &AdmissionRequest<'_>,
         settings: &Settings,
@@ -321,7 +317,7 @@ fn judge(
 
     let mut gathered = Gathered::default();
     if let Some(old) = &old {
-        let record = settings.one_shot_record.as_str();
+        let record = settings.one_shot_record_annotation.as_str();
         let before = RemovalRecord::parse(old.annotation(record)?.as_deref());
         if !permission.taints {
             // The record never names the empty username (`OwnerRecord::parse`), so a request
@@ -393,7 +389,7 @@ fn one_shot_record<'v>(
     before: RemovalRecord,
     gathered: &mut Gathered<'_>,
 ) -> Result<(), String> {
-    let key = settings.one_shot_record.as_str();
+    let key = settings.one_shot_record_annotation.as_str();
     let written = RemovalRecord::parse(new.annotation(key)?.as_deref());
     let mut after = if permitted {
         written.clone()

@@ -5,7 +5,7 @@
 //! startup taints in an UPDATE after registration. Only a removal the policy observed makes a
 //! later addition a re-add (docs/incidents.md, incident 3).
 
-use crate::taint::{Taint, EFFECTS};
+use crate::taint::{Effect, Taint};
 
 /// The annotation's entries, `key:Effect`, in the order they were recorded. Valid taint keys
 /// and effects contain neither `,` nor `:`, so the comma-separated text reads back unambiguously.
@@ -17,7 +17,7 @@ pub struct RemovalRecord(Vec<String>);
 /// back as written, and no node can carry such a taint.
 pub(super) fn entry(taint: &Taint<'_>) -> Option<String> {
     let (key, effect) = taint.identity();
-    let valid = EFFECTS.contains(&effect)
+    let valid = Effect::try_from(effect).is_ok()
         && !key.is_empty()
         && key
             .chars()

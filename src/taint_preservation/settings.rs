@@ -1,15 +1,12 @@
 //! Settings of the taint-preservation policy. The policy README is the reference for users;
 //! every field has a default, so `{}` is a complete configuration.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::glob::Glob;
-use crate::json::JsonStr;
-use crate::principal::{PrincipalList, PrincipalListSettings};
-use crate::settings::{each, read, taint_key_glob, At, Object, SettingsError};
-use crate::taint::{
-    selectors, PlainSelector, SelectorFields, SelectorSettings, Taint, TaintSelector,
-};
+use crate::k8s_names::{AnnotationKey, ApiGroup, RbacName};
+use crate::principal::PrincipalList;
+use crate::settings::{from_string, settings_object, At, PolicySettings, SettingsError};
+use crate::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
 /// Taints that controllers own: they add and remove them as node conditions change, so
 /// protecting them would fight the controllers. Everything else is protected by default.
@@ -79,78 +76,178 @@ pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
 pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
 pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Mode {
     /// Mutate the request so that the protected state stays, accept and warn.
+    #[default]
     Restore,
     /// Reject the request.
     Deny,
 }
 
+impl TryFrom<String> for Mode {
+    type Error = String;
+    fn try_from(text: String) -> Result<Mode, String> {
+        match text.as_str() {
+            "restore" => Ok(Mode::Restore),
+            "deny" => Ok(Mode::Deny),
+            other => Err(format!(
+                "unknown mode {other:?}; expected \"restore\" or \"deny\""
+            )),
+        }
+    }
+}
+
+from_string!(Mode, into = &'static str);
+
+impl From<Mode> for &'static str {
+    fn from(mode: Mode) -> &'static str {
+        match mode {
+            Mode::Restore => "restore",
+            Mode::Deny => "deny",
+        }
+    }
+}
+
 /// A protected-taint rule: the taints it selects and who, besides the global list, may remove or
-/// change them.
-#[derive(Debug, Clone)]
+/// change them. A bare key glob is a rule of every effect with no principals of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct ProtectedRule {
-    pub selector: TaintSelector,
+    pub key: TaintKeyGlob,
+    #[serde(default)]
+    pub effects: Vec<Effect>,
+    #[serde(default)]
     pub permitted: PrincipalList,
 }
 
+settings_object!(
+    ProtectedRule,
+    from_str = |key: &str| Ok::<_, String>(ProtectedRule {
+        key: TaintKeyGlob::try_from(key.to_owned())?,
+        effects: Vec::new(),
+        permitted: PrincipalList::default(),
+    })
+);
+
+impl SelectsTaints for ProtectedRule {
+    fn key(&self) -> &TaintKeyGlob {
+        &self.key
+    }
+    fn effects(&self) -> &[Effect] {
+        &self.effects
+    }
+}
+
 /// A one-shot startup taint: applied once, removed once by its owner, never to come back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct OneShotRule {
-    pub selector: TaintSelector,
-    /// Only the kubelet's registration sets it, so an UPDATE adding it is always a re-add. Other
-    /// one-shot taints may be applied by an UPDATE until their removal has been recorded.
-    pub only_at_registration: bool,
+    pub key: TaintKeyGlob,
+    #[serde(default)]
+    pub effects: Vec<Effect>,
     /// Keys the selector leaves out, so that a convention can be written as one glob even when
     /// one component using its form re-adds its taint.
-    pub except: Vec<Glob>,
+    #[serde(default)]
+    pub except: Vec<TaintKeyGlob>,
+    /// Only the kubelet's registration sets it, so an UPDATE adding it is always a re-add. Other
+    /// one-shot taints may be applied by an UPDATE until their removal has been recorded.
+    #[serde(default)]
+    pub only_at_registration: bool,
+}
+
+settings_object!(
+    OneShotRule,
+    from_str = |key: &str| Ok::<_, String>(OneShotRule {
+        key: TaintKeyGlob::try_from(key.to_owned())?,
+        effects: Vec::new(),
+        except: Vec::new(),
+        only_at_registration: false,
+    })
+);
+
+impl SelectsTaints for OneShotRule {
+    fn key(&self) -> &TaintKeyGlob {
+        &self.key
+    }
+    fn effects(&self) -> &[Effect] {
+        &self.effects
+    }
 }
 
 impl OneShotRule {
     pub fn selects(&self, taint: &Taint<'_>) -> bool {
-        self.selector.matches(taint) && !self.except.iter().any(|g| g.matches(taint.key.as_str()))
+        self.matches(taint) && !self.except.iter().any(|g| g.matches(taint.key.as_str()))
+    }
+}
+
+/// The record of the cordon's owner (docs/incidents.md, incident 2).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    default
+)]
+pub struct Cordon {
+    pub enabled: bool,
+    pub owner_annotation: AnnotationKey,
+}
+
+settings_object!(Cordon);
+
+impl Default for Cordon {
+    fn default() -> Cordon {
+        Cordon {
+            enabled: true,
+            owner_annotation: annotation(DEFAULT_OWNER_ANNOTATION),
+        }
     }
 }
 
 /// The record of who added each protected taint (docs/controllers.md): the adder may later
 /// change the taint's value or remove it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct TaintOwners {
     pub enabled: bool,
-    pub annotation: String,
+    pub annotation: AnnotationKey,
 }
+
+settings_object!(TaintOwners);
 
 impl Default for TaintOwners {
     fn default() -> TaintOwners {
         TaintOwners {
             enabled: true,
-            annotation: DEFAULT_TAINT_OWNERS_ANNOTATION.to_owned(),
+            annotation: annotation(DEFAULT_TAINT_OWNERS_ANNOTATION),
         }
     }
-}
-
-#[derive(Debug, Clone)]
-pub struct Cordon {
-    pub enabled: bool,
-    pub owner_annotation: String,
 }
 
 /// RBAC as a way in besides the settings lists (docs/context.md): a requester is permitted
 /// what a SubjectAccessReview says it may do with `verb` on `resource` (named by the node) in
 /// `api_group`. The default group is one no API server serves, so only a role naming it grants
 /// the verbs, or one granting every verb in every group, as `cluster-admin` does.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    default
+)]
 pub struct Rbac {
     pub enabled: bool,
-    pub api_group: String,
-    pub resource: String,
+    pub api_group: ApiGroup,
+    pub resource: RbacName,
     /// Permits what the taint part forbids: removing or changing protected taints, re-adding
     /// one-shot taints, editing the one-shot removal record.
-    pub untaint_verb: String,
+    pub untaint_verb: RbacName,
     /// Permits lifting or reassigning another's cordon.
-    pub uncordon_verb: String,
+    pub uncordon_verb: RbacName,
 }
+
+settings_object!(Rbac);
 
 pub const DEFAULT_RBAC_API_GROUP: &str = "taintguard.io";
 pub const DEFAULT_RBAC_RESOURCE: &str = "nodes";
@@ -162,401 +259,139 @@ impl Rbac {
     pub fn describe(&self, verb: &str, node: &str) -> String {
         format!(
             "{verb} {}/{node} in API group {:?}",
-            self.resource, self.api_group
+            self.resource.as_str(),
+            self.api_group.as_str()
         )
     }
 }
 
 impl Default for Rbac {
     fn default() -> Rbac {
+        let name = |n: &str| RbacName::try_from(n.to_owned()).expect("valid RBAC name");
         Rbac {
             enabled: false,
-            api_group: DEFAULT_RBAC_API_GROUP.to_owned(),
-            resource: DEFAULT_RBAC_RESOURCE.to_owned(),
-            untaint_verb: DEFAULT_UNTAINT_VERB.to_owned(),
-            uncordon_verb: DEFAULT_UNCORDON_VERB.to_owned(),
+            api_group: ApiGroup::try_from(DEFAULT_RBAC_API_GROUP.to_owned())
+                .expect("valid API group"),
+            resource: name(DEFAULT_RBAC_RESOURCE),
+            untaint_verb: name(DEFAULT_UNTAINT_VERB),
+            uncordon_verb: name(DEFAULT_UNCORDON_VERB),
         }
     }
 }
 
-#[derive(Debug, Clone)]
+/// The settings; every field has a default, so `{}` is a complete configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    default
+)]
 pub struct Settings {
     pub mode: Mode,
-    pub protected: Vec<ProtectedRule>,
-    pub unprotected: Vec<TaintSelector>,
-    pub one_shot: Vec<OneShotRule>,
+    pub protected_taints: Vec<ProtectedRule>,
+    pub unprotected_taints: Vec<TaintSelector>,
+    pub one_shot_taints: Vec<OneShotRule>,
     /// The annotation that records which one-shot taints were removed from a node.
-    pub one_shot_record: String,
-    pub permitted: PrincipalList,
+    pub one_shot_record_annotation: AnnotationKey,
+    pub permitted: PrincipalList<true>,
     pub cordon: Cordon,
     pub taint_owners: TaintOwners,
     pub rbac: Rbac,
 }
 
-impl Settings {
-    /// The one-shot rule that selects `taint`, if any.
-    pub fn one_shot_rule(&self, taint: &Taint<'_>) -> Option<&OneShotRule> {
-        self.one_shot.iter().find(|r| r.selects(taint))
-    }
+settings_object!(Settings);
 
-    /// The protected-taint rule that decides `taint`: `None` for one-shot and unprotected taints
-    /// and for those no rule selects.
-    pub fn protecting_rule(&self, taint: &Taint<'_>) -> Option<&ProtectedRule> {
-        if self.one_shot_rule(taint).is_some() || self.unprotected.iter().any(|s| s.matches(taint))
-        {
-            return None;
-        }
-        self.protected.iter().find(|r| r.selector.matches(taint))
-    }
-}
-
-/// The default permitted principals: people, and members of `system:masters`.
-pub fn default_permitted() -> PrincipalList {
-    PrincipalList {
-        people: true,
-        groups: vec![Glob::new("system:masters").expect("valid glob")],
-        ..PrincipalList::default()
-    }
-}
-
-fn defaults(keys: &[&str]) -> Vec<TaintSelector> {
-    keys.iter().map(|k| TaintSelector::new(k, &[])).collect()
-}
-
-/// The settings as written: every field optional, `null` as good as absent.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SettingsText<'s> {
-    #[serde(borrow)]
-    mode: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    protected_taints: Option<Vec<SelectorSettings<'s, ProtectedSelector<'s>>>>,
-    #[serde(borrow)]
-    unprotected_taints: Option<Vec<SelectorSettings<'s, PlainSelector<'s>>>>,
-    #[serde(borrow)]
-    one_shot_taints: Option<Vec<SelectorSettings<'s, OneShotSelector<'s>>>>,
-    #[serde(borrow)]
-    one_shot_record_annotation: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    permitted: Option<Object<PrincipalListSettings<'s>>>,
-    #[serde(borrow)]
-    cordon: Option<Object<CordonText<'s>>>,
-    #[serde(borrow)]
-    taint_owners: Option<Object<TaintOwnersText<'s>>>,
-    #[serde(borrow)]
-    rbac: Option<Object<RbacText<'s>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct TaintOwnersText<'s> {
-    enabled: Option<bool>,
-    #[serde(borrow)]
-    annotation: Option<JsonStr<'s>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RbacText<'s> {
-    enabled: Option<bool>,
-    #[serde(borrow)]
-    api_group: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    resource: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    untaint_verb: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    uncordon_verb: Option<JsonStr<'s>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProtectedSelector<'s> {
-    #[serde(borrow)]
-    key: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    effects: Option<Vec<JsonStr<'s>>>,
-    #[serde(borrow)]
-    permitted: Option<Object<PrincipalListSettings<'s>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct OneShotSelector<'s> {
-    #[serde(borrow)]
-    key: Option<JsonStr<'s>>,
-    #[serde(borrow)]
-    effects: Option<Vec<JsonStr<'s>>>,
-    only_at_registration: Option<bool>,
-    #[serde(borrow)]
-    except: Option<Vec<JsonStr<'s>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CordonText<'s> {
-    enabled: Option<bool>,
-    #[serde(borrow)]
-    owner_annotation: Option<JsonStr<'s>>,
-}
-
-impl SelectorFields for ProtectedSelector<'_> {
-    fn key(&self) -> Option<&str> {
-        self.key.as_ref().map(JsonStr::as_str)
-    }
-    fn effects(&self) -> Option<&[JsonStr<'_>]> {
-        self.effects.as_deref()
-    }
-}
-
-impl SelectorFields for OneShotSelector<'_> {
-    fn key(&self) -> Option<&str> {
-        self.key.as_ref().map(JsonStr::as_str)
-    }
-    fn effects(&self) -> Option<&[JsonStr<'_>]> {
-        self.effects.as_deref()
-    }
-}
-
-impl Settings {
-    /// Reads and checks settings text (`{}` and `null` mean every default).
-    pub fn from_text(text: &str) -> Result<Settings, SettingsError> {
-        let root = At::Root;
-        let settings: Object<SettingsText> = read::<Option<_>>(text, root)?.unwrap_or_default();
-        let mode = match settings.mode.as_ref().map(JsonStr::as_str) {
-            None | Some("restore") => Mode::Restore,
-            Some("deny") => Mode::Deny,
-            Some(other) => {
-                return Err(root.field("mode").error(format!(
-                    "unknown mode {other:?}; expected \"restore\" or \"deny\""
-                )))
-            }
-        };
-        let protected = match &settings.protected_taints {
-            None => vec![ProtectedRule {
-                selector: TaintSelector::new("*", &[]),
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            mode: Mode::Restore,
+            protected_taints: vec![ProtectedRule {
+                key: TaintKeyGlob::builtin("*"),
+                effects: Vec::new(),
                 permitted: PrincipalList::default(),
             }],
-            Some(list) => {
-                let list_at = root.field("protectedTaints");
-                let mut rules = Vec::with_capacity(list.len());
-                for (i, rule) in list.iter().enumerate() {
-                    let at = list_at.index(i);
-                    let selector = rule.build(at)?;
-                    let permitted = match rule.object().and_then(|r| r.permitted.as_ref()) {
-                        Some(p) => p.build(at.field("permitted"), &PrincipalList::default())?,
-                        None => PrincipalList::default(),
-                    };
-                    rules.push(ProtectedRule {
-                        selector,
-                        permitted,
-                    });
-                }
-                rules
-            }
-        };
-        let unprotected = match &settings.unprotected_taints {
-            Some(list) => selectors(root.field("unprotectedTaints"), list)?,
-            None => defaults(DEFAULT_UNPROTECTED_TAINTS),
-        };
-        let one_shot = match &settings.one_shot_taints {
-            None => DEFAULT_ONE_SHOT_TAINTS
+            unprotected_taints: DEFAULT_UNPROTECTED_TAINTS
+                .iter()
+                .map(|k| TaintSelector::builtin(k))
+                .collect(),
+            one_shot_taints: DEFAULT_ONE_SHOT_TAINTS
                 .iter()
                 .map(|d| OneShotRule {
-                    selector: TaintSelector::new(d.key, &[]),
+                    key: TaintKeyGlob::builtin(d.key),
+                    effects: Vec::new(),
+                    except: d.except.iter().map(|k| TaintKeyGlob::builtin(k)).collect(),
                     only_at_registration: d.only_at_registration,
-                    except: d
-                        .except
-                        .iter()
-                        .map(|k| taint_key_glob(k).expect("built-in taint key globs are valid"))
-                        .collect(),
                 })
                 .collect(),
-            Some(list) => {
-                let list_at = root.field("oneShotTaints");
-                list.iter()
-                    .enumerate()
-                    .map(|(i, rule)| {
-                        let at = list_at.index(i);
-                        let except = match rule.object().and_then(|r| r.except.as_deref()) {
-                            Some(keys) => each(at.field("except"), keys, taint_key_glob)?,
-                            None => Vec::new(),
-                        };
-                        Ok(OneShotRule {
-                            selector: rule.build(at)?,
-                            only_at_registration: rule
-                                .object()
-                                .and_then(|r| r.only_at_registration)
-                                .unwrap_or(false),
-                            except,
-                        })
-                    })
-                    .collect::<Result<_, SettingsError>>()?
-            }
-        };
-        let one_shot_record = annotation_key(
-            root.field("oneShotRecordAnnotation"),
-            settings.one_shot_record_annotation.as_ref(),
-            DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
-        )?;
-        let permitted = match &settings.permitted {
-            Some(p) => p.build(root.field("permitted"), &default_permitted())?,
-            None => default_permitted(),
-        };
-        let cordon = match &settings.cordon {
-            None => Cordon {
-                enabled: true,
-                owner_annotation: DEFAULT_OWNER_ANNOTATION.to_owned(),
-            },
-            Some(c) => Cordon {
-                enabled: c.enabled.unwrap_or(true),
-                owner_annotation: annotation_key(
-                    root.field("cordon").field("ownerAnnotation"),
-                    c.owner_annotation.as_ref(),
-                    DEFAULT_OWNER_ANNOTATION,
-                )?,
-            },
-        };
-        let taint_owners = match &settings.taint_owners {
-            None => TaintOwners::default(),
-            Some(o) => TaintOwners {
-                enabled: o.enabled.unwrap_or(true),
-                annotation: annotation_key(
-                    root.field("taintOwners").field("annotation"),
-                    o.annotation.as_ref(),
-                    DEFAULT_TAINT_OWNERS_ANNOTATION,
-                )?,
-            },
-        };
-        // Each record needs an annotation of its own (the one-shot record is always kept). The
-        // error names the field moved off its default, which is the one the user wrote.
+            one_shot_record_annotation: annotation(DEFAULT_ONE_SHOT_RECORD_ANNOTATION),
+            permitted: PrincipalList::default(),
+            cordon: Cordon::default(),
+            taint_owners: TaintOwners::default(),
+            rbac: Rbac::default(),
+        }
+    }
+}
+
+fn annotation(key: &str) -> AnnotationKey {
+    AnnotationKey::try_from(key.to_owned()).expect("built-in annotation keys are valid")
+}
+
+impl PolicySettings for Settings {
+    /// What the fields' types cannot check alone: each record needs an annotation of its own
+    /// (the one-shot record is always kept). The error names the field moved off its default,
+    /// which is the one the user wrote.
+    fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
         let records = [
             (
                 true,
                 "oneShotRecordAnnotation",
-                &one_shot_record,
+                &self.one_shot_record_annotation,
                 DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
             ),
             (
-                cordon.enabled,
+                self.cordon.enabled,
                 "cordon.ownerAnnotation",
-                &cordon.owner_annotation,
+                &self.cordon.owner_annotation,
                 DEFAULT_OWNER_ANNOTATION,
             ),
             (
-                taint_owners.enabled,
+                self.taint_owners.enabled,
                 "taintOwners.annotation",
-                &taint_owners.annotation,
+                &self.taint_owners.annotation,
                 DEFAULT_TAINT_OWNERS_ANNOTATION,
             ),
         ];
         for (i, a) in records.iter().enumerate() {
             for b in &records[i + 1..] {
                 if a.0 && b.0 && a.2 == b.2 {
-                    let (named, other) = if *a.2 != a.3 { (a, b) } else { (b, a) };
-                    return Err(SettingsError::new(
-                        named.1,
-                        format!(
-                            "{:?} is also `{}`; each record needs an annotation of its own",
-                            named.2, other.1
-                        ),
-                    ));
+                    let (named, other) = if a.2.as_str() != a.3 { (a, b) } else { (b, a) };
+                    return Err(at.field(named.1).error(format!(
+                        "{:?} is also `{}`; each record needs an annotation of its own",
+                        named.2.as_str(),
+                        other.1
+                    )));
                 }
             }
         }
-        let rbac = match &settings.rbac {
-            None => Rbac::default(),
-            Some(r) => {
-                let at = root.field("rbac");
-                let defaults = Rbac::default();
-                Rbac {
-                    enabled: r.enabled.unwrap_or(false),
-                    api_group: rbac_name(
-                        at.field("apiGroup"),
-                        r.api_group.as_ref(),
-                        &defaults.api_group,
-                        true,
-                    )?,
-                    resource: rbac_name(
-                        at.field("resource"),
-                        r.resource.as_ref(),
-                        &defaults.resource,
-                        false,
-                    )?,
-                    untaint_verb: rbac_name(
-                        at.field("untaintVerb"),
-                        r.untaint_verb.as_ref(),
-                        &defaults.untaint_verb,
-                        false,
-                    )?,
-                    uncordon_verb: rbac_name(
-                        at.field("uncordonVerb"),
-                        r.uncordon_verb.as_ref(),
-                        &defaults.uncordon_verb,
-                        false,
-                    )?,
-                }
-            }
-        };
-        Ok(Settings {
-            mode,
-            protected,
-            unprotected,
-            one_shot,
-            one_shot_record,
-            permitted,
-            cordon,
-            taint_owners,
-            rbac,
-        })
+        Ok(())
     }
 }
 
-/// An RBAC name (API group, resource, verb) at `at`, or `default`. RBAC matches these exactly,
-/// so the characters a role can name are checked here rather than found wrong in an audit:
-/// lower-case letters, digits, `-` and, in a group, `.`. An empty group would be the core API
-/// group, whose roles grant real powers over nodes, so it is refused.
-fn rbac_name(
-    at: At<'_>,
-    value: Option<&JsonStr<'_>>,
-    default: &str,
-    group: bool,
-) -> Result<String, SettingsError> {
-    let value = value.map_or(default, JsonStr::as_str);
-    let ok = !value.is_empty()
-        && value.len() <= 253
-        && value.chars().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (group && c == '.')
-        });
-    if ok {
-        Ok(value.to_owned())
-    } else if value.is_empty() && group {
-        Err(at.error(
-            "the core API group (\"\") is refused: roles over real node resources would grant \
-             this permission; name a group no API server serves, such as \"taintguard.io\""
-                .to_owned(),
-        ))
-    } else {
-        Err(at.error(format!(
-            "{value:?} is not an RBAC name: lower-case letters, digits and `-`{}",
-            if group { " and `.`" } else { "" }
-        )))
+impl Settings {
+    /// The one-shot rule that selects `taint`, if any.
+    pub fn one_shot_rule(&self, taint: &Taint<'_>) -> Option<&OneShotRule> {
+        self.one_shot_taints.iter().find(|r| r.selects(taint))
     }
-}
 
-/// The annotation key `value` at `at`, or `default`.
-fn annotation_key(
-    at: At<'_>,
-    value: Option<&JsonStr<'_>>,
-    default: &str,
-) -> Result<String, SettingsError> {
-    let value = value.map_or(default, JsonStr::as_str);
-    check_annotation_key(value).map_err(|m| at.error(m))?;
-    Ok(value.to_owned())
-}
-
-/// Kubernetes annotation keys are qualified names (`crate::k8s_names`).
-fn check_annotation_key(key: &str) -> Result<(), String> {
-    crate::k8s_names::qualified_name(key)
-        .map_err(|_| format!("{key:?} is not a valid annotation key ([prefix/]name)"))
+    /// The protected-taint rule that decides `taint`: `None` for one-shot and unprotected taints
+    /// and for those no rule selects.
+    pub fn protecting_rule(&self, taint: &Taint<'_>) -> Option<&ProtectedRule> {
+        if self.one_shot_rule(taint).is_some()
+            || self.unprotected_taints.iter().any(|s| s.matches(taint))
+        {
+            return None;
+        }
+        self.protected_taints.iter().find(|r| r.matches(taint))
+    }
 }

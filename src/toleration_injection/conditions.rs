@@ -7,86 +7,100 @@
 //! numbers a `Value` can hold); otherwise the condition fails with an error, which rejects the
 //! request, rather than reading `null`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::glob::Glob;
-use crate::json::JsonStr;
 use crate::jsonpath::{self, JsonPath, Node};
-use crate::settings::{At, SettingsError};
+use crate::settings::{settings_object, At, SettingsError};
 
+/// What a condition tests of the values its path selects.
 #[derive(Debug, Clone)]
-enum Test {
+enum Test<'c> {
     Exists(bool),
-    Equals(Value),
-    In(Vec<Value>),
-    Matches(Glob),
+    Equals(&'c Value),
+    In(&'c [Value]),
+    Matches(&'c Glob),
 }
 
 /// `{"path": "$.spec.priorityClassName", "equals": "system-node-critical"}`; the test is one of
 /// `equals`, `in`, `matches` (a glob over string results) or `exists` (default `true`). A test
-/// holds when any value the path selects passes it.
-#[derive(Debug, Clone)]
+/// holds when any value the path selects passes it. `null` is absent, as for every optional
+/// settings field: `"equals": null` is `exists: true`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct Condition {
+    pub path: ConditionPath,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    #[serde(default, rename = "in")]
+    pub in_: Option<Vec<Value>>,
+    #[serde(default)]
+    pub matches: Option<Glob>,
+    #[serde(default)]
+    pub exists: Option<bool>,
+}
+
+settings_object!(Condition);
+
+/// A JSONPath as settings write it, parsed.
+#[derive(Debug, Clone)]
+pub struct ConditionPath {
     text: String,
     path: JsonPath,
-    test: Test,
 }
 
-/// A condition as settings write it; see [`ConditionSettings::build`].
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConditionSettings<'s> {
-    #[serde(borrow)]
-    path: Option<JsonStr<'s>>,
-    /// `null` is absent, as for every settings field: `"equals": null` is `exists: true`.
-    equals: Option<Value>,
-    #[serde(rename = "in")]
-    in_: Option<Vec<Value>>,
-    #[serde(borrow)]
-    matches: Option<JsonStr<'s>>,
-    exists: Option<bool>,
+impl PartialEq for ConditionPath {
+    fn eq(&self, other: &ConditionPath) -> bool {
+        self.text == other.text
+    }
 }
 
-impl ConditionSettings<'_> {
-    /// The condition, its JSONPath parsed; `at` is where it is.
-    pub fn build(self, at: At<'_>) -> Result<Condition, SettingsError> {
-        let path_at = at.field("path");
-        let text = self
-            .path
-            .ok_or_else(|| path_at.error("required field is missing"))?
-            .0
-            .into_owned();
-        let json_path = JsonPath::parse(&text).map_err(|e| {
-            if e.unsupported {
-                path_at.error(e.message)
-            } else {
-                path_at.error(format!("invalid JSONPath {text:?}: {e}"))
-            }
-        })?;
-        let mut tests = Vec::new();
-        if let Some(v) = self.equals {
-            tests.push(Test::Equals(v));
+impl TryFrom<String> for ConditionPath {
+    type Error = String;
+    fn try_from(text: String) -> Result<ConditionPath, String> {
+        match JsonPath::parse(&text) {
+            Ok(path) => Ok(ConditionPath { text, path }),
+            Err(e) if e.unsupported => Err(e.message),
+            Err(e) => Err(format!("invalid JSONPath {text:?}: {e}")),
         }
-        if let Some(values) = self.in_ {
-            tests.push(Test::In(values));
-        }
-        if let Some(glob) = self.matches {
-            let glob =
-                Glob::new(glob.as_str()).map_err(|e| at.field("matches").error(e.to_string()))?;
-            tests.push(Test::Matches(glob));
-        }
-        if let Some(exists) = self.exists {
-            tests.push(Test::Exists(exists));
-        }
-        if tests.len() > 1 {
+    }
+}
+
+crate::settings::from_string!(ConditionPath, into = String);
+
+impl From<ConditionPath> for String {
+    fn from(path: ConditionPath) -> String {
+        path.text
+    }
+}
+
+impl Condition {
+    /// At most one test; `at` is where the condition is.
+    ///
+    /// # Errors
+    ///
+    /// More than one test given.
+    pub fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+        let tests = [
+            self.equals.is_some(),
+            self.in_.is_some(),
+            self.matches.is_some(),
+            self.exists.is_some(),
+        ];
+        if tests.into_iter().filter(|given| *given).count() > 1 {
             return Err(at.error("give at most one of `equals`, `in`, `matches`, `exists`"));
         }
-        Ok(Condition {
-            text,
-            path: json_path,
-            test: tests.pop().unwrap_or(Test::Exists(true)),
-        })
+        Ok(())
+    }
+
+    fn test(&self) -> Test<'_> {
+        match (&self.equals, &self.in_, &self.matches, self.exists) {
+            (Some(v), ..) => Test::Equals(v),
+            (_, Some(values), ..) => Test::In(values),
+            (_, _, Some(glob), _) => Test::Matches(glob),
+            (.., exists) => Test::Exists(exists.unwrap_or(true)),
+        }
     }
 }
 
@@ -94,13 +108,14 @@ impl Condition {
     /// Whether the condition holds on the object whose text is `object`; an error says what in
     /// the object the path could not read.
     pub fn holds(&self, object: &str) -> Result<bool, String> {
+        let text = &self.path.text;
         let found = self
             .path
+            .path
             .select(object)
-            .map_err(|e| format!("`{}`: {e}", self.text))?;
-        let decode = |node: Node<'_>| {
-            jsonpath::value(node, object).map_err(|e| format!("`{}`: {e}", self.text))
-        };
+            .map_err(|e| format!("`{text}`: {e}"))?;
+        let decode =
+            |node: Node<'_>| jsonpath::value(node, object).map_err(|e| format!("`{text}`: {e}"));
         let any = |pass: &dyn Fn(Node<'_>) -> Result<bool, String>| {
             for node in &found {
                 if pass(*node)? {
@@ -109,8 +124,8 @@ impl Condition {
             }
             Ok(false)
         };
-        match &self.test {
-            Test::Exists(want) => Ok(found.is_empty() != *want),
+        match self.test() {
+            Test::Exists(want) => Ok(found.is_empty() != want),
             Test::Equals(v) => any(&|n| Ok(same_kind(n, v) && decode(n)? == *v)),
             Test::In(values) => any(&|n| {
                 if !values.iter().any(|v| same_kind(n, v)) {
@@ -120,7 +135,7 @@ impl Condition {
                 Ok(values.contains(&found))
             }),
             Test::Matches(glob) => any(&|n| {
-                let s = jsonpath::string(n, object).map_err(|e| format!("`{}`: {e}", self.text))?;
+                let s = jsonpath::string(n, object).map_err(|e| format!("`{text}`: {e}"))?;
                 Ok(s.is_some_and(|s| glob.matches(&s)))
             }),
         }
@@ -145,15 +160,21 @@ fn same_kind(node: Node<'_>, v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::{read, Object};
     use serde_json::json;
 
     /// A condition at `c` of settings.
     fn from_settings(condition: &Value) -> Result<Condition, SettingsError> {
-        let text = condition.to_string();
-        let at = At::Root;
-        let at = at.field("c");
-        read::<Object<ConditionSettings>>(&text, at)?.0.build(at)
+        #[derive(Default, Deserialize, Serialize)]
+        struct Holder {
+            c: Option<Condition>,
+        }
+        impl crate::settings::PolicySettings for Holder {
+            fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+                self.c.as_ref().map_or(Ok(()), |c| c.check(at.field("c")))
+            }
+        }
+        crate::settings::parse::<Holder>(&json!({ "c": condition }).to_string())
+            .map(|h| h.c.expect("a condition"))
     }
 
     #[test]

@@ -36,10 +36,6 @@ impl Policy for TolerationInjection {
         access: false,
     };
 
-    fn settings(text: &str) -> Result<Settings, crate::settings::SettingsError> {
-        Settings::from_text(text)
-    }
-
     fn evaluate(
         request: &AdmissionRequest<'_>,
         settings: &Settings,
@@ -350,6 +346,7 @@ fn not_injected(rules: &[&Rule]) -> Verdict {
 fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [String]> {
     settings
         .aliases
+        .in_force()
         .iter()
         .find(|g| g.iter().any(|k| k == key))
         .map(Vec::as_slice)
@@ -527,8 +524,9 @@ fn restriction_hit(restrictions: &[&Restriction], t: &Toleration<'_>) -> Option<
             } else {
                 s.key.matches(&t.key)
             };
-            let effect =
-                t.effect.is_empty() || s.effects.is_empty() || s.effects.contains(&&*t.effect);
+            let effect = t.effect.is_empty()
+                || s.effects.is_empty()
+                || s.effects.iter().any(|e| e.as_str() == t.effect);
             key && effect
         })?;
         Some(format!(

@@ -5,6 +5,7 @@ use crate::json::{field, JsonStr, Raw, Splice};
 use crate::label_selector::{parse_labels, Labels};
 use crate::toleration::{parse_tolerations, Toleration};
 
+/// A kind this policy handles; settings name it as Kubernetes does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Pod,
@@ -27,6 +28,27 @@ pub const KINDS: [Kind; 8] = [
     Kind::Job,
     Kind::CronJob,
 ];
+
+impl TryFrom<String> for Kind {
+    type Error = String;
+    fn try_from(name: String) -> Result<Kind, String> {
+        Kind::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.name()).collect();
+            format!(
+                "unknown kind {name:?}; expected one of {}",
+                names.join(", ")
+            )
+        })
+    }
+}
+
+crate::settings::from_string!(Kind, into = &'static str);
+
+impl From<Kind> for &'static str {
+    fn from(kind: Kind) -> &'static str {
+        kind.name()
+    }
+}
 
 impl Kind {
     pub fn name(self) -> &'static str {

@@ -23,7 +23,7 @@ use taintguard::admission::AdmissionRequest;
 use taintguard::json::JsonStr;
 use taintguard::json::Splice;
 use taintguard::policy::{Half, Policy, PolicyExt};
-use taintguard::taint::Taint;
+use taintguard::taint::{SelectsTaints, Taint};
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
 use taintguard::verdict::Verdict;
@@ -158,7 +158,11 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
                 &["spec", "taints"],
                 &["spec", "unschedulable"],
                 &["metadata", "annotations", owner],
-                &["metadata", "annotations", &parsed_settings.one_shot_record],
+                &[
+                    "metadata",
+                    "annotations",
+                    &parsed_settings.one_shot_record_annotation,
+                ],
                 &[
                     "metadata",
                     "annotations",
@@ -227,15 +231,18 @@ fn protected_taints_survive(
         // Kubernetes refuses duplicate (key, effect) pairs; the policy judges the first.
         let duplicate = old[..i].iter().any(|(k, e, _)| k == key && e == effect);
         let protected = settings
-            .protected
+            .protected_taints
             .iter()
-            .find(|r| r.selector.matches(&taint))
+            .find(|r| r.matches(&taint))
             .is_some_and(|r| !r.permitted.allows(&who))
-            && !settings.unprotected.iter().any(|s| s.matches(&taint))
             && !settings
-                .one_shot
+                .unprotected_taints
                 .iter()
-                .any(|r| r.selector.matches(&taint) && !r.except.iter().any(|g| g.matches(key)))
+                .any(|s| s.matches(&taint))
+            && !settings
+                .one_shot_taints
+                .iter()
+                .any(|r| r.matches(&taint) && !r.except.iter().any(|g| g.matches(key)))
             && !owns(key, effect);
         if !duplicate && protected && !new.contains(&(key.clone(), effect.clone(), value.clone())) {
             return Err(format!(

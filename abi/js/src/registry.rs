@@ -6,7 +6,7 @@ use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
 use taintguard::{NoCluster, Policy, PolicyExt, Verdict};
 
-use crate::defaults;
+use crate::defaults::defaults;
 
 /// What the package reports from a policy's Kubewarden `metadata.yml` (read by build.rs).
 pub struct Facts {
@@ -29,11 +29,11 @@ pub struct Entry {
 }
 
 macro_rules! entry {
-    ($policy:ty, $dir:literal, $defaults:path) => {
+    ($policy:ty, $dir:literal) => {
         Entry {
             name: <$policy as Policy>::NAME,
             facts: include!(concat!(env!("OUT_DIR"), "/", $dir, ".rs")),
-            default_settings: $defaults,
+            default_settings: defaults::<$policy>,
             evaluate: evaluate::<$policy>,
             validate_settings: validate_settings::<$policy>,
         }
@@ -41,16 +41,8 @@ macro_rules! entry {
 }
 
 pub static POLICIES: &[Entry] = &[
-    entry!(
-        TaintPreservation,
-        "taint-preservation",
-        defaults::taint_preservation
-    ),
-    entry!(
-        TolerationInjection,
-        "toleration-injection",
-        defaults::toleration_injection
-    ),
+    entry!(TaintPreservation, "taint-preservation"),
+    entry!(TolerationInjection, "toleration-injection"),
 ];
 
 pub fn find(name: &str) -> Result<&'static Entry, String> {

@@ -18,12 +18,12 @@ type Reader = fn(&str) -> Result<String, String>;
 /// Every policy with a settings form, and its real settings reader.
 const POLICIES: &[(&str, Reader)] = &[
     ("taint-preservation", |text| {
-        taintguard::taint_preservation::Settings::from_text(text)
+        taintguard::settings::parse::<taintguard::taint_preservation::Settings>(text)
             .map(|s| format!("{s:?}"))
             .map_err(|e| e.to_string())
     }),
     ("toleration-injection", |text| {
-        taintguard::toleration_injection::Settings::from_text(text)
+        taintguard::settings::parse::<taintguard::toleration_injection::Settings>(text)
             .map(|s| format!("{s:?}"))
             .map_err(|e| e.to_string())
     }),
@@ -114,15 +114,20 @@ fn probe(read: Reader, at: &[Seg]) -> Shape {
         Some("an array") => Shape::Array(Box::new(down(Seg::Element))),
         Some("an object") => {
             let mut inside = at.to_vec();
-            inside.push(Seg::Field("__probe__".to_owned()));
+            // A name a map's key may be too (a label key), so that only an object refuses it.
+            inside.push(Seg::Field("probe".to_owned()));
             let probe_at = display(&inside);
-            let fields = match error(read, at, json!({"__probe__": 0})) {
-                Some((path, message)) if path == probe_at => message
-                    .strip_prefix("unknown field; expected one of: ")
-                    .unwrap_or_else(|| panic!("{path}: {message}"))
-                    .split(", ")
-                    .map(|name| (name.to_owned(), down(Seg::Field(name.to_owned()))))
-                    .collect(),
+            let fields = match error(read, at, json!({"probe": 0})) {
+                Some((path, message))
+                    if path == probe_at && message.starts_with("unknown field") =>
+                {
+                    message
+                        .strip_prefix("unknown field; expected one of: ")
+                        .unwrap_or_else(|| panic!("{path}: {message}"))
+                        .split(", ")
+                        .map(|name| (name.to_owned(), down(Seg::Field(name.to_owned()))))
+                        .collect()
+                }
                 _ => return Shape::Map,
             };
             match expected(read, at, json!("x")).as_deref() {
