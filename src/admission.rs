@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::json::{JsonStr, Raw};
+use crate::json::{self, JsonStr, Raw};
 use crate::principal::Principal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -68,7 +68,7 @@ impl std::fmt::Display for MalformedRequest {
 impl<'a> AdmissionRequest<'a> {
     /// Reads the request from `text`, an `AdmissionRequest` JSON object.
     pub fn parse(text: &'a str) -> Result<AdmissionRequest<'a>, MalformedRequest> {
-        serde_json::from_str(text).map_err(|e| MalformedRequest(describe_error(text, &e)))
+        serde_json::from_str(text).map_err(|e| MalformedRequest(json::error::describe(text, &e)))
     }
 
     pub fn principal(&self) -> Principal<'_> {
@@ -84,49 +84,6 @@ impl<'a> AdmissionRequest<'a> {
             && self.kind.kind.as_str() == kind
             && self.sub_resource.is_none()
     }
-}
-
-/// Turns a serde_json error into a message that names the field. serde_json reports the line and
-/// column; for one-line JSON the column is a byte offset, so the key just before it is quoted.
-pub fn describe_error(text: &str, error: &serde_json::Error) -> String {
-    let message = error.to_string();
-    let message = message
-        .split(" at line ")
-        .next()
-        .unwrap_or(&message)
-        .to_owned();
-    if error.line() == 0 {
-        return message;
-    }
-    let offset = text
-        .split_inclusive('\n')
-        .take(error.line() - 1)
-        .map(str::len)
-        .sum::<usize>()
-        + error.column();
-    match last_key_before(text, offset.min(text.len())) {
-        Some(key) => format!("{message} (near field `{key}`, byte {offset})"),
-        None => format!("{message} (byte {offset})"),
-    }
-}
-
-/// The last object key that starts before `offset`, found by scanning back for `"…":`.
-fn last_key_before(text: &str, offset: usize) -> Option<&str> {
-    let head = text.get(..offset)?;
-    let mut search = head;
-    while let Some(colon) = search.rfind(':') {
-        let before = search[..colon].trim_end();
-        if let Some(stripped) = before.strip_suffix('"') {
-            if let Some(open) = stripped.rfind('"') {
-                let key = &stripped[open + 1..];
-                if !key.contains(['{', '}', ',', '[', ']']) {
-                    return Some(key);
-                }
-            }
-        }
-        search = &search[..colon];
-    }
-    None
 }
 
 #[cfg(test)]
@@ -146,7 +103,7 @@ mod tests {
             ),
             (
                 r#"{"kind":{"kind":"Node"},"operation":"UPDATE","userInfo":{"username":7}}"#,
-                "near field `username`",
+                "invalid type: integer `7`, expected a string (at `userInfo.username`)",
             ),
             (r#"[1,2]"#, "invalid type"),
             (r#"{"kind":"#, "EOF while parsing"),

@@ -14,7 +14,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Unexpected, Visitor};
 use serde_json::error::Category;
 
-use crate::json::JsonStr;
+use crate::json;
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,8 +326,7 @@ pub fn read<T: DeserializeOwned + Default>(text: &str) -> Result<T, SettingsErro
     if let Err(syntax) = serde_json::from_str::<serde_json::Value>(text) {
         return Err(not_json(&syntax));
     }
-    let mut path = String::new();
-    path_at(text, offset(text, error.line(), error.column()), &mut path);
+    let mut path = json::error::path(text, &error);
     let (field, message) = describe(&error);
     if let Some(field) = field {
         if !path.is_empty() {
@@ -336,80 +335,6 @@ pub fn read<T: DeserializeOwned + Default>(text: &str) -> Result<T, SettingsErro
         path.push_str(&field);
     }
     Err(SettingsError::new(path, message))
-}
-
-/// The byte offset of serde_json's error position: a 1-based line and the bytes before the
-/// position on that line.
-fn offset(text: &str, line: usize, column: usize) -> usize {
-    let line_start = match line {
-        0 | 1 => 0,
-        _ => text
-            .match_indices('\n')
-            .nth(line - 2)
-            .map_or(text.len(), |(i, _)| i + 1),
-    };
-    (line_start + column).min(text.len())
-}
-
-/// Appends to `path` where in `text` serde_json was when it found a data error at byte `end`:
-/// the member key or element index in each object and array still open there. serde_json
-/// reports a type error just past the value it read (or at the bracket it would not read), and
-/// an unknown or duplicate field just past the key, so the value being read is the last one
-/// begun. Only errors pay for this walk, which is why no path is kept while deserializing: a
-/// deserializer wrapper that tracks one (serde_path_to_error) made each policy module about
-/// 16 KB larger.
-fn path_at(text: &str, end: usize, path: &mut String) {
-    enum Open {
-        /// The key of the member being read, once read.
-        Object(Option<String>),
-        /// The index of the element being read.
-        Array(usize),
-    }
-    let bytes = text.as_bytes();
-    let mut open: Vec<Open> = Vec::new();
-    let mut i = 0;
-    while i < end {
-        match bytes[i] {
-            b'{' => open.push(Open::Object(None)),
-            b'[' => open.push(Open::Array(0)),
-            b'}' | b']' => drop(open.pop()),
-            b',' => match open.last_mut() {
-                Some(Open::Object(key)) => *key = None,
-                Some(Open::Array(n)) => *n += 1,
-                None => {}
-            },
-            b'"' => {
-                let start = i;
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                if let Some(Open::Object(key @ None)) = open.last_mut() {
-                    let token = text.get(start..=i).unwrap_or_default();
-                    let name = serde_json::from_str::<JsonStr<'_>>(token).unwrap_or_default();
-                    *key = Some(name.0.into_owned());
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    for segment in open {
-        match segment {
-            Open::Object(None) => {}
-            Open::Object(Some(key)) => {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(&key);
-            }
-            Open::Array(n) => {
-                path.push('[');
-                path.push_str(&n.to_string());
-                path.push(']');
-            }
-        }
-    }
 }
 
 fn not_json(error: &serde_json::Error) -> SettingsError {
@@ -424,9 +349,7 @@ fn not_json(error: &serde_json::Error) -> SettingsError {
 /// These are serde's and serde_json's messages, matched by their text: the tests of this module
 /// pin each form, so a rewording in a new serde fails them rather than the users' messages.
 fn describe(error: &serde_json::Error) -> (Option<String>, String) {
-    let full = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    let message = full.strip_suffix(&position).unwrap_or(&full);
+    let message = &json::error::message(error);
     let mismatch = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))

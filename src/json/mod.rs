@@ -6,13 +6,14 @@
 //! original text. Nothing is re-serialised, so key order, formatting and fields that no Kubernetes
 //! version we know of has all survive a mutation.
 
-mod depth;
+pub mod error;
 mod splice;
 mod text;
+mod walk;
 
-pub use depth::{nested_past, MAX_NESTING};
 pub use splice::Splice;
 pub use text::{field, members, write_debug_str, write_str, JsonStr, Raw};
+pub use walk::{nested_past, MAX_NESTING};
 
 use std::ops::Range;
 

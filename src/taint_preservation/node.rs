@@ -6,7 +6,6 @@ use std::cell::OnceCell;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::admission::describe_error;
 use crate::json::{members, JsonStr, Raw, Splice};
 use crate::taint::{parse_taints, Taint};
 
@@ -77,7 +76,7 @@ impl<'a> NodeView<'a> {
     /// value serde_json accepted (the request's `object` or `oldObject`).
     pub fn parse(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
         let err = |field: &str, e: serde_json::Error| {
-            format!("{which}{field}: {}", describe_error(text, &e))
+            format!("{which}{field}: {}", crate::json::error::describe(text, &e))
         };
         let doc: NodeDoc = serde_json::from_str(text).map_err(|e| err("", e))?;
         let meta: MetaDoc = match doc.metadata.value() {

@@ -1,6 +1,6 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
-use crate::admission::{describe_error, AdmissionRequest};
+use crate::admission::AdmissionRequest;
 use crate::json::{field, JsonStr, Raw, Splice};
 use crate::label_selector::{parse_labels, Labels};
 use crate::toleration::{parse_tolerations, Toleration};
@@ -127,8 +127,9 @@ impl<'a> Workload<'a> {
     /// Views the object; `text` is a value serde_json accepted (the request's `object`).
     /// `which` (`object`, `oldObject`) prefixes error messages.
     pub fn parse(text: &'a str, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
-        let err =
-            |at: &str, e: serde_json::Error| format!("{which}{at}: {}", describe_error(text, &e));
+        let err = |at: &str, e: serde_json::Error| {
+            format!("{which}{at}: {}", crate::json::error::describe(text, &e))
+        };
         let meta: Meta = match field(text, "metadata").map_err(|e| err("", e))?.value() {
             Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", e))?,
             None => Meta::default(),

@@ -14,7 +14,6 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use taintguard::admission::describe_error;
 use taintguard::json::{members, write_str, JsonStr, Raw};
 use taintguard::policy::Half;
 use taintguard::verdict::serialize_pairs;
@@ -105,7 +104,7 @@ fn parse_input<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, S
     serde_json::from_str(text).map_err(|e| {
         format!(
             "malformed input ({}); expected {what}",
-            describe_error(text, &e)
+            taintguard::json::error::describe(text, &e)
         )
     })
 }

@@ -1,4 +1,5 @@
-//! How deep JSON text nests, found without decoding it.
+//! JSON text's structure, walked without decoding it: how deep it nests, and which member or
+//! element a byte offset is in. Both skip strings the same way ([`string_end`]).
 //!
 //! The borrowed views read requests with `&RawValue` captures, which serde_json skips without
 //! counting nesting: a request nested 10,000 levels deep in a field no policy reads is read fine.
@@ -6,6 +7,8 @@
 //! the npm package when it computes the JSONPatch, read the mutated object into a
 //! `serde_json::Value`, which refuses the 128th nested array or object ("recursion limit
 //! exceeded": serde_json's guard against overflowing the stack).
+
+use super::JsonStr;
 
 /// The most arrays and objects serde_json nests when it reads a `Value`: it refuses the 128th.
 pub const MAX_NESTING: usize = 127;
@@ -20,18 +23,8 @@ pub fn nested_past(text: &str, max: usize) -> Option<usize> {
     let mut at = 0;
     while let Some(&byte) = b.get(at) {
         match byte {
-            b'"' => {
-                // Skip the string: brackets inside it do not nest anything.
-                at += 1;
-                loop {
-                    at += memchr::memchr2(b'"', b'\\', b.get(at..)?)?;
-                    if b[at] == b'"' {
-                        break;
-                    }
-                    // A backslash: the byte after it is escaped, whatever it is.
-                    at += 2;
-                }
-            }
+            // Brackets inside a string nest nothing.
+            b'"' => at = string_end(b, at)?,
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max {
@@ -44,6 +37,76 @@ pub fn nested_past(text: &str, max: usize) -> Option<usize> {
         at += 1;
     }
     None
+}
+
+/// The offset of the `"` that closes the string opened at `open`, or `None` when it is not
+/// closed. A word at a time: a string is most of a request's bytes.
+pub fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut at = open + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        if bytes[at] == b'"' {
+            return Some(at);
+        }
+        // A backslash: the byte after it is escaped, whatever it is.
+        at += 2;
+    }
+}
+
+/// The path (`spec.taints[2].key`) of the value being read at byte `end` of `text`: the member
+/// key or element index in each object and array still open there. A key is written as its
+/// text between the quotes, escapes decoded where they are simple.
+pub fn path_at(text: &str, end: usize) -> String {
+    enum Open {
+        /// The key of the member being read, once read.
+        Object(Option<String>),
+        /// The index of the element being read.
+        Array(usize),
+    }
+    let bytes = text.as_bytes();
+    let mut open: Vec<Open> = Vec::new();
+    let mut i = 0;
+    while i < end.min(bytes.len()) {
+        match bytes[i] {
+            b'{' => open.push(Open::Object(None)),
+            b'[' => open.push(Open::Array(0)),
+            b'}' | b']' => drop(open.pop()),
+            b',' => match open.last_mut() {
+                Some(Open::Object(key)) => *key = None,
+                Some(Open::Array(n)) => *n += 1,
+                None => {}
+            },
+            b'"' => {
+                let start = i;
+                i = string_end(bytes, i).unwrap_or(bytes.len());
+                if let Some(Open::Object(key @ None)) = open.last_mut() {
+                    let token = text.get(start..=i).unwrap_or_default();
+                    let name = serde_json::from_str::<JsonStr<'_>>(token).unwrap_or_default();
+                    *key = Some(name.0.into_owned());
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut path = String::new();
+    for segment in open {
+        match segment {
+            Open::Object(None) => {}
+            Open::Object(Some(key)) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&key);
+            }
+            Open::Array(n) => {
+                path.push('[');
+                path.push_str(&n.to_string());
+                path.push(']');
+            }
+        }
+    }
+    path
 }
 
 #[cfg(test)]
