@@ -5,24 +5,16 @@
 
 use serde::Deserialize;
 
-use crate::json::JsonStr;
+use crate::json::{JsonStr, Raw};
+use crate::taint::{parse_taints, Taint};
 
-/// One node as the cluster lists it: what the policies read of it. The host selects nodes by
-/// label, so labels are not read here. Owned: a list of nodes is small next to the host call
-/// that fetched it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClusterNode {
-    pub name: String,
-    pub taints: Vec<NodeTaint>,
-}
-
-/// A taint a node carries.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct NodeTaint {
-    pub key: String,
-    #[serde(default)]
-    pub value: Option<String>,
-    pub effect: String,
+/// One node as the cluster lists it: what the policies read of it, borrowed from the list's
+/// text. The host selects nodes by label, so labels are not read here. Its taints are read as a
+/// request's are.
+#[derive(Debug, Clone)]
+pub struct ClusterNode<'a> {
+    pub name: JsonStr<'a>,
+    pub taints: Vec<Taint<'a>>,
 }
 
 /// A SubjectAccessReview question: may `user` (in `groups`) `verb` the `resource` named `name`
@@ -84,48 +76,48 @@ impl Cluster for NoCluster {
 /// `items` is required (a `null` list is empty): without it, an answer that is not a list at all
 /// (`{}`, `[]`) would read as "no nodes".
 #[derive(Deserialize)]
-struct ListText {
-    #[serde(deserialize_with = "null_as_empty")]
-    items: Vec<NodeText>,
-}
-
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<NodeText>, D::Error> {
-    Ok(Option::<Vec<NodeText>>::deserialize(d)?.unwrap_or_default())
+struct ListText<'a> {
+    #[serde(borrow, deserialize_with = "crate::settings::null_as_default")]
+    items: Vec<NodeText<'a>>,
 }
 
 #[derive(Deserialize)]
-struct NodeText {
-    #[serde(default)]
-    metadata: Option<MetadataText>,
-    #[serde(default)]
-    spec: Option<SpecText>,
+struct NodeText<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<MetadataText<'a>>,
+    #[serde(borrow, default)]
+    spec: Option<SpecText<'a>>,
 }
 
 #[derive(Deserialize)]
-struct MetadataText {
-    #[serde(default)]
-    name: Option<String>,
+struct MetadataText<'a> {
+    #[serde(borrow, default)]
+    name: JsonStr<'a>,
 }
 
 #[derive(Deserialize)]
-struct SpecText {
-    #[serde(default)]
-    taints: Option<Vec<NodeTaint>>,
+struct SpecText<'a> {
+    #[serde(borrow, default)]
+    taints: Raw<'a>,
 }
 
 /// The nodes of a Kubernetes `List` of Nodes; `null` items is an empty list. An answer that is
 /// not such a list is an error: a policy must not read "no nodes" into an answer it cannot read.
-pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode>, ClusterError> {
-    let list: ListText = serde_json::from_str(text)
-        .map_err(|e| ClusterError::Failed(format!("the list of nodes cannot be read: {e}")))?;
-    Ok(list
-        .items
+pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode<'_>>, ClusterError> {
+    let unreadable = |e: serde_json::Error| {
+        ClusterError::Failed(format!("the list of nodes cannot be read: {e}"))
+    };
+    let list: ListText = serde_json::from_str(text).map_err(unreadable)?;
+    list.items
         .into_iter()
-        .map(|node| ClusterNode {
-            name: node.metadata.and_then(|m| m.name).unwrap_or_default(),
-            taints: node.spec.and_then(|s| s.taints).unwrap_or_default(),
+        .map(|node| {
+            let taints = node.spec.as_ref().and_then(|s| s.taints.value());
+            Ok(ClusterNode {
+                name: node.metadata.map(|m| m.name).unwrap_or_default(),
+                taints: parse_taints(taints).map_err(unreadable)?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// A cluster that answers from recorded answers, and remembers what it was asked: the core's
@@ -196,8 +188,8 @@ mod tests {
             ("[]", Err("cannot be read")),
             ("{}", Err("missing field `items`")),
             (
-                r#"{"items": [{"spec": {"taints": [{"effect": "NoSchedule"}]}}]}"#,
-                Err("key"),
+                r#"{"items": [{"spec": {"taints": [{"key": "a", "effect": 7}]}}]}"#,
+                Err("cannot be read: invalid type: integer `7`, expected a string"),
             ),
             ("not json", Err("cannot be read")),
         ];
@@ -211,15 +203,8 @@ mod tests {
             }
         }
         let nodes = nodes_of_list(cases[2].0).unwrap();
-        assert_eq!(nodes[0].name, "n1");
-        assert_eq!(
-            nodes[0].taints[1],
-            NodeTaint {
-                key: "b".into(),
-                value: Some("v".into()),
-                effect: "NoExecute".into()
-            }
-        );
+        assert_eq!(nodes[0].name.as_str(), "n1");
+        assert_eq!(nodes[0].taints[1].describe(), "b=v:NoExecute");
         assert!(nodes[1].taints.is_empty());
     }
 }

@@ -15,7 +15,7 @@ mod workload;
 use std::cell::OnceCell;
 
 use crate::admission::{AdmissionRequest, Operation};
-use crate::cluster::{nodes_of_list, Cluster, ClusterNode};
+use crate::cluster::{nodes_of_list, Cluster, ClusterError};
 use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
@@ -367,8 +367,8 @@ fn node_tolerations(
 ) -> Result<(Vec<Explained>, Vec<String>), Verdict> {
     let mut found: Vec<Explained> = Vec::new();
     let mut withheld = Vec::new();
-    // Each distinct selector is listed and read once, whichever rules share it.
-    let mut lists: Vec<(String, Vec<ClusterNode>)> = Vec::new();
+    // Each distinct selector is listed once, whichever rules share it.
+    let mut lists: Vec<(String, String)> = Vec::new();
     for rule in rules {
         let Some(source) = &rule.node_taints else {
             continue;
@@ -378,44 +378,43 @@ fn node_tolerations(
             .as_ref()
             .map(crate::label_selector::LabelSelector::to_query)
             .unwrap_or_default();
+        let refused = |e: ClusterError| {
+            Verdict::reject(
+                500,
+                format!(
+                    "{}: rule {:?} tolerates the taints of {}, but {e}. Nothing was \
+                     injected; the request is refused rather than admitted without \
+                     the tolerations the rule promises.",
+                    TolerationInjection::NAME,
+                    rule.name,
+                    describe_nodes(&query),
+                ),
+            )
+        };
         let listed = match lists.iter().position(|(q, _)| *q == query) {
             Some(i) => i,
             None => {
                 let selector = (!query.is_empty()).then_some(query.as_str());
-                let nodes = cluster
-                    .list_nodes(selector)
-                    .and_then(|text| nodes_of_list(&text))
-                    .map_err(|e| {
-                        Verdict::reject(
-                            500,
-                            format!(
-                                "{}: rule {:?} tolerates the taints of {}, but {e}. Nothing was \
-                                 injected; the request is refused rather than admitted without \
-                                 the tolerations the rule promises.",
-                                TolerationInjection::NAME,
-                                rule.name,
-                                describe_nodes(&query),
-                            ),
-                        )
-                    })?;
-                lists.push((query, nodes));
+                let text = cluster.list_nodes(selector).map_err(refused)?;
+                lists.push((query.clone(), text));
                 lists.len() - 1
             }
         };
-        let nodes = &lists[listed].1;
-        for node in nodes {
+        let nodes = nodes_of_list(&lists[listed].1).map_err(refused)?;
+        for node in &nodes {
             for taint in &node.taints {
-                if !source.selects(&taint.key, &taint.effect) {
+                let (key, effect) = taint.identity();
+                if !source.selects(key, effect) {
                     continue;
                 }
-                let toleration = Toleration::exists(&taint.key, &taint.effect);
+                let toleration = Toleration::exists(key, effect);
                 if found.iter().any(|(t, _)| *t == toleration) {
                     continue;
                 }
                 let mut why = String::from("rule ");
                 crate::json::write_debug_str(&mut why, &rule.name);
                 why.push_str(", node ");
-                why.push_str(&node.name);
+                why.push_str(node.name.as_str());
                 why.push_str(" carries it");
                 if let Some(hit) = restriction_hit(restrictions, &toleration) {
                     let message = format!("{hit}, which {}", &why[..]);
