@@ -4,7 +4,7 @@ use crate::admission::AdmissionRequest;
 use crate::cluster::Cluster;
 use crate::json;
 use crate::settings::{self, PolicySettings, SettingsError};
-use crate::verdict::Verdict;
+use crate::verdict::{Decision, Verdict};
 
 /// Which half of a policy an engine can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,96 +35,84 @@ impl Asks {
 }
 
 /// One admission policy: the settings it reads and how it judges a request. This is what a
-/// policy author writes; [`PolicyExt`] runs it on the text an engine hands over.
+/// policy author writes; [`run`] runs it on the text an engine hands over.
 pub trait Policy {
     /// The policy's name, as used in messages and artifact names.
     const NAME: &'static str;
+
     /// Validated settings.
     type Settings: PolicySettings;
+
     /// What it may ask the cluster.
     const ASKS: Asks = Asks::NOTHING;
 
-    /// Reads and validates settings text (`{}` means every default).
-    fn settings(text: &str) -> Result<Self::Settings, SettingsError> {
-        settings::parse(text)
-    }
-
-    /// Judges one request; `cluster` answers what the settings ask of the cluster.
+    /// Judges one request with `half` of the policy (see [`Half`]); `cluster` answers what the
+    /// settings ask of the cluster. Messages and warnings are the policy's own words: [`run`]
+    /// puts the policy's name before each.
     fn evaluate(
         request: &AdmissionRequest<'_>,
         settings: &Self::Settings,
+        half: Half,
         cluster: &dyn Cluster,
     ) -> Verdict;
-
-    /// The validating half (see [`Half::Validating`]). Policies whose mutations repair
-    /// violations override this to reject instead; the default drops mutations.
-    fn evaluate_validating(
-        request: &AdmissionRequest<'_>,
-        settings: &Self::Settings,
-        cluster: &dyn Cluster,
-    ) -> Verdict {
-        Self::evaluate(request, settings, cluster).without_mutation()
-    }
 }
 
-/// A policy run on JSON text: what the engine adapters call. Every [`Policy`] has it. Never
-/// panics on bad input: bad settings or a malformed request become a rejection (code 400) that
-/// says what is wrong.
-pub trait PolicyExt {
-    /// The policy's name, as used in messages and artifact names.
-    const NAME: &'static str;
-    /// What it may ask the cluster.
-    const ASKS: Asks = Asks::NOTHING;
-
-    /// Settings validation as engines call it: the error text names the field.
-    fn validate_settings(text: &str) -> Result<(), SettingsError>;
-
-    /// `half` of the policy on `request` (an `AdmissionRequest` JSON object) with `settings`
-    /// text, asking `cluster` what the settings need of it, with bad settings or a malformed
-    /// request as an error: the message of [`PolicyExt::validate_half`]'s 400 rejection, for
-    /// callers that throw it instead.
-    fn try_validate(
-        request: &str,
-        settings: &str,
-        half: Half,
-        cluster: &dyn Cluster,
-    ) -> Result<Verdict, String>;
-
-    /// `half` of the policy.
-    fn validate_half(request: &str, settings: &str, half: Half, cluster: &dyn Cluster) -> Verdict {
-        Self::try_validate(request, settings, half, cluster)
-            .unwrap_or_else(|message| Verdict::reject(400, message))
-    }
-
-    /// The mutating half.
-    fn validate(request: &str, settings: &str, cluster: &dyn Cluster) -> Verdict {
-        Self::validate_half(request, settings, Half::Mutating, cluster)
-    }
+/// Reads and checks `P`'s settings text (`{}` means every default).
+///
+/// # Errors
+///
+/// The first bad field, named (see [`settings::parse`]).
+pub fn read_settings<P: Policy>(text: &str) -> Result<P::Settings, SettingsError> {
+    settings::parse(text)
 }
 
-impl<P: Policy> PolicyExt for P {
-    const NAME: &'static str = <P as Policy>::NAME;
-    const ASKS: Asks = <P as Policy>::ASKS;
+/// `half` of `P` on `request` (an `AdmissionRequest` JSON object) with `settings` text, asking
+/// `cluster` what the settings need of it: what the engine adapters call. Never panics on bad
+/// input: bad settings or a malformed request become a rejection (code 400) that says what is
+/// wrong. Every message and warning starts with the policy's name.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::policy::{run, Half};
+/// use taintguard::taint_preservation::TaintPreservation;
+/// use taintguard::NoCluster;
+///
+/// let verdict = run::<TaintPreservation>("{}", r#"{"mode": "sometimes"}"#, Half::Mutating, &NoCluster("none"));
+/// assert_eq!(verdict.code(), Some(400));
+/// assert!(verdict.message().unwrap().starts_with("taint-preservation: invalid settings field `mode`"));
+/// ```
+pub fn run<P: Policy>(request: &str, settings: &str, half: Half, cluster: &dyn Cluster) -> Verdict {
+    try_run::<P>(request, settings, half, cluster)
+        .unwrap_or_else(|message| Verdict::reject(400, message))
+}
 
-    fn validate_settings(text: &str) -> Result<(), SettingsError> {
-        P::settings(text).map(drop)
+/// [`run`], with bad settings or a malformed request as an error (the message of [`run`]'s 400
+/// rejection), for callers that throw it instead. Settings are read first: their errors win.
+///
+/// # Errors
+///
+/// Bad settings, a malformed request, or a mutated object no engine could read back.
+pub fn try_run<P: Policy>(
+    request: &str,
+    settings: &str,
+    half: Half,
+    cluster: &dyn Cluster,
+) -> Result<Verdict, String> {
+    let named = |message: String| format!("{}: {message}", P::NAME);
+    let settings = read_settings::<P>(settings).map_err(|e| named(format!("invalid {e}")))?;
+    let request = AdmissionRequest::parse(request).map_err(|e| named(e.to_string()))?;
+    let mut verdict = P::evaluate(&request, &settings, half, cluster);
+    if half == Half::Validating {
+        verdict = verdict.without_mutation();
     }
-
-    /// Settings are read first: their errors win.
-    fn try_validate(
-        request: &str,
-        settings: &str,
-        half: Half,
-        cluster: &dyn Cluster,
-    ) -> Result<Verdict, String> {
-        let settings = P::settings(settings).map_err(|e| format!("{}: invalid {e}", Self::NAME))?;
-        let request =
-            AdmissionRequest::parse(request).map_err(|e| format!("{}: {e}", Self::NAME))?;
-        Ok(match half {
-            Half::Mutating => readable_by_engines::<P>(P::evaluate(&request, &settings, cluster))?,
-            Half::Validating => P::evaluate_validating(&request, &settings, cluster),
-        })
+    if let Decision::Reject { message, .. } = &mut verdict.decision {
+        *message = named(std::mem::take(message));
     }
+    for warning in &mut verdict.warnings {
+        *warning = named(std::mem::take(warning));
+    }
+    readable_by_engines(verdict).map_err(named)
 }
 
 /// The mutating half hands its object to an engine, which reads it into a `serde_json::Value`
@@ -134,15 +122,14 @@ impl<P: Policy> PolicyExt for P {
 /// policy cannot handle. The request reaches this only through a field the policy never reads:
 /// fields it decodes hit the same limit earlier. The validating half returns no object, so it
 /// still gives the policy's decision.
-fn readable_by_engines<P: Policy>(verdict: Verdict) -> Result<Verdict, String> {
+fn readable_by_engines(verdict: Verdict) -> Result<Verdict, String> {
     match verdict
         .mutated_object()
         .and_then(|object| json::nested_past(object, json::MAX_NESTING))
     {
         Some(at) => Err(format!(
-            "{}: the mutated object would nest arrays and objects more than {} levels deep (at \
-             byte {at}), past serde_json's recursion limit, so engines could not read it back",
-            P::NAME,
+            "the mutated object would nest arrays and objects more than {} levels deep (at byte \
+             {at}), past serde_json's recursion limit, so engines could not read it back",
             json::MAX_NESTING
         )),
         None => Ok(verdict),
@@ -193,18 +180,10 @@ mod tests {
                 let request_depth = if at == "object" { depth + 1 } else { depth };
                 let whole = serde_json::from_str::<Value>(&request);
                 assert_eq!(whole.is_ok(), request_depth <= 127, "{at} {depth}");
-                let got = TaintPreservation::try_validate(
-                    &request,
-                    "{}",
-                    Half::Mutating,
-                    &crate::NoCluster("test"),
-                );
-                let validating = TaintPreservation::validate_half(
-                    &request,
-                    "{}",
-                    Half::Validating,
-                    &crate::NoCluster("test"),
-                );
+                let cluster = crate::NoCluster("test");
+                let got = try_run::<TaintPreservation>(&request, "{}", Half::Mutating, &cluster);
+                let validating =
+                    run::<TaintPreservation>(&request, "{}", Half::Validating, &cluster);
                 let case = format!("{name}, {at} {depth} deep: {got:?}");
                 match (mutates, at, depth) {
                     (true, "object", 128..) => {
@@ -215,7 +194,7 @@ mod tests {
                         );
                         assert!(message.contains("recursion limit"), "{case}");
                         let verdict =
-                            TaintPreservation::validate(&request, "{}", &crate::NoCluster("test"));
+                            run::<TaintPreservation>(&request, "{}", Half::Mutating, &cluster);
                         assert_eq!(verdict.code(), Some(400), "{case}");
                         assert_eq!(verdict.message(), Some(message.as_str()));
                     }

@@ -12,7 +12,7 @@ pub enum Decision {
     Accept,
     /// Admitted as this object: the request's object text with the policy's edits spliced in,
     /// checked to be JSON when the verdict was made, so engines copy it as it is. The mutating
-    /// half also checks that engines can read it back (`PolicyExt::try_validate`): syntax alone
+    /// half also checks that engines can read it back (`policy::try_run`): syntax alone
     /// allows any nesting, a `serde_json::Value` only 127 levels.
     Mutate(Box<RawValue>),
     /// Refused. `code` is HTTP-style: 403 refused, 400 malformed input or settings.

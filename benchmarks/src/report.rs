@@ -178,7 +178,9 @@ pub fn markdown(run: &Run, real_host: &str) -> String {
          Each artifact has a baseline built the same way that parses its whole input into a \
          `serde_json::Value` and accepts: `baseline` (`benchmarks/baseline-policy`, waPC) for \
          `<policy>`, `baseline.gatekeeper` (`benchmarks/baseline-gatekeeper`, on the same OPA \
-         adapter as the gatekeeper artifacts, answering `[{{\"result\": []}}]`) for \
+         adapter and the core's runner as the gatekeeper artifacts, which views the request as \
+         for every policy while the baseline parses settings, object and old object into \
+         `Value`s, answering `[{{\"result\": []}}]`) for \
          `<policy>.gatekeeper`. Each artifact is interleaved with its baseline on the same input; \
          ratios are artifact median / baseline median in this run. Every evaluation's answer is \
          checked against the first one, and each gatekeeper answer against the waPC build's \

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::cluster::{AccessQuestion, Cluster};
-use crate::policy::{Asks, Policy};
+use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::taint::Taint;
 use crate::verdict::Verdict;
@@ -38,26 +38,23 @@ impl Policy for TaintPreservation {
         access: true,
     };
 
+    /// In the validating half, what restore mode would put back is a violation; the owner
+    /// record of a new cordon, which only a mutation can write, is left out.
     fn evaluate(
         request: &AdmissionRequest<'_>,
         settings: &Settings,
+        half: Half,
         cluster: &dyn Cluster,
     ) -> Verdict {
-        run(request, settings, settings.mode, cluster)
-    }
-
-    /// What restore mode would put back is a violation; the owner record of a new cordon, which
-    /// only a mutation can write, is left out.
-    fn evaluate_validating(
-        request: &AdmissionRequest<'_>,
-        settings: &Settings,
-        cluster: &dyn Cluster,
-    ) -> Verdict {
-        run(request, settings, Mode::Deny, cluster).without_mutation()
+        let mode = match half {
+            Half::Mutating => settings.mode,
+            Half::Validating => Mode::Deny,
+        };
+        judge_request(request, settings, mode, cluster)
     }
 }
 
-fn run(
+fn judge_request(
     request: &AdmissionRequest<'_>,
     settings: &Settings,
     mode: Mode,
@@ -69,13 +66,7 @@ fn run(
         return Verdict::accept();
     }
     judge_with_rbac(request, settings, mode, cluster).unwrap_or_else(|message| {
-        Verdict::reject(
-            400,
-            format!(
-                "{}: malformed Node request: {message}",
-                TaintPreservation::NAME
-            ),
-        )
+        Verdict::reject(400, format!("malformed Node request: {message}",))
     })
 }
 
@@ -237,18 +228,13 @@ fn judge_with_rbac(
         match cluster.can_i(&question) {
             Ok(true) => {
                 *slot = true;
-                notes.push(format!(
-                    "{}: {} may {grant} by RBAC",
-                    TaintPreservation::NAME,
-                    who.describe()
-                ));
+                notes.push(format!("{} may {grant} by RBAC", who.describe()));
                 audit.push(grant);
             }
             Ok(false) => {}
             Err(e) => notes.push(format!(
-                "{}: RBAC could not be asked whether {} may {grant}, so only the settings lists \
+                "RBAC could not be asked whether {} may {grant}, so only the settings lists \
                  decided: {e}",
-                TaintPreservation::NAME,
                 who.describe()
             )),
         }
@@ -455,9 +441,8 @@ fn owner_record<'v>(
     }
     gathered.warnings.extend(unowned.iter().map(|(t, _)| {
         format!(
-            "{}: the taint owner record {key:?} is full, so {} is not recorded as the owner of \
+            "the taint owner record {key:?} is full, so {} is not recorded as the owner of \
              {t}: only permitted principals may remove or change it",
-            TaintPreservation::NAME,
             who.describe()
         )
     }));
@@ -505,8 +490,7 @@ fn respond(
             .iter()
             .map(|f| {
                 format!(
-                    "{}: {} may not {}; {} unless the policy runs in monitor mode",
-                    TaintPreservation::NAME,
+                    "{} may not {}; {} unless the policy runs in monitor mode",
                     who.describe(),
                     f.attempted(&node_name),
                     f.remedy()
@@ -798,10 +782,9 @@ fn deny_message(
 ) -> String {
     let attempted: Vec<String> = findings.iter().map(|f| f.attempted(node)).collect();
     let mut message = format!(
-        "{}: {} may not {}. Have a permitted principal make this change (by default any person, or a \
+        "{} may not {}. Have a permitted principal make this change (by default any person, or a \
          member of system:masters), or add the requester to the policy settings `permitted` (or to the \
          `permitted` list of the matching `protectedTaints` rule)",
-        TaintPreservation::NAME,
         who.describe(),
         attempted.join("; ")
     );

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::policy::PolicyExt;
+use crate::policy::{read_settings, run, Half};
 
 const ADMIN: (&str, &[&str]) = (
     "kubernetes-admin",
@@ -310,8 +310,12 @@ fn taint_preservation_cases() {
 /// Runs a table of (case, settings, request, what the policy must answer).
 fn run_cases(cases: Vec<(&str, Value, String, Want)>) {
     for (name, settings, req, want) in cases {
-        let verdict =
-            TaintPreservation::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
+        let verdict = run::<TaintPreservation>(
+            &req,
+            &settings.to_string(),
+            Half::Mutating,
+            &crate::NoCluster("test"),
+        );
         match want {
             Want::Untouched => {
                 assert!(verdict.accepted(), "{name}: {verdict:?}");
@@ -352,7 +356,7 @@ fn mutation_keeps_text_outside_the_edit() {
     let req = format!(
         r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Node"}},"operation":"UPDATE","userInfo":{{"username":"system:serviceaccount:a:b"}},"object":{new},"oldObject":{old}}}"#
     );
-    let verdict = TaintPreservation::validate(&req, "{}", &crate::NoCluster("test"));
+    let verdict = run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
     assert_eq!(
         verdict.mutated_object(),
         Some(
@@ -402,9 +406,10 @@ fn missing_places_are_created() {
         ),
     ];
     for (old, new, want) in cases {
-        let verdict = TaintPreservation::validate(
+        let verdict = run::<TaintPreservation>(
             &request("UPDATE", who, Some(&old), &new),
             "{}",
+            Half::Mutating,
             &crate::NoCluster("test"),
         );
         let text = verdict.mutated_object().expect("mutated");
@@ -425,7 +430,8 @@ fn bad_input_is_rejected_with_the_field() {
         (request("UPDATE", ALICE, Some(&json!({"spec": {"taints": [{"key": 1}]}})), &good_old), "oldObject.spec.taints"),
     ];
     for (req, want) in cases {
-        let verdict = TaintPreservation::validate(&req, "{}", &crate::NoCluster("test"));
+        let verdict =
+            run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
         assert!(!verdict.accepted());
         assert_eq!(verdict.code(), Some(400));
         let message = verdict.message().unwrap();
@@ -450,8 +456,12 @@ fn other_requests_pass() {
         serde_json::from_str::<Value>(&request("DELETE", KARPENTER, Some(&n), &n)).unwrap();
     delete.as_object_mut().unwrap().remove("object");
     for req in [pod, status, delete] {
-        let verdict =
-            TaintPreservation::validate(&req.to_string(), "{}", &crate::NoCluster("test"));
+        let verdict = run::<TaintPreservation>(
+            &req.to_string(),
+            "{}",
+            Half::Mutating,
+            &crate::NoCluster("test"),
+        );
         assert_eq!(verdict, Verdict::accept(), "{req}");
     }
 }
@@ -550,7 +560,7 @@ fn settings_errors_name_the_field() {
         ),
     ];
     for (settings, want) in cases {
-        let err = TaintPreservation::validate_settings(&settings.to_string())
+        let err = read_settings::<TaintPreservation>(&settings.to_string())
             .unwrap_err()
             .to_string();
         assert!(err.contains(want), "{settings}: {want:?} not in {err}");
@@ -558,7 +568,7 @@ fn settings_errors_name_the_field() {
     // Which of the two would the user mean?
     let twice = r#"{"mode": "deny", "mode": "restore"}"#;
     assert_eq!(
-        TaintPreservation::validate_settings(twice)
+        read_settings::<TaintPreservation>(twice)
             .unwrap_err()
             .to_string(),
         "settings field `mode`: field given twice"
@@ -572,7 +582,7 @@ fn settings_errors_name_the_field() {
         json!({"oneShotRecordAnnotation": "taintguard.io/cordoned-by", "cordon": {"enabled": false}}),
         json!({"taintOwners": {"enabled": false, "annotation": "taintguard.io/cordoned-by"}}),
     ] {
-        TaintPreservation::validate_settings(&good.to_string()).unwrap();
+        read_settings::<TaintPreservation>(&good.to_string()).unwrap();
     }
 }
 
@@ -618,7 +628,7 @@ fn validating_half_reports_what_restore_would_repair() {
         ),
     ];
     for (req, accepted) in cases {
-        let verdict = TaintPreservation::validate_half(
+        let verdict = run::<TaintPreservation>(
             &req,
             "{}",
             crate::policy::Half::Validating,
@@ -696,8 +706,12 @@ fn audit_annotations_name_what_was_attempted_and_who_tried() {
         ),
     ];
     for (name, settings, req, want) in cases {
-        let verdict =
-            TaintPreservation::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
+        let verdict = run::<TaintPreservation>(
+            &req,
+            &settings.to_string(),
+            Half::Mutating,
+            &crate::NoCluster("test"),
+        );
         let got: Vec<(&str, &str)> = verdict
             .audit_annotations
             .iter()
@@ -863,7 +877,8 @@ fn rbac_permits_what_the_lists_do_not() {
             ..Recorded::default()
         };
         let req = request("UPDATE", case.who, Some(&case.old), &case.new);
-        let verdict = TaintPreservation::validate(&req, &case.settings.to_string(), &cluster);
+        let verdict =
+            run::<TaintPreservation>(&req, &case.settings.to_string(), Half::Mutating, &cluster);
         let label = case.label;
         assert_eq!(*cluster.asked.borrow(), case.asked, "{label}");
         let outcome = match &verdict.decision {
@@ -1140,7 +1155,7 @@ fn warnings_say_what_the_patch_does() {
         Some(&node(&[DEDICATED], None, None, "a")),
         &node(&[], None, None, "a"),
     );
-    let verdict = TaintPreservation::validate(&req, "{}", &crate::NoCluster("test"));
+    let verdict = run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
     assert_eq!(
         verdict.warnings,
         [format!(

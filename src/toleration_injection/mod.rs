@@ -36,26 +36,19 @@ impl Policy for TolerationInjection {
         access: false,
     };
 
+    /// Engines that cannot mutate only get the restrictions: computing the tolerations the
+    /// mutating half would add, and the object with them, would be thrown away.
     fn evaluate(
         request: &AdmissionRequest<'_>,
         settings: &Settings,
+        half: Half,
         cluster: &dyn Cluster,
     ) -> Verdict {
-        evaluate_half(request, settings, Half::Mutating, cluster)
-    }
-
-    /// Engines that cannot mutate only get the restrictions: computing the tolerations the
-    /// mutating half would add, and the object with them, would be thrown away.
-    fn evaluate_validating(
-        request: &AdmissionRequest<'_>,
-        settings: &Settings,
-        cluster: &dyn Cluster,
-    ) -> Verdict {
-        evaluate_half(request, settings, Half::Validating, cluster)
+        judge_request(request, settings, half, cluster)
     }
 }
 
-fn evaluate_half(
+fn judge_request(
     request: &AdmissionRequest<'_>,
     settings: &Settings,
     half: Half,
@@ -87,13 +80,7 @@ fn evaluate_half(
 }
 
 fn malformed(message: &str) -> Verdict {
-    Verdict::reject(
-        400,
-        format!(
-            "{}: malformed request: {message}",
-            TolerationInjection::NAME
-        ),
-    )
+    Verdict::reject(400, format!("malformed request: {message}",))
 }
 
 /// The admitted object and its request, as the matchers see them.
@@ -193,11 +180,10 @@ fn refusal(subject: &Subject<'_>, violations: &[String], update: bool) -> Verdic
     let violations = violations.join("; ");
     let message = if subject.who.username.is_empty() {
         format!(
-            "{}: {what} tolerates {violations}, which only the namespaces and principals each \
+            "{what} tolerates {violations}, which only the namespaces and principals each \
              restriction allows may. The requester is unknown (a background audit judges the stored \
              object alone), so allowances by principal do not apply and the object is reported \
              whoever created it.",
-            TolerationInjection::NAME,
         )
     } else {
         let attempt = if update {
@@ -206,10 +192,9 @@ fn refusal(subject: &Subject<'_>, violations: &[String], update: bool) -> Verdic
             "may not tolerate"
         };
         format!(
-            "{}: {what} (requested by {}) {attempt} {violations}. Only the namespaces and principals \
+            "{what} (requested by {}) {attempt} {violations}. Only the namespaces and principals \
              each restriction allows may; ask a cluster administrator to add them to the policy \
              settings.",
-            TolerationInjection::NAME,
             subject.who.describe(),
         )
     };
@@ -280,7 +265,7 @@ fn judge(
     );
     let withheld_warnings = withheld
         .iter()
-        .map(|w| [TolerationInjection::NAME, ": did not add toleration ", w].concat());
+        .map(|w| ["did not add toleration ", w].concat());
     if added.is_empty() {
         let mut verdict = Verdict::accept();
         verdict.warnings.extend(withheld_warnings);
@@ -308,8 +293,7 @@ fn judge(
             .iter()
             .map(|d| {
                 [
-                    TolerationInjection::NAME,
-                    ": missing toleration ",
+                    "missing toleration ",
                     d,
                     "; this policy's patch adds it unless the policy runs in monitor mode",
                 ]
@@ -329,8 +313,7 @@ fn not_injected(rules: &[&Rule]) -> Verdict {
     verdict.warnings = rules
         .iter()
         .map(|rule| {
-            let mut warning = String::from(TolerationInjection::NAME);
-            warning.push_str(": rule ");
+            let mut warning = String::from("rule ");
             crate::json::write_debug_str(&mut warning, &rule.name);
             warning.push_str(
                 " matches, but this engine cannot mutate: no toleration is injected \
@@ -382,10 +365,9 @@ fn node_tolerations(
             Verdict::reject(
                 500,
                 format!(
-                    "{}: rule {:?} tolerates the taints of {}, but {e}. Nothing was \
+                    "rule {:?} tolerates the taints of {}, but {e}. Nothing was \
                      injected; the request is refused rather than admitted without \
                      the tolerations the rule promises.",
-                    TolerationInjection::NAME,
                     rule.name,
                     describe_nodes(&query),
                 ),

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::policy::{Half, PolicyExt};
+use crate::policy::{read_settings, run, Half};
 
 const CP: &str = "node-role.kubernetes.io/control-plane";
 const MASTER: &str = "node-role.kubernetes.io/master";
@@ -103,9 +103,10 @@ fn every_kind_gets_alias_twins_in_its_pod_spec() {
     for kind in taintguard_testkit::KINDS.iter().filter(|k| **k != "Node") {
         let kind = *kind;
         let obj = object(kind, Some(json!([{"key": CP, "effect": "NoSchedule"}])));
-        let verdict = TolerationInjection::validate(
+        let verdict = run::<TolerationInjection>(
             &request("CREATE", "alice", "kube-system", &obj),
             "{}",
+            Half::Mutating,
             &crate::NoCluster("test"),
         );
         assert!(verdict.accepted(), "{kind}");
@@ -336,8 +337,12 @@ fn injection_cases() {
         ),
     ];
     for (name, settings, req, kind, want) in cases {
-        let verdict =
-            TolerationInjection::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
+        let verdict = run::<TolerationInjection>(
+            &req,
+            &settings.to_string(),
+            Half::Mutating,
+            &crate::NoCluster("test"),
+        );
         assert!(verdict.accepted(), "{name}: {verdict:?}");
         let before: Value = serde_json::from_str::<Value>(&req).unwrap()["object"]
             .pointer(&format!("{}/tolerations", pod_spec_pointer(kind)))
@@ -365,9 +370,14 @@ fn the_validating_half_injects_nothing_and_says_so() {
         "kube-system",
         &helper_pod(),
     );
-    let mutating = TolerationInjection::validate(&helper, &settings, &crate::NoCluster("test"));
+    let mutating = run::<TolerationInjection>(
+        &helper,
+        &settings,
+        Half::Mutating,
+        &crate::NoCluster("test"),
+    );
     assert!(mutating.mutated_object().is_some(), "{mutating:?}");
-    let validating = TolerationInjection::validate_half(
+    let validating = run::<TolerationInjection>(
         &helper,
         &settings,
         Half::Validating,
@@ -386,7 +396,7 @@ fn the_validating_half_injects_nothing_and_says_so() {
         }
     );
     let other = request("CREATE", "mallory", "kube-system", &helper_pod());
-    let validating = TolerationInjection::validate_half(
+    let validating = run::<TolerationInjection>(
         &other,
         &settings,
         Half::Validating,
@@ -401,17 +411,19 @@ fn injection_is_idempotent() {
         "DaemonSet",
         Some(json!([{"key": CP, "effect": "NoSchedule"}])),
     );
-    let first = TolerationInjection::validate(
+    let first = run::<TolerationInjection>(
         &request("CREATE", "alice", "ops", &obj),
         "{}",
+        Half::Mutating,
         &crate::NoCluster("test"),
     );
     let text = first.mutated_object().unwrap();
     taintguard_testkit::assert_valid_object("DaemonSet", text);
     let mutated: Value = serde_json::from_str(text).unwrap();
-    let second = TolerationInjection::validate(
+    let second = run::<TolerationInjection>(
         &request("UPDATE", "alice", "ops", &mutated),
         "{}",
+        Half::Mutating,
         &crate::NoCluster("test"),
     );
     assert_eq!(second, Verdict::accept());
@@ -492,7 +504,7 @@ fn restrictions() {
             req["userInfo"]["groups"] = json!(["system:masters"]);
         }
         for half in [Half::Mutating, Half::Validating] {
-            let verdict = TolerationInjection::validate_half(
+            let verdict = run::<TolerationInjection>(
                 &req.to_string(),
                 &settings.to_string(),
                 half,
@@ -606,7 +618,7 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
             req["userInfo"]["groups"] = json!(["system:masters"]);
         }
         for half in [Half::Mutating, Half::Validating] {
-            let verdict = TolerationInjection::validate_half(
+            let verdict = run::<TolerationInjection>(
                 &req.to_string(),
                 &settings,
                 half,
@@ -632,9 +644,10 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
     ))
     .unwrap();
     without_old.as_object_mut().unwrap().remove("oldObject");
-    let verdict = TolerationInjection::validate(
+    let verdict = run::<TolerationInjection>(
         &without_old.to_string(),
         &settings,
+        Half::Mutating,
         &crate::NoCluster("test"),
     );
     assert_eq!(verdict.code(), Some(400), "{verdict:?}");
@@ -663,7 +676,7 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
         .to_string()
     };
     for half in [Half::Mutating, Half::Validating] {
-        let verdict = TolerationInjection::validate_half(
+        let verdict = run::<TolerationInjection>(
             &audit("tenant-a"),
             &settings,
             half,
@@ -679,7 +692,7 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
             assert!(message.contains(part), "{part:?} not in {message}");
         }
         assert!(!message.contains("anonymous"), "{message}");
-        let allowed = TolerationInjection::validate_half(
+        let allowed = run::<TolerationInjection>(
             &audit("gpu-team"),
             &settings,
             half,
@@ -784,21 +797,22 @@ fn settings_errors_name_the_field() {
         ),
     ];
     for (settings, want) in cases {
-        let err = TolerationInjection::validate_settings(&settings.to_string())
+        let err = read_settings::<TolerationInjection>(&settings.to_string())
             .unwrap_err()
             .to_string();
         assert!(err.contains(want), "{settings}: {want:?} not in {err}");
     }
-    TolerationInjection::validate_settings(&hostpath_settings().to_string()).unwrap();
+    read_settings::<TolerationInjection>(&hostpath_settings().to_string()).unwrap();
 }
 
 #[test]
 fn malformed_objects_are_rejected() {
     let mut obj = object("Deployment", None);
     obj["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"});
-    let verdict = TolerationInjection::validate(
+    let verdict = run::<TolerationInjection>(
         &request("CREATE", "alice", "ops", &obj),
         "{}",
+        Half::Mutating,
         &crate::NoCluster("test"),
     );
     assert_eq!(verdict.code(), Some(400));
@@ -849,8 +863,12 @@ fn aliasing_does_not_bypass_restrictions() {
         let mut obj = object("DaemonSet", Some(tolerates_cp.clone()));
         obj["metadata"]["namespace"] = json!(namespace);
         let req = request("CREATE", "alice", namespace, &obj);
-        let verdict =
-            TolerationInjection::validate(&req, &settings.to_string(), &crate::NoCluster("test"));
+        let verdict = run::<TolerationInjection>(
+            &req,
+            &settings.to_string(),
+            Half::Mutating,
+            &crate::NoCluster("test"),
+        );
         assert!(verdict.accepted(), "{name}: {verdict:?}");
         let keys: Vec<String> = added(&verdict, "DaemonSet", 1)
             .iter()
@@ -858,9 +876,10 @@ fn aliasing_does_not_bypass_restrictions() {
             .collect();
         assert_eq!(keys, want, "{name}");
         if let Some(mutated) = verdict.mutated_object() {
-            let again = TolerationInjection::validate(
+            let again = run::<TolerationInjection>(
                 &taintguard_testkit::with_object(&req, mutated).unwrap(),
                 &settings.to_string(),
+                Half::Mutating,
                 &crate::NoCluster("test"),
             );
             assert!(
@@ -906,16 +925,17 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
             (rule(json!([])), None),
         ];
         for (settings, code) in cases {
-            let verdict = TolerationInjection::validate(
+            let verdict = run::<TolerationInjection>(
                 &req,
                 &settings.to_string(),
+                Half::Mutating,
                 &crate::NoCluster("test"),
             );
             assert!(!verdict.accepted(), "{depth}: {verdict:?}");
             assert_eq!(verdict.code(), Some(400));
             let message = verdict.message().unwrap();
             assert!(message.contains("recursion limit"), "{message}");
-            let validating = TolerationInjection::validate_half(
+            let validating = run::<TolerationInjection>(
                 &req,
                 &settings.to_string(),
                 Half::Validating,
@@ -1067,7 +1087,8 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
         let label = case.label;
         let kind = case.object["kind"].as_str().unwrap().to_owned();
         let req = request("CREATE", "alice", "kube-system", &case.object);
-        let verdict = TolerationInjection::validate(&req, &case.settings.to_string(), &cluster);
+        let verdict =
+            run::<TolerationInjection>(&req, &case.settings.to_string(), Half::Mutating, &cluster);
         assert_eq!(*cluster.asked.borrow(), case.asked, "{label}");
         match case.added {
             Some(want) => {
@@ -1104,14 +1125,14 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
         .unwrap()
         .push(json!({"name": "second", "nodeTaints": {"taints": ["dedicated"]}}));
     let req = request("CREATE", "alice", "kube-system", &ds);
-    let verdict = TolerationInjection::validate(&req, &two.to_string(), &cluster);
+    let verdict = run::<TolerationInjection>(&req, &two.to_string(), Half::Mutating, &cluster);
     assert_eq!(*cluster.asked.borrow(), ["list "]);
     assert_eq!(added(&verdict, "DaemonSet", 0).len(), 3, "{verdict:?}");
 
     // The validating half injects nothing, so it never lists nodes.
     let cluster = Recorded::default();
     let req = request("CREATE", "alice", "kube-system", &ds);
-    let verdict = TolerationInjection::validate_half(
+    let verdict = run::<TolerationInjection>(
         &req,
         &rule(json!({})).to_string(),
         Half::Validating,

@@ -22,7 +22,7 @@ pub use objects::{assert_valid_object, valid_object, KINDS};
 use taintguard::admission::AdmissionRequest;
 use taintguard::json::JsonStr;
 use taintguard::json::Splice;
-use taintguard::policy::{Half, Policy, PolicyExt};
+use taintguard::policy::{read_settings, run, Half, Policy};
 use taintguard::taint::{SelectsTaints, Taint};
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
@@ -42,8 +42,13 @@ pub fn check_both(request: &str, settings: &str) -> Checked {
 /// half never mutates; a mutation is valid JSON; applying the policy to its own output changes
 /// nothing more.
 fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    let verdict = P::validate(request, settings, &taintguard::NoCluster("test"));
-    let validating = P::validate_half(
+    let verdict = run::<P>(
+        request,
+        settings,
+        Half::Mutating,
+        &taintguard::NoCluster("test"),
+    );
+    let validating = run::<P>(
         request,
         settings,
         Half::Validating,
@@ -76,9 +81,10 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
             }
         }
         still_valid(request, mutated)?;
-        let again = P::validate(
+        let again = run::<P>(
             &with_object(request, mutated)?,
             settings,
+            Half::Mutating,
             &taintguard::NoCluster("test"),
         );
         if !again.accepted() || again.mutated_object().is_some() {
@@ -146,7 +152,7 @@ fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Check
 
 pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TaintPreservation>(request, settings)?;
-    let Ok(parsed_settings) = TaintPreservation::settings(settings) else {
+    let Ok(parsed_settings) = read_settings::<TaintPreservation>(settings) else {
         return Ok(());
     };
     let owner = parsed_settings.cordon.owner_annotation.as_str();
@@ -275,7 +281,7 @@ fn taints_of(node: Option<&str>) -> Option<Vec<(String, String, String)>> {
 pub fn check_toleration_injection(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TolerationInjection>(request, settings)?;
     // Injection repairs nothing, so an engine that cannot mutate judges exactly alike.
-    let validating = TolerationInjection::validate_half(
+    let validating = run::<TolerationInjection>(
         request,
         settings,
         Half::Validating,

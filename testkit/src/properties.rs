@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{check_taint_preservation, check_toleration_injection, gen, valid_object, KINDS};
-use taintguard::policy::PolicyExt;
+use taintguard::policy::{run, Half};
 use taintguard::toleration_injection::TolerationInjection;
 
 fn config(cases: u32) -> ProptestConfig {
@@ -54,9 +54,10 @@ fn after_aliasing(toleration: &Value) -> Vec<Value> {
     let request = json!({"uid": "1", "kind": {"group": "apps", "version": "v1", "kind": "DaemonSet"},
         "namespace": "n", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": object});
     let settings = json!({"aliases": {"groups": [GROUP]}});
-    let verdict = TolerationInjection::validate(
+    let verdict = run::<TolerationInjection>(
         &request.to_string(),
         &settings.to_string(),
+        Half::Mutating,
         &taintguard::NoCluster("test"),
     );
     assert!(verdict.accepted(), "{verdict:?}");
@@ -134,13 +135,23 @@ fn generated_cases_reach_every_verdict() {
         let cases = [
             gen::taint_preservation(&mut Unstructured::new(&data)).map(|(r, s)| {
                 (
-                    TaintPreservation::validate(&r, &s, &taintguard::NoCluster("test")),
+                    run::<TaintPreservation>(
+                        &r,
+                        &s,
+                        Half::Mutating,
+                        &taintguard::NoCluster("test"),
+                    ),
                     r,
                 )
             }),
             gen::toleration_injection(&mut Unstructured::new(&data)).map(|(r, s)| {
                 (
-                    TolerationInjection::validate(&r, &s, &taintguard::NoCluster("test")),
+                    run::<TolerationInjection>(
+                        &r,
+                        &s,
+                        Half::Mutating,
+                        &taintguard::NoCluster("test"),
+                    ),
                     r,
                 )
             }),

@@ -7,7 +7,7 @@ use taintguard_opa::{evaluate, Entrypoint};
 
 use super::{bundled_requests, bundled_settings, check_both, gen};
 use super::{check_taint_preservation, check_toleration_injection, Checked};
-use taintguard::policy::PolicyExt;
+use taintguard::policy::read_settings;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
 
@@ -52,8 +52,8 @@ pub fn validate_settings(data: &[u8]) -> Checked {
         return Ok(());
     };
     let valid = [
-        TaintPreservation::validate_settings(settings).is_ok(),
-        TolerationInjection::validate_settings(settings).is_ok(),
+        read_settings::<TaintPreservation>(settings).is_ok(),
+        read_settings::<TolerationInjection>(settings).is_ok(),
     ];
     if valid.contains(&true) {
         for request in bundled_requests() {

@@ -149,7 +149,7 @@ pub fn cases() -> Vec<LimitCase> {
     );
 
     // The policy never reads these fields, but the mutated object would carry them back, deeper
-    // than engines read (the core's `PolicyExt::try_validate`): a 400 naming the limit. The
+    // than engines read (the core's `policy::try_run`): a 400 naming the limit. The
     // validating half rejects the stale taint patch itself.
     let mut deep = incident.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");

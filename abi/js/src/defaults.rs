@@ -23,9 +23,14 @@ mod tests {
     where
         P::Settings: PartialEq + std::fmt::Debug,
     {
-        let full = P::settings(&defaults::<P>().to_string())
+        let full = taintguard::read_settings::<P>(&defaults::<P>().to_string())
             .expect("spelled-out defaults are valid settings");
-        assert_eq!(full, P::settings("{}").unwrap(), "{}", P::NAME);
+        assert_eq!(
+            full,
+            taintguard::read_settings::<P>("{}").unwrap(),
+            "{}",
+            P::NAME
+        );
     }
 
     #[test]

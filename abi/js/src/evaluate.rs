@@ -70,7 +70,7 @@ fn patch(request: &str, mutated: &str) -> Result<json_patch::Patch, String> {
         None => Value::Null,
     };
     // The core checked that the mutated object is JSON and nests no deeper than a `Value` holds
-    // (`PolicyExt::try_validate`), so this cannot fail.
+    // (`policy::try_run`), so this cannot fail.
     let mutated: Value = serde_json::from_str(mutated)
         .map_err(|e| format!("internal error: the mutated object cannot be read back: {e}"))?;
     Ok(json_patch::diff(&original, &mutated))

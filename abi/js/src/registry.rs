@@ -4,7 +4,7 @@ use serde_json::Value;
 use taintguard::policy::Half;
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
-use taintguard::{NoCluster, Policy, PolicyExt, Verdict};
+use taintguard::{read_settings, try_run, NoCluster, Policy, Verdict};
 
 use crate::defaults::defaults;
 
@@ -65,11 +65,13 @@ const NO_CLUSTER: NoCluster = NoCluster(
 );
 
 fn evaluate<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    P::try_validate(request, settings, Half::Mutating, &NO_CLUSTER)
+    try_run::<P>(request, settings, Half::Mutating, &NO_CLUSTER)
 }
 
 fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
-    P::validate_settings(settings).map_err(|e| e.to_string())
+    read_settings::<P>(settings)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -110,10 +112,18 @@ mod tests {
         for entry in POLICIES {
             for (request, settings) in cases {
                 let core = match entry.name {
-                    "taint-preservation" => {
-                        TaintPreservation::validate(request, settings, &NO_CLUSTER)
-                    }
-                    _ => TolerationInjection::validate(request, settings, &NO_CLUSTER),
+                    "taint-preservation" => taintguard::run::<TaintPreservation>(
+                        request,
+                        settings,
+                        Half::Mutating,
+                        &NO_CLUSTER,
+                    ),
+                    _ => taintguard::run::<TolerationInjection>(
+                        request,
+                        settings,
+                        Half::Mutating,
+                        &NO_CLUSTER,
+                    ),
                 };
                 if core.code() == Some(400) {
                     let err = (entry.evaluate)(request, settings).unwrap_err();

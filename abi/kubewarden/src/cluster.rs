@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 use taintguard::cluster::{AccessQuestion, Cluster, ClusterError};
-use taintguard::PolicyExt;
+use taintguard::Policy;
 
 /// The host of the running module, for policy `P`: only the calls `P::ASKS` names are made, so
 /// the others are not even compiled into its module (kwctl finds a module's host calls by the
@@ -79,7 +79,7 @@ fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, ClusterError> {
     })
 }
 
-impl<P: PolicyExt> Cluster for HostCluster<P> {
+impl<P: Policy> Cluster for HostCluster<P> {
     fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
         if !P::ASKS.nodes {
             return Err(not_asked("nodes"));

@@ -13,7 +13,7 @@ mod cluster;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use taintguard::verdict::serialize_pairs;
-use taintguard::{PolicyExt, Verdict};
+use taintguard::{read_settings, run, Half, Policy, Verdict};
 
 pub use wapc_guest;
 
@@ -29,7 +29,7 @@ macro_rules! policy {
     };
 }
 
-pub fn register<P: PolicyExt>() {
+pub fn register<P: Policy>() {
     wapc_guest::register_function("validate", validate::<P>);
     wapc_guest::register_function("validate_settings", validate_settings::<P>);
     wapc_guest::register_function("protocol_version", protocol_version);
@@ -49,17 +49,18 @@ struct ValidationRequest<'a> {
 
 /// Every outcome, malformed payloads included, is a `ValidationResponse`: a rejection here is an
 /// answer the API server can show, where a guest error would only say "internal server error".
-fn validate<P: PolicyExt>(payload: &[u8]) -> wapc_guest::CallResult {
+fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
     Ok(validate_payload::<P>(payload))
 }
 
 /// The answer to one `validate` payload (public for the profiling example).
 #[doc(hidden)]
-pub fn validate_payload<P: PolicyExt>(payload: &[u8]) -> Vec<u8> {
+pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let verdict = match serde_json::from_slice::<ValidationRequest>(payload) {
-        Ok(envelope) => P::validate(
+        Ok(envelope) => run::<P>(
             envelope.request.get(),
             envelope.settings.map_or("{}", RawValue::get),
+            Half::Mutating,
             &cluster::HostCluster::<P>(std::marker::PhantomData),
         ),
         Err(e) => Verdict::reject(
@@ -70,10 +71,10 @@ pub fn validate_payload<P: PolicyExt>(payload: &[u8]) -> Vec<u8> {
     to_json(&ValidationResponse::from(&verdict))
 }
 
-fn validate_settings<P: PolicyExt>(payload: &[u8]) -> wapc_guest::CallResult {
+fn validate_settings<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
     let text = String::from_utf8_lossy(payload);
-    let response = match P::validate_settings(&text) {
-        Ok(()) => SettingsResponse {
+    let response = match read_settings::<P>(&text) {
+        Ok(_) => SettingsResponse {
             valid: true,
             message: None,
         },

@@ -27,7 +27,7 @@ use std::ffi::CStr;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use taintguard::PolicyExt;
+use taintguard::Policy;
 
 use crate::evaluate::{evaluate, refuse, Entrypoint, ENTRYPOINTS_JSON};
 use crate::heap::{self, BumpHeap};
@@ -445,7 +445,7 @@ fn entrypoint(id: i32) -> Entrypoint {
 /// # Safety
 /// `ctx` is a context this module returned, and its input and data are 0 or values this module
 /// returned, none freed by a heap reset since.
-pub unsafe fn eval<P: PolicyExt>(ctx: i32) -> i32 {
+pub unsafe fn eval<P: Policy>(ctx: i32) -> i32 {
     install_panic_hook();
     let ctx = context(ctx, c"eval: not an evaluation context");
     // SAFETY: `context` checked that a tagged, aligned context lies there; it is copied out.
@@ -479,7 +479,7 @@ pub unsafe fn eval<P: PolicyExt>(ctx: i32) -> i32 {
 /// # Safety
 /// Nothing allocated at or above `heap_ptr` is used any more, the host wrote `input_len` bytes
 /// at `input` below it, and `data` is 0 or a value this module returned below it.
-pub unsafe fn opa_eval<P: PolicyExt>(
+pub unsafe fn opa_eval<P: Policy>(
     reserved: i32,
     entrypoint_id: i32,
     data: i32,

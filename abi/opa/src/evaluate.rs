@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use taintguard::json::{members, write_str, JsonStr, Raw};
 use taintguard::policy::Half;
 use taintguard::verdict::serialize_pairs;
-use taintguard::{Decision, NoCluster, PolicyExt, Verdict};
+use taintguard::{run, Decision, NoCluster, Policy, Verdict};
 
 /// The module's entrypoints. Kubewarden always runs id 0, whatever the mode; the input's shape
 /// tells the modes apart, so the OPA-mode entrypoint is only reachable by name (the JS SDK).
@@ -47,7 +47,7 @@ impl Entrypoint {
 
 /// Evaluates `entrypoint`. `input` and `data` are the JSON bytes the host gave (`None` when it
 /// gave none); the answer is the result set as JSON text.
-pub fn evaluate<P: PolicyExt>(
+pub fn evaluate<P: Policy>(
     entrypoint: Entrypoint,
     input: Option<&[u8]>,
     data: Option<&[u8]>,
@@ -60,7 +60,7 @@ pub fn evaluate<P: PolicyExt>(
 
 /// What `entrypoint` answers when the host's input cannot even be read (see `abi`): the same
 /// 400 a malformed input gets, naming `problem`.
-pub fn refuse<P: PolicyExt>(entrypoint: Entrypoint, problem: &str) -> String {
+pub fn refuse<P: Policy>(entrypoint: Entrypoint, problem: &str) -> String {
     let verdict = Verdict::reject(400, format!("{}: {problem}", P::NAME));
     match entrypoint {
         Entrypoint::Violation => violation_set::<P>(&verdict),
@@ -124,8 +124,8 @@ fn gatekeeper_input(input: Option<&[u8]>) -> Result<(&RawValue, &str), String> {
 }
 
 /// The validating half on a request serde_json has checked, and settings text.
-fn validate<P: PolicyExt>(request: &RawValue, settings_text: &str) -> Verdict {
-    P::validate_half(
+fn validate<P: Policy>(request: &RawValue, settings_text: &str) -> Verdict {
+    run::<P>(
         request.get(),
         settings_text,
         Half::Validating,
@@ -159,7 +159,7 @@ struct ViolationDetails<'a> {
     code: u16,
 }
 
-fn violations<P: PolicyExt>(input: Option<&[u8]>) -> String {
+fn violations<P: Policy>(input: Option<&[u8]>) -> String {
     let verdict = match gatekeeper_input(input) {
         Ok((review, parameters)) => validate::<P>(review, parameters),
         Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
@@ -168,7 +168,7 @@ fn violations<P: PolicyExt>(input: Option<&[u8]>) -> String {
 }
 
 /// The gatekeeper result set for `verdict`: no violation, or one.
-fn violation_set<P: PolicyExt>(verdict: &Verdict) -> String {
+fn violation_set<P: Policy>(verdict: &Verdict) -> String {
     match &verdict.decision {
         Decision::Reject { code, message } => result_set([Violation {
             msg: message,
@@ -260,7 +260,7 @@ struct Status<'a> {
     code: u16,
 }
 
-fn admission_review<P: PolicyExt>(input: Option<&[u8]>, data: Option<&[u8]>) -> String {
+fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> String {
     let (uid, verdict) = match opa_input(input) {
         Ok(request) => (
             uid(request.get()),

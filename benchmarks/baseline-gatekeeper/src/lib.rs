@@ -12,39 +12,46 @@
 //! policy logic (settings, request views, rules) and nothing else. A leaner ABI in the baseline
 //! would fold the adapter's costs into the ratio, where no policy change could remove them.
 //! The adapter hands over `review` and `parameters` as the JSON text they are in the input; the
-//! baseline parses both, which is the whole input but for the two-key envelope the adapter has
-//! already walked.
+//! runner views the review as it does for every policy, and the baseline parses the settings and
+//! the object and old object into `Value`s, which is nearly the whole input.
 
-use taintguard::policy::{Half, PolicyExt};
-use taintguard::settings::SettingsError;
+use serde::{Deserialize, Serialize};
+use taintguard::admission::AdmissionRequest;
+use taintguard::policy::{Half, Policy};
+use taintguard::settings::PolicySettings;
 use taintguard::{Cluster, Verdict};
 
-/// Not a [`taintguard::Policy`]: it implements what the adapter calls directly, so that its
-/// work is its own parse into `Value`s and not the policies' readers.
+/// A [`Policy`] whose work is its own parse into `Value`s: the settings, and the object and old
+/// object of the request the runner has viewed (the runner's borrowed view of the request
+/// envelope is every policy's cost, so the baseline shares it).
 pub struct Baseline;
 
-impl PolicyExt for Baseline {
+/// Settings read as any JSON value, as a policy written the usual way would parse them.
+#[derive(Default, Deserialize, Serialize)]
+pub struct AnySettings(serde_json::Value);
+
+impl PolicySettings for AnySettings {}
+
+impl Policy for Baseline {
     const NAME: &'static str = "baseline";
+    type Settings = AnySettings;
 
-    fn validate_settings(_: &str) -> Result<(), SettingsError> {
-        Ok(())
-    }
-
-    fn try_validate(
-        request: &str,
-        settings: &str,
+    fn evaluate(
+        request: &AdmissionRequest<'_>,
+        settings: &AnySettings,
         _: Half,
         _: &dyn Cluster,
-    ) -> Result<Verdict, String> {
+    ) -> Verdict {
+        let parse = |text: Option<&str>| text.map(serde_json::from_str::<serde_json::Value>);
         let parsed = (
-            serde_json::from_str::<serde_json::Value>(request),
-            serde_json::from_str::<serde_json::Value>(settings),
+            parse(request.object.value()),
+            parse(request.old_object.value()),
         );
-        // Looking at one field keeps the parse from being optimised away and mirrors a policy's
-        // first look; a request that is not even JSON is the one thing the baseline refuses.
+        // Looking at what was parsed keeps the parse from being optimised away.
         match parsed {
-            (Ok(request), Ok(_)) if request.get("operation").is_some() => Ok(Verdict::accept()),
-            _ => Err("baseline: the review is not an AdmissionRequest".to_owned()),
+            (Some(Err(e)), _) | (_, Some(Err(e))) => Verdict::reject(400, e.to_string()),
+            _ if settings.0.is_array() => Verdict::reject(400, "settings are a list"),
+            _ => Verdict::accept(),
         }
     }
 }
@@ -61,16 +68,18 @@ mod tests {
     fn an_admission_request_gets_the_empty_violation_set() {
         let input =
             br#"{"parameters": {"mode": "deny"}, "review": {"uid": "1", "operation": "CREATE",
+            "kind": {"kind": "Node"}, "userInfo": {"username": "alice"},
             "object": {"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}}}}"#;
         let answer = evaluate::<Baseline>(Entrypoint::Violation, Some(input), None);
         assert_eq!(answer, r#"[{"result":[]}]"#);
     }
 
-    /// The baseline's work is its own parse into `Value`s, not the policies' request reader
-    /// (which would refuse a review without `userInfo`).
+    /// The baseline reads any settings, which the policies would refuse.
     #[test]
     fn the_adapter_runs_the_baseline_parse() {
-        let input = br#"{"parameters": {"any": ["thing"]}, "review": {"operation": "CREATE"}}"#;
+        let input =
+            br#"{"parameters": {"any": ["thing"]}, "review": {"uid": "1", "operation": "CREATE",
+            "kind": {"kind": "Node"}, "userInfo": {}, "object": {"spec": {}}}}"#;
         let answer = evaluate::<Baseline>(Entrypoint::Violation, Some(input), None);
         assert_eq!(answer, r#"[{"result":[]}]"#);
     }
