@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::json::{members, JsonStr};
 use crate::k8s_names::{LabelKey, LabelValue};
-use crate::settings::{from_string, settings_object, At, SettingsError};
+use crate::settings::{settings_object, string_enum, At, SettingsError};
 
 /// A label selector as Kubernetes writes it: every requirement must hold. Keys and values are
 /// checked as the API server checks labels: a selector that names a key no label can have
@@ -38,40 +38,15 @@ pub struct LabelExpression {
 
 settings_object!(LabelExpression);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabelOperator {
-    In,
-    NotIn,
-    Exists,
-    DoesNotExist,
-}
-
-impl TryFrom<String> for LabelOperator {
-    type Error = String;
-    fn try_from(text: String) -> Result<LabelOperator, String> {
-        match text.as_str() {
-            "In" => Ok(LabelOperator::In),
-            "NotIn" => Ok(LabelOperator::NotIn),
-            "Exists" => Ok(LabelOperator::Exists),
-            "DoesNotExist" => Ok(LabelOperator::DoesNotExist),
-            other => Err(format!(
-                "unknown operator {other:?}; expected In, NotIn, Exists or DoesNotExist"
-            )),
-        }
+string_enum! {
+    /// How an expression's key and values select.
+    pub enum LabelOperator {
+        In = "In",
+        NotIn = "NotIn",
+        Exists = "Exists",
+        DoesNotExist = "DoesNotExist",
     }
-}
-
-from_string!(LabelOperator, into = &'static str);
-
-impl From<LabelOperator> for &'static str {
-    fn from(operator: LabelOperator) -> &'static str {
-        match operator {
-            LabelOperator::In => "In",
-            LabelOperator::NotIn => "NotIn",
-            LabelOperator::Exists => "Exists",
-            LabelOperator::DoesNotExist => "DoesNotExist",
-        }
-    }
+    unknown = "operator", expected = "In, NotIn, Exists or DoesNotExist";
 }
 
 /// An object's labels, read from `metadata.labels`.
@@ -98,7 +73,7 @@ impl LabelSelector {
     pub fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
         let expressions_at = at.field("matchExpressions");
         for (i, e) in self.match_expressions.iter().enumerate() {
-            let operator: &str = e.operator.into();
+            let operator = e.operator.as_str();
             let needs_values = matches!(e.operator, LabelOperator::In | LabelOperator::NotIn);
             if needs_values == e.values.is_empty() {
                 let message = if needs_values {

@@ -137,6 +137,59 @@ where
     Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
+/// An enum settings write as one of a fixed set of strings (`"restore"`, `"NoSchedule"`): its
+/// `as_str`, `ALL`, the conversions from text (the error names what it is and what was
+/// expected) and its serde impls.
+macro_rules! string_enum {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident { $($(#[$variant_attr:meta])* $variant:ident = $text:literal),+ $(,)? }
+        unknown = $what:literal, expected = $expected:literal;
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$variant_attr])* $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = String;
+            fn try_from(text: &str) -> Result<$name, String> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!("unknown {} {other:?}; expected {}", $what, $expected)),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(text: String) -> Result<$name, String> {
+                $name::try_from(text.as_str())
+            }
+        }
+
+        impl From<$name> for &'static str {
+            fn from(value: $name) -> &'static str {
+                value.as_str()
+            }
+        }
+
+        $crate::settings::from_string!($name, into = &'static str);
+    };
+}
+pub(crate) use string_enum;
+
 /// A value checked while it is read: a newtype over `$inner` that only `$parse` (text to
 /// `$inner`, or why not) builds, read from and written as a JSON string. Its error is reported at
 /// the field, as every settings error is.

@@ -5,7 +5,7 @@ use serde_json::value::RawValue;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{checked, from_string, settings_object};
+use crate::settings::{checked, settings_object, string_enum};
 
 /// One entry of `spec.taints`, read from its raw text (which a restore copies back verbatim,
 /// `timeAdded` and fields unknown to us included).
@@ -29,11 +29,6 @@ struct TaintFields<'a> {
 }
 
 impl<'a> Taint<'a> {
-    /// Taints are identified by key and effect; the value may change.
-    pub fn same_identity(&self, other: &Taint<'_>) -> bool {
-        self.identity() == other.identity()
-    }
-
     /// (key, effect): what Kubernetes keeps unique in `spec.taints`, for indexing.
     pub fn identity(&self) -> (&str, &str) {
         (self.key.as_str(), self.effect.as_str())
@@ -85,59 +80,14 @@ pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Err
         .collect()
 }
 
-/// A taint effect Kubernetes defines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    NoSchedule,
-    PreferNoSchedule,
-    NoExecute,
-}
-
-impl Effect {
-    pub const ALL: [Effect; 3] = [
-        Effect::NoSchedule,
-        Effect::PreferNoSchedule,
-        Effect::NoExecute,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effect::NoSchedule => "NoSchedule",
-            Effect::PreferNoSchedule => "PreferNoSchedule",
-            Effect::NoExecute => "NoExecute",
-        }
+string_enum! {
+    /// A taint effect Kubernetes defines.
+    pub enum Effect {
+        NoSchedule = "NoSchedule",
+        PreferNoSchedule = "PreferNoSchedule",
+        NoExecute = "NoExecute",
     }
-}
-
-impl TryFrom<String> for Effect {
-    type Error = String;
-    fn try_from(text: String) -> Result<Effect, String> {
-        Effect::try_from(text.as_str())
-    }
-}
-
-impl TryFrom<&str> for Effect {
-    type Error = String;
-    fn try_from(text: &str) -> Result<Effect, String> {
-        Effect::ALL
-            .into_iter()
-            .find(|e| e.as_str() == text)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).collect();
-                format!(
-                    "unknown effect {text:?}; expected one of {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-from_string!(Effect, into = &'static str);
-
-impl From<Effect> for &'static str {
-    fn from(effect: Effect) -> &'static str {
-        effect.as_str()
-    }
+    unknown = "effect", expected = "one of NoSchedule, PreferNoSchedule, NoExecute";
 }
 
 checked! {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::k8s_names::{AnnotationKey, ApiGroup, RbacName};
 use crate::principal::PrincipalList;
-use crate::settings::{from_string, settings_object, At, PolicySettings, SettingsError};
+use crate::settings::{settings_object, string_enum, At, PolicySettings, SettingsError};
 use crate::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
 /// Taints that controllers own: they add and remove them as node conditions change, so
@@ -19,7 +19,7 @@ use crate::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 /// Istio's `cni.istio.io/not-ready`); `not-ready` and `*/not-ready` a name that is exactly
 /// `not-ready`; `readiness.k8s.io/*` the Node Readiness Controller, whose continuous mode
 /// re-adds its taints while a condition is unmet.
-pub const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
+const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
     "node.kubernetes.io/*",
     "node.cloudprovider.kubernetes.io/*",
     "node.cluster.x-k8s.io/*",
@@ -36,10 +36,10 @@ pub const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
 
 /// A default one-shot startup taint: its key glob, the keys it leaves out, and whether only the
 /// kubelet's registration (a CREATE) sets it.
-pub struct DefaultOneShot {
-    pub key: &'static str,
-    pub except: &'static [&'static str],
-    pub only_at_registration: bool,
+struct DefaultOneShot {
+    key: &'static str,
+    except: &'static [&'static str],
+    only_at_registration: bool,
 }
 
 /// Startup taints that, once removed, must not come back (docs/incidents.md, incident 3). The
@@ -49,7 +49,7 @@ pub struct DefaultOneShot {
 /// `startupTaints` so) and removed once by the node plugin when it starts; nothing of the driver
 /// ever applies it again. Cilium's `node.cilium.io/agent-not-ready` shares the form but its
 /// operator re-taints a node whose agent pod is not ready, so it is left out (and unprotected above).
-pub const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
+const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
     DefaultOneShot {
         key: "node.cloudprovider.kubernetes.io/uninitialized",
         except: &[],
@@ -76,37 +76,16 @@ pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
 pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
 pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Mode {
-    /// Mutate the request so that the protected state stays, accept and warn.
-    #[default]
-    Restore,
-    /// Reject the request.
-    Deny,
-}
-
-impl TryFrom<String> for Mode {
-    type Error = String;
-    fn try_from(text: String) -> Result<Mode, String> {
-        match text.as_str() {
-            "restore" => Ok(Mode::Restore),
-            "deny" => Ok(Mode::Deny),
-            other => Err(format!(
-                "unknown mode {other:?}; expected \"restore\" or \"deny\""
-            )),
-        }
+string_enum! {
+    #[derive(Default)]
+    pub enum Mode {
+        /// Mutate the request so that the protected state stays, accept and warn.
+        #[default]
+        Restore = "restore",
+        /// Reject the request.
+        Deny = "deny",
     }
-}
-
-from_string!(Mode, into = &'static str);
-
-impl From<Mode> for &'static str {
-    fn from(mode: Mode) -> &'static str {
-        match mode {
-            Mode::Restore => "restore",
-            Mode::Deny => "deny",
-        }
-    }
+    unknown = "mode", expected = "\"restore\" or \"deny\"";
 }
 
 /// A protected-taint rule: the taints it selects and who, besides the global list, may remove or
@@ -249,11 +228,6 @@ pub struct Rbac {
 
 settings_object!(Rbac);
 
-pub const DEFAULT_RBAC_API_GROUP: &str = "taintguard.io";
-pub const DEFAULT_RBAC_RESOURCE: &str = "nodes";
-pub const DEFAULT_UNTAINT_VERB: &str = "untaint";
-pub const DEFAULT_UNCORDON_VERB: &str = "uncordon";
-
 impl Rbac {
     /// The grant `verb` stands for, as messages name it.
     pub fn describe(&self, verb: &str, node: &str) -> String {
@@ -270,11 +244,10 @@ impl Default for Rbac {
         let name = |n: &str| RbacName::try_from(n.to_owned()).expect("valid RBAC name");
         Rbac {
             enabled: false,
-            api_group: ApiGroup::try_from(DEFAULT_RBAC_API_GROUP.to_owned())
-                .expect("valid API group"),
-            resource: name(DEFAULT_RBAC_RESOURCE),
-            untaint_verb: name(DEFAULT_UNTAINT_VERB),
-            uncordon_verb: name(DEFAULT_UNCORDON_VERB),
+            api_group: ApiGroup::try_from("taintguard.io".to_owned()).expect("valid API group"),
+            resource: name("nodes"),
+            untaint_verb: name("untaint"),
+            uncordon_verb: name("uncordon"),
         }
     }
 }

@@ -15,6 +15,8 @@ mod workload;
 use std::cell::OnceCell;
 
 use crate::admission::{AdmissionRequest, Operation};
+use std::fmt::Write;
+
 use crate::cluster::{nodes_of_list, Cluster, ClusterError};
 use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
@@ -134,9 +136,9 @@ impl Subject<'_> {
             .or(self.workload.generate_name.as_ref())
             .map_or("(unnamed)", |n| n.as_str());
         if self.namespace.is_empty() {
-            format!("{} {name}", self.workload.kind.name())
+            format!("{} {name}", self.workload.kind.as_str())
         } else {
-            format!("{} {}/{name}", self.workload.kind.name(), self.namespace)
+            format!("{} {}/{name}", self.workload.kind.as_str(), self.namespace)
         }
     }
 }
@@ -314,7 +316,7 @@ fn not_injected(rules: &[&Rule]) -> Verdict {
         .iter()
         .map(|rule| {
             let mut warning = String::from("rule ");
-            crate::json::write_debug_str(&mut warning, &rule.name);
+            let _ = write!(warning, "{:?}", rule.name);
             warning.push_str(
                 " matches, but this engine cannot mutate: no toleration is injected \
                  (the Kubewarden waPC build injects them)",
@@ -394,7 +396,7 @@ fn node_tolerations(
                     continue;
                 }
                 let mut why = String::from("rule ");
-                crate::json::write_debug_str(&mut why, &rule.name);
+                let _ = write!(why, "{:?}", rule.name);
                 why.push_str(", node ");
                 why.push_str(node.name.as_str());
                 why.push_str(" carries it");
@@ -449,7 +451,7 @@ fn additions(
         for t in &rule.tolerations {
             add(&mut all, t, &|| {
                 let mut why = String::from("rule ");
-                crate::json::write_debug_str(&mut why, &rule.name);
+                let _ = write!(why, "{:?}", rule.name);
                 why
             });
         }

@@ -13,7 +13,7 @@ use crate::toleration::Toleration;
 
 /// On by default: kubeadm 1.24 set both taints, 1.25 dropped `master`, and clusters upgraded
 /// other ways still carry it (docs/incidents.md, incident 5).
-pub const DEFAULT_ALIAS_GROUP: [&str; 2] = [
+const DEFAULT_ALIAS_GROUP: [&str; 2] = [
     "node-role.kubernetes.io/control-plane",
     "node-role.kubernetes.io/master",
 ];

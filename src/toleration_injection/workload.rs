@@ -5,65 +5,23 @@ use crate::json::{field, JsonStr, Raw, Splice};
 use crate::label_selector::{parse_labels, Labels};
 use crate::toleration::{parse_tolerations, Toleration};
 
-/// A kind this policy handles; settings name it as Kubernetes does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Pod,
-    Deployment,
-    DaemonSet,
-    StatefulSet,
-    ReplicaSet,
-    ReplicationController,
-    Job,
-    CronJob,
-}
-
-pub const KINDS: [Kind; 8] = [
-    Kind::Pod,
-    Kind::Deployment,
-    Kind::DaemonSet,
-    Kind::StatefulSet,
-    Kind::ReplicaSet,
-    Kind::ReplicationController,
-    Kind::Job,
-    Kind::CronJob,
-];
-
-impl TryFrom<String> for Kind {
-    type Error = String;
-    fn try_from(name: String) -> Result<Kind, String> {
-        Kind::from_name(&name).ok_or_else(|| {
-            let names: Vec<&str> = KINDS.iter().map(|k| k.name()).collect();
-            format!(
-                "unknown kind {name:?}; expected one of {}",
-                names.join(", ")
-            )
-        })
+crate::settings::string_enum! {
+    /// A kind this policy handles; settings name it as Kubernetes does.
+    pub enum Kind {
+        Pod = "Pod",
+        Deployment = "Deployment",
+        DaemonSet = "DaemonSet",
+        StatefulSet = "StatefulSet",
+        ReplicaSet = "ReplicaSet",
+        ReplicationController = "ReplicationController",
+        Job = "Job",
+        CronJob = "CronJob",
     }
-}
-
-crate::settings::from_string!(Kind, into = &'static str);
-
-impl From<Kind> for &'static str {
-    fn from(kind: Kind) -> &'static str {
-        kind.name()
-    }
+    unknown = "kind",
+    expected = "one of Pod, Deployment, DaemonSet, StatefulSet, ReplicaSet, ReplicationController, Job, CronJob";
 }
 
 impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Pod => "Pod",
-            Kind::Deployment => "Deployment",
-            Kind::DaemonSet => "DaemonSet",
-            Kind::StatefulSet => "StatefulSet",
-            Kind::ReplicaSet => "ReplicaSet",
-            Kind::ReplicationController => "ReplicationController",
-            Kind::Job => "Job",
-            Kind::CronJob => "CronJob",
-        }
-    }
-
     fn group(self) -> &'static str {
         match self {
             Kind::Pod | Kind::ReplicationController => "",
@@ -72,16 +30,13 @@ impl Kind {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Kind> {
-        KINDS.into_iter().find(|k| k.name() == name)
-    }
-
     /// The kind of a request's main resource, if it is one this policy handles.
     pub fn of(request: &AdmissionRequest<'_>) -> Option<Kind> {
         if request.sub_resource.is_some() {
             return None;
         }
-        Kind::from_name(request.kind.kind.as_str())
+        Kind::try_from(request.kind.kind.as_str())
+            .ok()
             .filter(|k| k.group() == request.kind.group.as_str())
     }
 
