@@ -12,7 +12,7 @@ mod text;
 mod walk;
 
 pub use splice::Splice;
-pub use text::{field, members, write_debug_str, write_str, JsonStr, Raw};
+pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 
 use std::ops::Range;

@@ -124,84 +124,9 @@ pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Erro
     de.deserialize_map(Find(key))
 }
 
-/// Appends `s` to `out` as a JSON string literal.
+/// Appends `s` to `out` as a JSON string literal, as serde_json writes it.
 pub fn write_str(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push('"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    // Runs without anything to escape are copied whole; what needs escaping is ASCII, so every
-    // cut falls on a character boundary.
-    while let Some(i) = next_escape(&bytes[start..]) {
-        let i = start + i;
-        out.push_str(&s[start..i]);
-        match bytes[i] {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            b => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 0xf)]));
-            }
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
-}
-
-/// The first byte JSON must escape (`"`, `\\`, a control character), eight bytes at a time:
-/// messages, warnings and tolerations are written through [`write_str`] on every request.
-fn next_escape(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // A byte of `x` is zero, or below `n` (n <= 0x80): its high bit in the result.
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGHS;
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let hits = below(x, 0x20)
-            | below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1);
-        if hits != 0 {
-            // The lowest flagged byte is exact: borrows only run towards higher bytes.
-            return Some(at + (hits.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map(|i| at + i)
-}
-
-/// Appends `s` to `out` as `format!("{s:?}")` writes it, without the formatting machinery for
-/// the common case: printable ASCII, which `Debug` only escapes at `"` and `\\`.
-pub fn write_debug_str(out: &mut String, s: &str) {
-    if s.bytes().all(|b| (b' '..=b'~').contains(&b)) {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        for part in s.split_inclusive(['"', '\\']) {
-            match part.strip_suffix(['"', '\\']) {
-                Some(head) => {
-                    out.push_str(head);
-                    out.push('\\');
-                    out.push_str(&part[head.len()..]);
-                }
-                None => out.push_str(part),
-            }
-        }
-        out.push('"');
-    } else {
-        use std::fmt::Write;
-        let _ = write!(out, "{s:?}");
-    }
+    out.push_str(&serde_json::to_string(s).expect("a string serialises"));
 }
 
 #[cfg(test)]
@@ -220,44 +145,6 @@ mod tests {
             let mut out = String::new();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "for {s:?}");
-        }
-    }
-
-    /// Every byte value at every offset of a word, and strings of every length up to three
-    /// words, escape as serde_json escapes them.
-    #[test]
-    fn write_str_finds_every_escape_at_every_offset() {
-        for len in 0..24 {
-            for at in 0..len {
-                for b in 0u8..0x80 {
-                    let mut bytes = vec![b'a'; len];
-                    bytes[at] = b;
-                    // Multi-byte characters around, whose bytes are all high.
-                    let s = format!("é{}ü", std::str::from_utf8(&bytes).unwrap());
-                    let mut out = String::new();
-                    write_str(&mut out, &s);
-                    assert_eq!(out, serde_json::to_string(&s).unwrap(), "{s:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn write_debug_str_writes_what_debug_writes() {
-        for s in [
-            "plain",
-            "q\"uo\\te",
-            "\"",
-            "\\\\",
-            "",
-            "tab\t",
-            "ünï",
-            "it's",
-            "{x}",
-        ] {
-            let mut out = String::from(">");
-            write_debug_str(&mut out, s);
-            assert_eq!(out, format!(">{s:?}"), "for {s:?}");
         }
     }
 

@@ -270,8 +270,6 @@ struct Gathered<'a> {
     warnings: Vec<String>,
 }
 
-// Called twice when RBAC grants something: one copy in the module, not one per call site.
-#[inline(never)]
 fn judge(
     request: &AdmissionRequest<'_>,
     settings: &Settings,
