@@ -12,7 +12,6 @@ pub mod admission;
 pub mod cluster;
 pub mod glob;
 pub mod json;
-pub mod jsonpath;
 pub mod k8s_names;
 pub mod label_selector;
 pub mod policy;
