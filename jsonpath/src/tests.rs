@@ -362,9 +362,8 @@ fn path() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// Same nodes in the same order: the documents' members are in name order, which is both
-    /// document order and the oracle's. Unions only as multisets: the oracle orders their
-    /// results by selector rather than by input node.
+    /// Same nodes in the same order: both visit a `Value`'s members in name order. Unions only
+    /// as multisets: the oracle orders their results by selector rather than by input node.
     #[test]
     fn generated_against_jsonpath_rust(doc in document(), path in path()) {
         let text = doc.to_string();
