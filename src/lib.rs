@@ -12,7 +12,8 @@
 //!    requesters ([`principal`]), taints ([`taint`]), tolerations ([`toleration`]), label
 //!    selectors ([`label_selector`]) and the globs settings match them with ([`glob`]).
 //! 3. **JSON plumbing**: borrowed views of request text and edits spliced back into it
-//!    ([`json`]), and the JSONPath conditions read ([`jsonpath`]).
+//!    ([`json`]). JSONPath, which one optional matcher uses, is a crate of its own
+//!    (`taintguard-jsonpath`).
 //! 4. **The two policies**: [`taint_preservation`] and [`toleration_injection`].
 
 // Untrusted requests are read here; memory safety is the compiler's to prove, never a comment's.
@@ -39,7 +40,6 @@ pub mod toleration;
 
 // 3. JSON plumbing.
 pub mod json;
-pub mod jsonpath;
 
 // 4. The two policies.
 pub mod taint_preservation;

@@ -14,6 +14,8 @@ mod workload;
 
 use std::cell::OnceCell;
 
+use serde_json::Value;
+
 use crate::admission::{AdmissionRequest, Operation};
 use std::fmt::Write;
 
@@ -90,18 +92,21 @@ struct Subject<'s> {
     workload: &'s Workload<'s>,
     namespace: &'s str,
     who: Principal<'s>,
-    /// The first part of the object a JSONPath condition could not read: nesting deeper than
-    /// serde_json's recursion limit (raw-value capture does not count it), or a string or number
-    /// a `Value` cannot hold.
-    unreadable: OnceCell<String>,
+    /// The object as a `Value`, parsed when the first JSONPath condition is evaluated and shared
+    /// by the others; the parse error when it is not one: nesting deeper than serde_json's
+    /// recursion limit (raw-value capture does not count it), or a string or number a `Value`
+    /// cannot hold.
+    object: OnceCell<Result<Value, String>>,
 }
 
 impl Subject<'_> {
+    /// A condition on an object that does not parse fails; `matching` then rejects the object,
+    /// so that no `exists: false` condition holds on what could not be read.
     fn condition_holds(&self, c: &conditions::Condition) -> bool {
-        c.holds(self.workload.text).unwrap_or_else(|problem| {
-            let _ = self.unreadable.set(problem);
-            false
-        })
+        let object = self
+            .object
+            .get_or_init(|| serde_json::from_str(self.workload.text).map_err(|e| e.to_string()));
+        object.as_ref().is_ok_and(|object| c.holds(object))
     }
 
     fn name_matches(&self, m: &Match) -> bool {
@@ -114,7 +119,8 @@ impl Subject<'_> {
         name.is_some_and(|n| m.names.iter().any(|g| g.matches(n.as_str())))
     }
 
-    /// Cheap tests first; JSONPath conditions (which read the object's text) last.
+    /// Cheap tests first; JSONPath conditions (which need the object parsed) last, so that the
+    /// object is parsed only for a rule that matches otherwise.
     fn matches(&self, m: &Match) -> bool {
         (m.kinds.is_empty() || m.kinds.contains(&self.workload.kind))
             && (m.namespaces.is_empty() || m.namespaces.iter().any(|g| g.matches(self.namespace)))
@@ -123,8 +129,6 @@ impl Subject<'_> {
                 .as_ref()
                 .is_none_or(|s| s.matches(&self.workload.labels))
             && (m.names.is_empty() || self.name_matches(m))
-            // A condition that cannot read the object fails; `judge` then rejects the object,
-            // so that no `exists: false` condition holds on what it could not read.
             && m.conditions.iter().all(|c| self.condition_holds(c))
     }
 
@@ -159,14 +163,14 @@ fn matching<'s>(
         workload,
         namespace,
         who: request.principal(),
-        unreadable: OnceCell::new(),
+        object: OnceCell::new(),
     };
     let rules: Vec<&Rule> = settings
         .rules
         .iter()
         .filter(|r| subject.matches(&r.matcher))
         .collect();
-    if let Some(problem) = subject.unreadable.get() {
+    if let Some(Err(problem)) = subject.object.get() {
         return Err(malformed(&format!(
             "object cannot be read for JSONPath conditions: {problem}"
         )));

@@ -892,10 +892,11 @@ fn aliasing_does_not_bypass_restrictions() {
 
 /// An object nested deeper than serde_json's 128 levels passes the borrowed views (raw-value
 /// capture is iterative and uncounted). Read as `null`, it would satisfy `exists: false` and get
-/// injected tolerations; instead a rule whose conditions read that deep rejects it as
-/// malformed. Conditions that do not read that part, and rules without conditions, match as
-/// usual, but the mutating half cannot hand back an object that deep (no engine could read it):
-/// it is refused naming that limit, while the validating half, which returns no object, accepts.
+/// injected tolerations; instead a rule with JSONPath conditions, which need the object parsed
+/// into a `Value`, rejects it as malformed, whatever part its paths read. Rules without
+/// conditions match as usual, but the mutating half cannot hand back an object that deep (no
+/// engine could read it): it is refused naming that limit, while the validating half, which
+/// returns no object, accepts.
 #[test]
 fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
     let rule = |conditions: Value| {
@@ -920,7 +921,7 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
             ),
             (
                 rule(json!([{"path": "$.spec.nodeSelector", "exists": false}])),
-                None,
+                Some(400),
             ),
             (rule(json!([])), None),
         ];

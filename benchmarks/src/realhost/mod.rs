@@ -15,10 +15,11 @@ use wasm_tests::examples::Expect;
 use crate::inputs::Input;
 
 /// The inputs measured here (policy, name in `inputs.rs`): the incidents' requests, the Pod and
-/// DaemonSet CREATEs that get tolerations injected, kubelet status updates of a 25 KB and a
-/// 200 KB Node, accepted and (a stale write) restored, and the two updates that write the taint
-/// owner record (kured adding its taint, and removing it).
-pub const CASES: [(&str, &str); 9] = [
+/// DaemonSet CREATEs that get tolerations injected, the DaemonSet judged by a rule with a
+/// JSONPath condition (the object parsed into a `Value` for it), kubelet status updates of a
+/// 25 KB and a 200 KB Node, accepted and (a stale write) restored, and the two updates that
+/// write the taint owner record (kured adding its taint, and removing it).
+pub const CASES: [(&str, &str); 10] = [
     (
         "taint-preservation",
         "incident-1-stale-taint-patch [default]",
@@ -48,6 +49,10 @@ pub const CASES: [(&str, &str); 9] = [
     (
         "toleration-injection",
         "flannel-v0.24.4-daemonset [default]",
+    ),
+    (
+        "toleration-injection",
+        "flannel-v0.24.4-daemonset [critical-daemonsets]",
     ),
 ];
 

@@ -1,5 +1,6 @@
 //! RFC 9535 JSONPath syntax into a [`Query`], with the RFC's well-typedness rules for function
-//! expressions. Paths come from settings, so parsing happens once, when the policy loads.
+//! expressions. A path is parsed once (a policy's, when its settings load) and then selects from
+//! any number of values.
 
 use std::fmt;
 
@@ -101,7 +102,7 @@ pub const MAX_FILTER_NESTING: usize = 16;
 /// I-JSON's exact integer range, which RFC 9535 requires of indices and slice bounds.
 const MAX_INT: i64 = (1 << 53) - 1;
 
-pub fn parse(path: &str) -> Result<Query, ParseError> {
+pub(crate) fn parse(path: &str) -> Result<Query, ParseError> {
     let mut p = Parser {
         chars: path.chars().collect(),
         pos: 0,
@@ -668,10 +669,12 @@ impl Parser {
                 return Err(self.error("expected digits in the exponent"));
             }
         }
+        // serde_json reads the digits, so a literal is the very `f64` a `Value` of the same
+        // digits holds; the grammar above is JSON's, so it refuses only what no `f64` holds.
         let text: String = self.chars[start..self.pos].iter().collect();
-        match super::scan::json_number(&text) {
-            Ok(n) => Ok(n),
-            Err(_) => {
+        match serde_json::from_str::<f64>(&text) {
+            Ok(n) if n.is_finite() => Ok(n),
+            _ => {
                 self.pos = start;
                 Err(self.error("number out of range"))
             }
