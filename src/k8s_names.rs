@@ -143,6 +143,13 @@ pub fn dns1123_subdomain(name: &str) -> Result<(), String> {
     }
 }
 
+/// A character a taint key may hold: taint keys are qualified names, whose characters are
+/// letters, digits, `-`, `_`, `.` and the prefix's `/`. Where a whole qualified name's rules are
+/// too strict (a glob over keys, a key only compared), this is the check.
+pub fn taint_key_character(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
+}
+
 fn name_characters(name: &str) -> bool {
     name.bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))

@@ -5,6 +5,7 @@ use serde_json::value::RawValue;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
+use crate::k8s_names::taint_key_character;
 use crate::settings::{checked, settings_object, string_enum};
 
 /// One entry of `spec.taints`, read from its raw text (which a restore copies back verbatim,
@@ -97,7 +98,7 @@ checked! {
     pub struct TaintKeyGlob(Glob) = |text| {
         if let Some(bad) = text
             .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || "-_./*?[]!\\".contains(*c)))
+            .find(|c| !(taint_key_character(*c) || "*?[]!\\".contains(*c)))
         {
             return Err(format!(
                 "{text:?} is not a taint key glob: {bad:?} cannot occur in a taint key"

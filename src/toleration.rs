@@ -222,11 +222,7 @@ impl Toleration<'static> {
                 .field("key")
                 .error("an empty key requires operator \"Exists\""));
         }
-        if self
-            .key
-            .chars()
-            .any(|c| !(c.is_ascii_alphanumeric() || "-_./".contains(c)))
-        {
+        if !self.key.chars().all(crate::k8s_names::taint_key_character) {
             return Err(at
                 .field("key")
                 .error(format!("{:?} is not a valid taint key", self.key)));

@@ -19,9 +19,7 @@ pub(super) fn entry(taint: &Taint<'_>) -> Option<String> {
     let (key, effect) = taint.identity();
     let valid = Effect::try_from(effect).is_ok()
         && !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+        && key.chars().all(crate::k8s_names::taint_key_character);
     valid.then(|| [key, ":", effect].concat())
 }
 
