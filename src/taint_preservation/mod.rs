@@ -66,7 +66,7 @@ fn judge_request(
         return Verdict::accept();
     }
     judge_with_rbac(request, settings, mode, cluster).unwrap_or_else(|message| {
-        Verdict::reject(400, format!("malformed Node request: {message}",))
+        Verdict::reject(400, format!("malformed Node request: {message}"))
     })
 }
 

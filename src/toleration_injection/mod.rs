@@ -17,16 +17,14 @@ use std::cell::OnceCell;
 use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, Operation};
-use std::fmt::Write;
-
-use crate::cluster::{nodes_of_list, Cluster, ClusterError};
+use crate::cluster::{nodes_of_list, Cluster, ClusterError, ClusterNode};
 use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
 use crate::verdict::Verdict;
 
 pub use settings::Settings;
-use settings::{Match, Restriction, Rule};
+use settings::{Match, NodeTaints, Restriction, Rule};
 use workload::{Kind, Workload};
 
 pub struct TolerationInjection;
@@ -84,7 +82,7 @@ fn judge_request(
 }
 
 fn malformed(message: &str) -> Verdict {
-    Verdict::reject(400, format!("malformed request: {message}",))
+    Verdict::reject(400, format!("malformed request: {message}"))
 }
 
 /// The admitted object and its request, as the matchers see them.
@@ -319,13 +317,11 @@ fn not_injected(rules: &[&Rule]) -> Verdict {
     verdict.warnings = rules
         .iter()
         .map(|rule| {
-            let mut warning = String::from("rule ");
-            let _ = write!(warning, "{:?}", rule.name);
-            warning.push_str(
-                " matches, but this engine cannot mutate: no toleration is injected \
+            format!(
+                "rule {:?} matches, but this engine cannot mutate: no toleration is injected \
                  (the Kubewarden waPC build injects them)",
-            );
-            warning
+                rule.name
+            )
         })
         .collect();
     verdict
@@ -356,17 +352,31 @@ fn node_tolerations(
 ) -> Result<(Vec<Explained>, Vec<String>), Verdict> {
     let mut found: Vec<Explained> = Vec::new();
     let mut withheld = Vec::new();
-    // Each distinct selector is listed once, whichever rules share it.
-    let mut lists: Vec<(String, String)> = Vec::new();
-    for rule in rules {
-        let Some(source) = &rule.node_taints else {
-            continue;
-        };
-        let query = source
-            .nodes
-            .as_ref()
-            .map(crate::label_selector::LabelSelector::to_query)
-            .unwrap_or_default();
+    let sources: Vec<(&Rule, &NodeTaints, String)> = rules
+        .iter()
+        .filter_map(|rule| {
+            let source = rule.node_taints.as_ref()?;
+            let query = source
+                .nodes
+                .as_ref()
+                .map(crate::label_selector::LabelSelector::to_query)
+                .unwrap_or_default();
+            Some((*rule, source, query))
+        })
+        .collect();
+    // Each distinct selector is listed and read once, when the first rule with it is judged,
+    // whichever rules share it. The nodes borrow the list's text, so both have a cell per
+    // selector, set once.
+    let mut queries: Vec<&str> = Vec::new();
+    for (_, _, query) in &sources {
+        if !queries.contains(&query.as_str()) {
+            queries.push(query);
+        }
+    }
+    let texts: Vec<OnceCell<String>> = queries.iter().map(|_| OnceCell::new()).collect();
+    let lists: Vec<OnceCell<Vec<ClusterNode<'_>>>> =
+        queries.iter().map(|_| OnceCell::new()).collect();
+    for (rule, source, query) in &sources {
         let refused = |e: ClusterError| {
             Verdict::reject(
                 500,
@@ -375,21 +385,24 @@ fn node_tolerations(
                      injected; the request is refused rather than admitted without \
                      the tolerations the rule promises.",
                     rule.name,
-                    describe_nodes(&query),
+                    describe_nodes(query),
                 ),
             )
         };
-        let listed = match lists.iter().position(|(q, _)| *q == query) {
-            Some(i) => i,
+        let listed = queries
+            .iter()
+            .position(|q| q == query)
+            .expect("every query is listed");
+        let nodes = match lists[listed].get() {
+            Some(nodes) => nodes,
             None => {
                 let selector = (!query.is_empty()).then_some(query.as_str());
                 let text = cluster.list_nodes(selector).map_err(refused)?;
-                lists.push((query.clone(), text));
-                lists.len() - 1
+                let nodes = nodes_of_list(texts[listed].get_or_init(|| text)).map_err(refused)?;
+                lists[listed].get_or_init(|| nodes)
             }
         };
-        let nodes = nodes_of_list(&lists[listed].1).map_err(refused)?;
-        for node in &nodes {
+        for node in nodes {
             for taint in &node.taints {
                 let (key, effect) = taint.identity();
                 if !source.selects(key, effect) {
@@ -399,11 +412,7 @@ fn node_tolerations(
                 if found.iter().any(|(t, _)| *t == toleration) {
                     continue;
                 }
-                let mut why = String::from("rule ");
-                let _ = write!(why, "{:?}", rule.name);
-                why.push_str(", node ");
-                why.push_str(node.name.as_str());
-                why.push_str(" carries it");
+                let why = format!("rule {:?}, node {} carries it", rule.name, node.name);
                 if let Some(hit) = restriction_hit(restrictions, &toleration) {
                     let message = format!("{hit}, which {}", &why[..]);
                     if !withheld.contains(&message) {
@@ -453,11 +462,7 @@ fn additions(
     };
     for rule in rules {
         for t in &rule.tolerations {
-            add(&mut all, t, &|| {
-                let mut why = String::from("rule ");
-                let _ = write!(why, "{:?}", rule.name);
-                why
-            });
+            add(&mut all, t, &|| format!("rule {:?}", rule.name));
         }
     }
     for (t, why) in from_nodes {

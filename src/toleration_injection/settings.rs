@@ -219,8 +219,8 @@ fn check_aliases(at: At<'_>, groups: &[Vec<String>]) -> Result<(), SettingsError
                 return Err(at.error("alias keys are plain taint keys, not globs"));
             }
             TaintKeyGlob::try_from(key.clone()).map_err(|m| at.error(m))?;
-            let earlier = groups[..i].iter().flatten().chain(&keys[..j]);
-            if earlier.into_iter().any(|k| k == key) {
+            let mut earlier = groups[..i].iter().flatten().chain(&keys[..j]);
+            if earlier.any(|k| k == key) {
                 return Err(at.error(format!("{key:?} is already in an alias group")));
             }
         }
