@@ -76,7 +76,7 @@ build_embed_metadata() {
   cargo build -q -p taintguard-wasm-metadata --bin embed-metadata
 }
 
-# The host-side tools of wasm-tests (evaluate-examples, wapc-verdicts, limit-cases, ...): these
+# The host-side tools of wasm-tests (wapc-verdicts, limit-cases, ...): these
 # run the artifacts in wasmtime, the host policy-server embeds.
 build_host_tools() {
   cargo build -q -p wasm-tests --bins
@@ -219,13 +219,12 @@ run_js_tests() {
   (cd examples/node-test && npm test)
 }
 
+# The bundled examples are `taintguard test` suites (docs/testing.md): every case through the
+# waPC module as policy-server runs it, and through the gatekeeper build where the two must agree.
 evaluate_examples() {
-  local policy
-  build_host_tools
-  for policy in $(policies); do
-    say "evaluating policies/$policy/examples through the waPC host"
-    target/debug/evaluate-examples "policies/$policy" "dist/$policy.wasm"
-  done
+  say "taintguard test policies/: the bundled examples in the real hosts"
+  cargo build -q -p taintguard-cli --bin taintguard
+  target/debug/taintguard test policies
 }
 
 # Debian packages, installed only when missing (after one apt-get update).

@@ -148,12 +148,12 @@ pub fn markdown(run: &Run, real_host: &str) -> String {
         "\n## Diagnostics: in-process hosts against a parse-only baseline\n\n\
          Each artifact runs the way its real host runs it, with the module \
          compiled once:\n\n\
-         - `<policy>` (`dist/<policy>.wasm`, waPC) in the host policy-server 1.31 links (`wapc` \
-         2.1.0 on `wasmtime-provider` 2.13.0); **per request** is a fresh instance (`_start`, \
+         - `<policy>` (`dist/<policy>.wasm`, waPC) in the host policy-server 1.35 links (`wapc` \
+         2.1.0 on `wasmtime-provider` 2.19.0); **per request** is a fresh instance (`_start`, \
          `wapc_init`), one `validate`, and dropping the instance, as policy-server serves a \
          request;\n\
          - `<policy>.gatekeeper` (`dist/<policy>.gatekeeper.wasm`, OPA ABI) in Kubewarden's \
-         gatekeeper mode: an emulation of burrego (policy-evaluator 0.30.4) on wasmtime 38.0.4 \
+         gatekeeper mode: an emulation of burrego on wasmtime 44.0.0 \
          (`benchmarks/src/opa.rs`, following the call sequence in \
          `docs/abi.md`, \"burrego's call sequence\"; burrego itself is not run). **Per request** is \
          a new burrego evaluator (store, 5-page host memory, linker, instantiation, \

@@ -300,7 +300,8 @@ fn can_i_session(who: Actor, name: &str, verb: &str, answer: &Value) -> Result<S
 /// cluster on its behalf (docs/context.md): it replays kwctl sessions. The API server's own
 /// SubjectAccessReview answers for a granted and an ungranted requester, replayed, give the
 /// verdicts policy-server gives (scenario "RBAC permission"); every bundled case with a session
-/// gets the verdict `examples/cases.yml` expects, in kwctl as in the waPC test host.
+/// gets the verdict the examples suite (`examples/cases.yml`) expects, in kwctl as in
+/// `taintguard test`.
 pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     let dir = env.cluster.file("kwctl-sessions");
@@ -384,24 +385,18 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
         None,
     )?;
 
-    // The bundled sessions, through kwctl, as cases.yml expects.
-    let examples = env.repo.join("policies/taint-preservation/examples");
-    let read = |path: &str| {
-        std::fs::read_to_string(examples.join(path)).map_err(|e| format!("{path}: {e}"))
-    };
-    let cases: Vec<Value> =
-        serde_yaml::from_str(&read("cases.yml")?).map_err(|e| format!("cases.yml: {e}"))?;
+    // The bundled sessions, through kwctl, as the examples suite (a `taintguard test` suite)
+    // expects.
+    let examples = env.repo.join("policies/taint-preservation/examples/cases.yml");
+    let suite = taintguard_cli::suite::load(&examples)?;
     let mut replayed = 0;
-    for (i, case) in cases.iter().enumerate() {
-        let Some(session) = case["session"].as_str() else {
+    for (i, case) in suite.cases.iter().enumerate() {
+        let (Some(session), taintguard_cli::suite::Requests::Review(request), Some(expect)) =
+            (&case.cluster.session, &case.requests, &case.expect)
+        else {
             continue;
         };
-        let str_of = |key: &str| case[key].as_str().unwrap_or_default();
-        let request: Value =
-            serde_json::from_str(&read(str_of("request"))?).map_err(|e| e.to_string())?;
-        let settings: Value =
-            serde_json::from_str(&read(str_of("settings"))?).map_err(|e| e.to_string())?;
-        let answer = replay(&format!("case-{i}"), &request, &settings, &read(session)?)?;
+        let answer = replay(&format!("case-{i}"), request, &case.settings, session)?;
         let got = if answer["allowed"] != true {
             "rejected"
         } else if answer.get("patch").is_some_and(|p| !p.is_null()) {
@@ -409,10 +404,10 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
         } else {
             "accepted"
         };
-        if got != str_of("expect") {
+        if got != expect.verdict.to_string() {
             problems.push(format!(
-                "{session}: kwctl answered {got}, cases.yml expects {}: {answer}",
-                str_of("expect")
+                "{}: kwctl answered {got}, the examples suite expects {}: {answer}",
+                case.name, expect.verdict
             ));
         }
         replayed += 1;

@@ -1,38 +1,24 @@
-//! The bundled examples of each policy (`policies/<name>/examples/cases.yml`).
+//! The bundled examples of each policy (`policies/<name>/examples/cases.yml`, a `taintguard test`
+//! suite): its ready-review cases, for the tools and benchmarks that take one request at a time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
+use taintguard_cli::suite::{self, Requests};
 
 use crate::kubewarden::ClusterAnswers;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Expect {
-    Accepted,
-    Mutated,
-    Rejected,
-}
+/// What a policy made of a request: accepted, mutated or rejected.
+pub use taintguard_cli::suite::Verdict as Expect;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Case {
-    pub request: PathBuf,
-    pub settings: PathBuf,
-    /// A kwctl host-capabilities session answering the cluster questions the request raises
-    /// (`kwctl run --replay-host-capabilities-interactions`; the end-to-end suite replays the
-    /// same files through kwctl).
-    #[serde(default)]
-    pub session: Option<PathBuf>,
-    pub expect: Expect,
-}
+/// What a `ValidationResponse` amounts to.
+pub use taintguard_cli::expect::verdict as outcome;
 
 pub struct Example {
     pub name: String,
     pub request: Value,
     pub settings: Value,
-    /// The session file's text, when the case has one.
+    /// The kwctl session answering the case's cluster questions, when it has one.
     pub session: Option<String>,
     pub expect: Expect,
 }
@@ -50,11 +36,6 @@ impl Example {
     }
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// `(file name, parsed JSON)` of every `*.json` file in `dir`, sorted by name.
 pub fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
     let mut files = Vec::new();
@@ -66,85 +47,35 @@ pub fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned();
-            files.push((name, read_json(&path)?));
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            files.push((name, value));
         }
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(files)
 }
 
-/// Loads `examples/cases.yml` of the policy folder `dir`.
+/// The ready-review cases of the suite `examples/cases.yml` in the policy folder `dir`; cases
+/// written as steps are left to `taintguard test`.
 pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
-    let examples = dir.join("examples");
-    let manifest = examples.join("cases.yml");
-    let text =
-        std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let cases: Vec<Case> =
-        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    cases
+    let suite = suite::load(&dir.join("examples/cases.yml"))?;
+    Ok(suite
+        .cases
         .into_iter()
-        .map(|case| {
-            let stem = |p: &Path| {
-                p.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
+        .filter_map(|case| {
+            let Requests::Review(request) = case.requests else {
+                return None;
             };
-            let session = case
-                .session
-                .as_ref()
-                .map(|path| {
-                    let path = examples.join(path);
-                    std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
-                })
-                .transpose()?;
-            let name = match &case.session {
-                Some(session) => format!(
-                    "{} [{}, {}]",
-                    stem(&case.request),
-                    stem(&case.settings),
-                    stem(session)
-                ),
-                None => format!("{} [{}]", stem(&case.request), stem(&case.settings)),
-            };
-            Ok(Example {
-                name,
-                request: read_json(&examples.join(&case.request))?,
-                settings: read_json(&examples.join(&case.settings))?,
-                session,
-                expect: case.expect,
+            Some(Example {
+                name: case.name,
+                request,
+                settings: case.settings,
+                session: case.cluster.session,
+                expect: case.expect?.verdict,
             })
         })
-        .collect()
-}
-
-/// What a `ValidationResponse` amounts to.
-pub fn outcome(response: &Value) -> Expect {
-    if response["accepted"] != Value::Bool(true) {
-        Expect::Rejected
-    } else if response.get("mutated_object").is_some_and(|m| !m.is_null()) {
-        Expect::Mutated
-    } else {
-        Expect::Accepted
-    }
-}
-
-/// Runs every bundled example of the policy in `dir` through `validate` (a fresh waPC instance per
-/// call) and panics naming each example whose verdict is not the one `cases.yml` expects.
-pub fn assert_expected_verdicts(
-    dir: &Path,
-    validate: impl Fn(&Value, &Value, &ClusterAnswers) -> Result<Value, String>,
-) {
-    let examples = load(dir).unwrap_or_else(|e| panic!("{e}"));
-    assert!(examples.len() >= 10, "{}: too few examples", dir.display());
-    for example in examples {
-        let answers = example.answers().unwrap_or_else(|e| panic!("{e}"));
-        let response = validate(&example.request, &example.settings, &answers)
-            .unwrap_or_else(|e| panic!("{}: {e}", example.name));
-        assert_eq!(
-            outcome(&response),
-            example.expect,
-            "{}: {response}",
-            example.name
-        );
-    }
+        .collect())
 }

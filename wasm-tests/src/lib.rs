@@ -2,7 +2,7 @@
 //! the integration tests in `tests/` and the tools in `src/bin/`.
 
 pub mod examples;
-pub mod kubewarden;
+pub use taintguard_host::wapc as kubewarden;
 pub mod limits;
 pub mod probe;
 

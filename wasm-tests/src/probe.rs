@@ -8,7 +8,7 @@
 //! `__guest_response` or `__guest_error`. WASI is stubbed: the policies use it only for their
 //! environment (empty here) and for writing a panic message.
 
-use wasmtime_provider::wasmtime::{
+use taintguard_host::wasmtime::{
     Caller, Engine, Extern, Linker, Memory, Module, ResourceLimiter, Store,
 };
 
@@ -26,7 +26,7 @@ impl ResourceLimiter for Host {
         _current: usize,
         desired: usize,
         _maximum: Option<usize>,
-    ) -> wasmtime_provider::wasmtime::Result<bool> {
+    ) -> taintguard_host::wasmtime::Result<bool> {
         self.peak_memory = self.peak_memory.max(desired);
         Ok(true)
     }
@@ -36,7 +36,7 @@ impl ResourceLimiter for Host {
         _current: usize,
         _desired: usize,
         _maximum: Option<usize>,
-    ) -> wasmtime_provider::wasmtime::Result<bool> {
+    ) -> taintguard_host::wasmtime::Result<bool> {
         Ok(true)
     }
 }
@@ -68,7 +68,7 @@ fn write(caller: &mut Caller<'_, Host>, ptr: i32, bytes: &[u8]) {
         .expect("guest pointer in bounds");
 }
 
-fn linker(engine: &Engine) -> wasmtime_provider::wasmtime::Result<Linker<Host>> {
+fn linker(engine: &Engine) -> taintguard_host::wasmtime::Result<Linker<Host>> {
     let mut l = Linker::new(engine);
     l.func_wrap(
         "wapc",
@@ -150,8 +150,8 @@ fn linker(engine: &Engine) -> wasmtime_provider::wasmtime::Result<Linker<Host>> 
     l.func_wrap(
         WASI,
         "proc_exit",
-        |_: Caller<'_, Host>, code: i32| -> wasmtime_provider::wasmtime::Result<()> {
-            Err(wasmtime_provider::wasmtime::Error::msg(format!(
+        |_: Caller<'_, Host>, code: i32| -> taintguard_host::wasmtime::Result<()> {
+            Err(taintguard_host::wasmtime::Error::msg(format!(
                 "proc_exit({code})"
             )))
         },

@@ -31,6 +31,19 @@ pub fn parse(text: &str, what: &str) -> Result<Value, String> {
     Ok(value)
 }
 
+/// The JSON or YAML value in the file at `path`, whatever it is (settings, a JSON patch).
+///
+/// # Errors
+///
+/// A file that cannot be read, or holds neither JSON nor YAML.
+pub fn read_any(path: &Path) -> Result<Value, String> {
+    let what = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{what}: {e}"))?;
+    serde_json::from_str(&text)
+        .or_else(|_| serde_yaml::from_str(&text))
+        .map_err(|e| format!("{what}: not YAML or JSON: {e}"))
+}
+
 /// The object in the file at `path`.
 ///
 /// # Errors

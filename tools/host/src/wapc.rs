@@ -1,5 +1,5 @@
-//! The waPC host stack Kubewarden's policy-server runs: `wapc` on `wasmtime-provider`, the module
-//! compiled once and a fresh instance (with `wapc_init`) for every call.
+//! The waPC host stack Kubewarden's policy-server 1.35 runs: `wapc` on `wasmtime-provider`, the
+//! module compiled once and a fresh instance (with `wapc_init`) for every call.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -108,12 +108,19 @@ fn check_mutation(request: &Value, response: &Value) -> Result<(), String> {
 ///
 /// Or a kwctl session ([`ClusterAnswers::replaying`]): each call must be the next one the session
 /// recorded, and gets its answer, as `kwctl run --replay-host-capabilities-interactions` does.
+///
+/// Or a function of the operation and its request ([`ClusterAnswers::responding`]), as a test
+/// suite's cluster answers: the nodes a selector selects, the SubjectAccessReview for a subject.
 #[derive(Clone, Default)]
 pub struct ClusterAnswers {
     pub answers: Vec<(&'static str, Result<Value, String>)>,
     pub asked: Arc<Mutex<Vec<(String, Value)>>>,
     replay: Option<Arc<Mutex<VecDeque<Exchange>>>>,
+    responder: Option<Arc<Responder>>,
 }
+
+/// Answers a `kubewarden/kubernetes` operation's request.
+pub type Responder = dyn Fn(&str, &Value) -> Result<Value, String> + Send + Sync;
 
 /// One recorded host call of a kwctl session: the operation, its request as the module sends it,
 /// the answer.
@@ -169,6 +176,16 @@ impl ClusterAnswers {
     pub fn answering(answers: Vec<(&'static str, Result<Value, String>)>) -> ClusterAnswers {
         ClusterAnswers {
             answers,
+            ..ClusterAnswers::default()
+        }
+    }
+
+    /// A host that answers each call with `responder(operation, request)`.
+    pub fn responding(
+        responder: impl Fn(&str, &Value) -> Result<Value, String> + Send + Sync + 'static,
+    ) -> ClusterAnswers {
+        ClusterAnswers {
+            responder: Some(Arc::new(responder)),
             ..ClusterAnswers::default()
         }
     }
@@ -232,6 +249,9 @@ impl ClusterAnswers {
 
     /// The answer to a call: the next exchange of a session, or the recorded answer.
     fn answer(&self, operation: &str, request: &Value) -> Result<Value, String> {
+        if let Some(responder) = &self.responder {
+            return responder(operation, request);
+        }
         let Some(replay) = &self.replay else {
             return match self.answers.iter().find(|(op, _)| *op == operation) {
                 Some((_, answer)) => answer.clone(),

@@ -1,0 +1,655 @@
+//! The test-suite file format (`apiVersion: taintguard.io/v1alpha1`, `kind: TestSuite`;
+//! docs/testing.md is its reference): the wire types, read strictly, and [`load`], which checks
+//! them into a [`Suite`] whose files are read, whose requests are built and whose every case
+//! has an expectation. Errors name the file, the case and the field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::object;
+use crate::review::{Operation, Requester};
+
+pub const API_VERSION: &str = "taintguard.io/v1alpha1";
+pub const KIND: &str = "TestSuite";
+
+/// A suite file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SuiteFile {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    name: Option<String>,
+    /// The waPC module, relative to the suite file.
+    policy: PathBuf,
+    /// The gatekeeper build; by default `<policy>.gatekeeper.wasm` beside the policy, when there.
+    #[serde(default)]
+    gatekeeper: Option<PathBuf>,
+    #[serde(default)]
+    settings: Option<Value>,
+    #[serde(default)]
+    settings_file: Option<PathBuf>,
+    #[serde(default)]
+    cluster: Option<ClusterFile>,
+    cases: Vec<CaseFile>,
+}
+
+/// What a case or a step writes, and who writes it: the fields both share.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WriteFile {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    operation: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    groups: Vec<String>,
+    #[serde(default)]
+    service_account: Option<String>,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    object: Option<Value>,
+    #[serde(default)]
+    merge_patch: Option<Value>,
+    #[serde(default)]
+    json_patch: Option<Value>,
+    #[serde(default)]
+    expect: Option<ExpectFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CaseFile {
+    name: String,
+    #[serde(default)]
+    skip: Option<String>,
+    #[serde(default)]
+    settings: Option<Value>,
+    #[serde(default)]
+    settings_file: Option<PathBuf>,
+    #[serde(default)]
+    cluster: Option<ClusterFile>,
+    /// A ready AdmissionReview (or AdmissionRequest): a file or inline.
+    #[serde(default)]
+    request: Option<Value>,
+    #[serde(default)]
+    old_object: Option<Value>,
+    #[serde(default)]
+    operation: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    groups: Vec<String>,
+    #[serde(default)]
+    service_account: Option<String>,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    object: Option<Value>,
+    #[serde(default)]
+    merge_patch: Option<Value>,
+    #[serde(default)]
+    json_patch: Option<Value>,
+    #[serde(default)]
+    expect: Option<ExpectFile>,
+    #[serde(default)]
+    steps: Option<Vec<WriteFile>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ClusterFile {
+    /// The nodes a `list_resources_all` of `v1/Node` returns: files or inline objects.
+    #[serde(default)]
+    nodes: Vec<Value>,
+    /// SubjectAccessReview answers; a question no entry answers is denied.
+    #[serde(default)]
+    can_i: Vec<CanIFile>,
+    /// A kwctl host-capabilities session, replayed instead.
+    #[serde(default)]
+    session: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CanIFile {
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    service_account: Option<String>,
+    verb: String,
+    #[serde(default)]
+    name: Option<String>,
+    allowed: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ExpectFile {
+    verdict: Verdict,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    message_regex: Option<String>,
+    #[serde(default)]
+    code: Option<u16>,
+    #[serde(default)]
+    warnings: Option<Vec<String>>,
+    #[serde(default)]
+    audit_annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    patched_object: Option<Value>,
+}
+
+/// What a policy made of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Accepted,
+    Mutated,
+    Rejected,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Accepted => "accepted",
+            Verdict::Mutated => "mutated",
+            Verdict::Rejected => "rejected",
+        })
+    }
+}
+
+/// A checked expectation.
+#[derive(Debug, Clone)]
+pub struct Expect {
+    pub verdict: Verdict,
+    pub message: Option<String>,
+    pub message_regex: Option<regex::Regex>,
+    pub code: Option<u16>,
+    pub warnings: Option<Vec<String>>,
+    pub audit_annotations: Option<BTreeMap<String, String>>,
+    pub patched_object: Option<Value>,
+}
+
+/// What the cluster answers while a case runs.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    pub nodes: Vec<Value>,
+    pub can_i: Vec<CanI>,
+    /// A kwctl session's text.
+    pub session: Option<String>,
+}
+
+/// One SubjectAccessReview answer: for the requester, the verb and (if given) the node.
+#[derive(Debug, Clone)]
+pub struct CanI {
+    pub username: String,
+    pub verb: String,
+    pub name: Option<String>,
+    pub allowed: bool,
+}
+
+/// How a write reaches the stored object.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// The whole object, as a PUT (`kubectl replace`, a controller's Update) sends it.
+    Object(Value),
+    /// An RFC 7386 merge patch on the stored object, sent as a PATCH. For `spec.taints` and
+    /// `tolerations`, lists with no merge key, a strategic merge patch does the same.
+    MergePatch(Value),
+    /// An RFC 6902 patch on the stored object, sent as a PATCH.
+    JsonPatch(json_patch::Patch),
+}
+
+/// One write of a sequence, or a single case built from parts.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub name: String,
+    pub operation: Option<Operation>,
+    pub requester: Requester,
+    pub sub_resource: Option<String>,
+    /// None for a DELETE.
+    pub write: Option<Write>,
+    pub expect: Expect,
+}
+
+/// What a case sends.
+#[derive(Debug, Clone)]
+pub enum Requests {
+    /// A ready AdmissionReview.
+    Review(Value),
+    /// Writes applied in turn to what the previous one stored, starting from `stored`.
+    Steps {
+        stored: Option<Value>,
+        steps: Vec<Step>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub skip: Option<String>,
+    pub settings: Value,
+    pub cluster: Cluster,
+    pub requests: Requests,
+    /// The expectation of a ready review; steps carry their own.
+    pub expect: Option<Expect>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub file: PathBuf,
+    pub name: String,
+    pub policy: PathBuf,
+    /// The gatekeeper build, when there is one.
+    pub gatekeeper: Option<PathBuf>,
+    pub cases: Vec<Case>,
+}
+
+/// Whether `text` is meant as a suite: a top-level `kind: TestSuite` line. A file that says so
+/// and cannot be read as one is an error, never skipped.
+pub fn is_suite(text: &str) -> bool {
+    text.lines()
+        .any(|line| line.trim_end() == format!("kind: {KIND}"))
+}
+
+/// Reads and checks the suite file at `path`.
+///
+/// # Errors
+///
+/// The first problem, as `FILE: case "NAME": FIELD: what is wrong`.
+pub fn load(path: &Path) -> Result<Suite, String> {
+    let at_file = |e: String| format!("{}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| at_file(e.to_string()))?;
+    let file: SuiteFile = serde_yaml::from_str(&text).map_err(|e| at_file(e.to_string()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let suite = check_suite(file, dir).map_err(at_file)?;
+    Ok(Suite {
+        file: path.to_owned(),
+        ..suite
+    })
+}
+
+fn check_suite(file: SuiteFile, dir: &Path) -> Result<Suite, String> {
+    if file.api_version != API_VERSION {
+        return Err(format!(
+            "apiVersion: {:?} is not {API_VERSION:?}",
+            file.api_version
+        ));
+    }
+    if file.kind != KIND {
+        return Err(format!("kind: {:?} is not {KIND:?}", file.kind));
+    }
+    let policy = dir.join(&file.policy);
+    let gatekeeper = match &file.gatekeeper {
+        Some(path) => Some(dir.join(path)),
+        None => Some(policy.with_extension("gatekeeper.wasm")).filter(|p| p.is_file()),
+    };
+    let settings = settings(dir, file.settings, file.settings_file.as_deref())?
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let cluster = file
+        .cluster
+        .map(|c| cluster(dir, c).map_err(|e| format!("cluster.{e}")))
+        .transpose()?
+        .unwrap_or_default();
+    if file.cases.is_empty() {
+        return Err("cases: a suite needs at least one case".to_owned());
+    }
+    let mut cases = Vec::with_capacity(file.cases.len());
+    for (i, case) in file.cases.into_iter().enumerate() {
+        let name = case.name.clone();
+        if cases.iter().any(|c: &Case| c.name == name) {
+            return Err(format!(
+                "cases[{i}] (\"{name}\"): another case has this name"
+            ));
+        }
+        cases.push(
+            check_case(case, dir, &settings, &cluster)
+                .map_err(|e| format!("case \"{name}\": {e}"))?,
+        );
+    }
+    let name = file.name.unwrap_or_else(|| {
+        dir.join(&file.policy)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(Suite {
+        file: PathBuf::new(),
+        name,
+        policy,
+        gatekeeper,
+        cases,
+    })
+}
+
+fn check_case(
+    case: CaseFile,
+    dir: &Path,
+    suite_settings: &Value,
+    suite_cluster: &Cluster,
+) -> Result<Case, String> {
+    let settings = settings(dir, case.settings, case.settings_file.as_deref())?
+        .unwrap_or_else(|| suite_settings.clone());
+    let cluster = match case.cluster {
+        Some(c) => cluster(dir, c).map_err(|e| format!("cluster.{e}"))?,
+        None => suite_cluster.clone(),
+    };
+    let builder = WriteFile {
+        name: None,
+        operation: case.operation,
+        user: case.user,
+        groups: case.groups,
+        service_account: case.service_account,
+        sub_resource: case.sub_resource,
+        object: case.object,
+        merge_patch: case.merge_patch,
+        json_patch: case.json_patch,
+        expect: None,
+    };
+    let built_from_parts = builder.operation.is_some()
+        || builder.user.is_some()
+        || !builder.groups.is_empty()
+        || builder.service_account.is_some()
+        || builder.sub_resource.is_some()
+        || builder.object.is_some()
+        || builder.merge_patch.is_some()
+        || builder.json_patch.is_some();
+    let stored = case
+        .old_object
+        .map(|o| source(dir, o, "oldObject"))
+        .transpose()?;
+    let (requests, expect) = match (case.request, case.steps) {
+        (Some(_), Some(_)) => return Err("give `request` or `steps`, not both".to_owned()),
+        (Some(request), None) => {
+            if built_from_parts || stored.is_some() {
+                return Err(
+                    "`request` is a whole AdmissionReview: it takes no operation, requester or \
+                     objects beside it"
+                        .to_owned(),
+                );
+            }
+            let review = source(dir, request, "request")?;
+            if !review["request"].is_object() && !review["operation"].is_string() {
+                return Err("request: neither an AdmissionReview nor an AdmissionRequest".into());
+            }
+            let expect = case
+                .expect
+                .ok_or("expect: required: a case without an expectation proves nothing")?;
+            (
+                Requests::Review(review),
+                Some(check_expect(expect).map_err(|e| format!("expect.{e}"))?),
+            )
+        }
+        (None, Some(steps)) => {
+            if built_from_parts || case.expect.is_some() {
+                return Err(
+                    "a case with `steps` writes through them: operation, requester, object and \
+                     expect belong to each step"
+                        .to_owned(),
+                );
+            }
+            if steps.is_empty() {
+                return Err("steps: at least one step".to_owned());
+            }
+            let steps = steps
+                .into_iter()
+                .enumerate()
+                .map(|(i, step)| {
+                    let name = step
+                        .name
+                        .clone()
+                        .unwrap_or_else(|| format!("step {}", i + 1));
+                    check_step(step, dir, name.clone())
+                        .map_err(|e| format!("steps[{i}] (\"{name}\"): {e}"))
+                })
+                .collect::<Result<_, _>>()?;
+            (Requests::Steps { stored, steps }, None)
+        }
+        (None, None) => {
+            let write = WriteFile {
+                expect: case.expect,
+                ..builder
+            };
+            let step = check_step(write, dir, case.name.clone())?;
+            (
+                Requests::Steps {
+                    stored,
+                    steps: vec![step],
+                },
+                None,
+            )
+        }
+    };
+    Ok(Case {
+        name: case.name,
+        skip: case.skip,
+        settings,
+        cluster,
+        requests,
+        expect,
+    })
+}
+
+fn check_step(step: WriteFile, dir: &Path, name: String) -> Result<Step, String> {
+    let operation = step
+        .operation
+        .as_deref()
+        .map(Operation::try_from)
+        .transpose()
+        .map_err(|e| format!("operation: {e}"))?;
+    let requester = match (step.user, step.service_account) {
+        (Some(_), Some(_)) => return Err("give `user` or `serviceAccount`, not both".to_owned()),
+        (Some(name), None) => Requester::User {
+            name,
+            groups: step.groups,
+        },
+        (None, account) => {
+            if !step.groups.is_empty() {
+                return Err("groups: only a `user` is given groups".to_owned());
+            }
+            match account {
+                Some(text) => {
+                    Requester::service_account(&text).map_err(|e| format!("serviceAccount: {e}"))?
+                }
+                None => Requester::Nobody,
+            }
+        }
+    };
+    let write = match (step.object, step.merge_patch, step.json_patch) {
+        (None, None, None) => None,
+        (Some(object), None, None) => Some(Write::Object(source(dir, object, "object")?)),
+        (None, Some(patch), None) => Some(Write::MergePatch(source(dir, patch, "mergePatch")?)),
+        (None, None, Some(patch)) => {
+            let patch = match patch {
+                Value::String(path) => object::read_any(&dir.join(path))?,
+                inline => inline,
+            };
+            Some(Write::JsonPatch(serde_json::from_value(patch).map_err(
+                |e| format!("jsonPatch: not an RFC 6902 patch: {e}"),
+            )?))
+        }
+        _ => return Err("give one of `object`, `mergePatch` and `jsonPatch`".to_owned()),
+    };
+    if operation == Some(Operation::Delete) && write.is_some() {
+        return Err("a DELETE writes nothing: no object or patch".to_owned());
+    }
+    if operation != Some(Operation::Delete) && write.is_none() {
+        return Err("object: required (or `mergePatch`, `jsonPatch`) but for a DELETE".to_owned());
+    }
+    let expect = step
+        .expect
+        .ok_or("expect: required: a case without an expectation proves nothing")?;
+    Ok(Step {
+        name,
+        operation,
+        requester,
+        sub_resource: step.sub_resource,
+        write,
+        expect: check_expect(expect).map_err(|e| format!("expect.{e}"))?,
+    })
+}
+
+fn check_expect(expect: ExpectFile) -> Result<Expect, String> {
+    let message_regex = expect
+        .message_regex
+        .as_deref()
+        .map(regex::Regex::new)
+        .transpose()
+        .map_err(|e| format!("messageRegex: {e}"))?;
+    let has_message = expect.message.is_some() || message_regex.is_some();
+    if expect.verdict != Verdict::Rejected && (has_message || expect.code.is_some()) {
+        return Err(format!(
+            "message: only a rejection has a message and a code, and the verdict is {}",
+            expect.verdict
+        ));
+    }
+    if expect.verdict == Verdict::Rejected && expect.patched_object.is_some() {
+        return Err("patchedObject: a rejected request patches nothing".to_owned());
+    }
+    Ok(Expect {
+        verdict: expect.verdict,
+        message: expect.message,
+        message_regex,
+        code: expect.code,
+        warnings: expect.warnings,
+        audit_annotations: expect.audit_annotations,
+        patched_object: expect.patched_object,
+    })
+}
+
+/// Settings inline or from a file (`kwctl run -s` takes the same files); `None` when neither.
+fn settings(
+    dir: &Path,
+    inline: Option<Value>,
+    file: Option<&Path>,
+) -> Result<Option<Value>, String> {
+    match (inline, file) {
+        (Some(_), Some(_)) => Err("give `settings` or `settingsFile`, not both".to_owned()),
+        (Some(Value::Null), None) => Ok(Some(Value::Object(Default::default()))),
+        (Some(settings), None) => Ok(Some(settings)),
+        (None, Some(path)) => object::read_any(&dir.join(path))
+            .map(Some)
+            .map_err(|e| format!("settingsFile: {e}")),
+        (None, None) => Ok(None),
+    }
+}
+
+fn cluster(dir: &Path, file: ClusterFile) -> Result<Cluster, String> {
+    let nodes = file
+        .nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, node)| source(dir, node, &format!("nodes[{i}]")))
+        .collect::<Result<_, _>>()?;
+    let can_i: Vec<CanI> = file
+        .can_i
+        .into_iter()
+        .enumerate()
+        .map(|(i, answer)| {
+            let username = match (answer.user, answer.service_account) {
+                (Some(user), None) => user,
+                (None, Some(account)) => match Requester::service_account(&account) {
+                    Ok(Requester::ServiceAccount { namespace, name }) => {
+                        format!("system:serviceaccount:{namespace}:{name}")
+                    }
+                    Ok(_) | Err(_) => {
+                        return Err(format!(
+                            "canI[{i}].serviceAccount: {account:?} is not `namespace/name`"
+                        ))
+                    }
+                },
+                _ => return Err(format!("canI[{i}]: give `user` or `serviceAccount`")),
+            };
+            Ok(CanI {
+                username,
+                verb: answer.verb,
+                name: answer.name,
+                allowed: answer.allowed,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let session = file
+        .session
+        .map(|path| {
+            let path = dir.join(path);
+            std::fs::read_to_string(&path).map_err(|e| format!("session: {}: {e}", path.display()))
+        })
+        .transpose()?;
+    if session.is_some() && !can_i.is_empty() {
+        return Err("session: a session answers every question; give it or `canI`".to_owned());
+    }
+    Ok(Cluster {
+        nodes,
+        can_i,
+        session,
+    })
+}
+
+/// An object given inline, or as a file (a string) relative to the suite.
+fn source(dir: &Path, value: Value, field: &str) -> Result<Value, String> {
+    match value {
+        Value::String(path) => object::read(&dir.join(path)).map_err(|e| format!("{field}: {e}")),
+        Value::Object(_) => Ok(value),
+        other => Err(format!(
+            "{field}: a file name or an inline object, not {other}"
+        )),
+    }
+}
+
+/// The suite files `paths` name: a file as given (it must be a suite), and under a directory
+/// every `.yml` and `.yaml` file that says `kind: TestSuite`, sorted, skipping hidden
+/// directories, `node_modules` and `target`.
+///
+/// # Errors
+///
+/// A path that does not exist, or a file given by name that is no suite.
+pub fn find(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut found = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &mut found)?;
+        } else {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if !is_suite(&text) {
+                return Err(format!(
+                    "{}: not a test suite (no `kind: {KIND}` line)",
+                    path.display()
+                ));
+            }
+            found.push(path.clone());
+        }
+    }
+    Ok(found)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "node_modules" && name != "target" {
+                walk(&path, found)?;
+            }
+        } else if name.ends_with(".yml") || name.ends_with(".yaml") {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if is_suite(&text) {
+                found.push(path);
+            }
+        }
+    }
+    Ok(())
+}
