@@ -387,11 +387,13 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
 
     // The bundled sessions, through kwctl, as the examples suite (a `taintguard test` suite)
     // expects.
-    let examples = env.repo.join("policies/taint-preservation/examples/cases.yml");
-    let suite = taintguard_cli::suite::load(&examples)?;
+    let examples = env
+        .repo
+        .join("policies/taint-preservation/examples/cases.yml");
+    let suite = taintguard_suite::suite::load(&taintguard_suite::files::Disk, &examples)?;
     let mut replayed = 0;
     for (i, case) in suite.cases.iter().enumerate() {
-        let (Some(session), taintguard_cli::suite::Requests::Review(request), Some(expect)) =
+        let (Some(session), taintguard_suite::suite::Requests::Review(request), Some(expect)) =
             (&case.cluster.session, &case.requests, &case.expect)
         else {
             continue;

@@ -4,15 +4,16 @@
 use std::path::Path;
 
 use serde_json::Value;
-use taintguard_cli::suite::{self, Requests};
+use taintguard_suite::files::Disk;
+use taintguard_suite::suite::{self, Requests};
 
 use crate::kubewarden::ClusterAnswers;
 
 /// What a policy made of a request: accepted, mutated or rejected.
-pub use taintguard_cli::suite::Verdict as Expect;
+pub use taintguard_suite::suite::Verdict as Expect;
 
 /// What a `ValidationResponse` amounts to.
-pub use taintguard_cli::expect::verdict as outcome;
+pub use taintguard_suite::expect::verdict as outcome;
 
 pub struct Example {
     pub name: String,
@@ -61,7 +62,7 @@ pub fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
 /// The ready-review cases of the suite `examples/cases.yml` in the policy folder `dir`; cases
 /// written as steps are left to `taintguard test`.
 pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
-    let suite = suite::load(&dir.join("examples/cases.yml"))?;
+    let suite = suite::load(&Disk, &dir.join("examples/cases.yml"))?;
     Ok(suite
         .cases
         .into_iter()

@@ -7,13 +7,16 @@
 //!   playground;
 //! - `taintguard what-if` judges a cluster's objects as the audit scanner would.
 
+mod judge;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use taintguard_cli::report::{junit, text_line, Totals};
-use taintguard_cli::review::{review, Operation, Parts, Requester};
-use taintguard_cli::run::{run_suite, CaseResult, Modules, Outcome};
-use taintguard_cli::{object, suite, what_if};
+use judge::{HostJudge, Modules};
+use taintguard_suite::files::Disk;
+use taintguard_suite::review::{review, Operation, Parts, Requester};
+use taintguard_suite::run::Judge;
+use taintguard_suite::{object, what_if, Output};
 
 const USAGE: &str = "usage: taintguard test [--output text|junit] [PATH]...
        taintguard request --operation CREATE|UPDATE|DELETE [REQUESTER]
@@ -132,56 +135,21 @@ const REQUESTER_FLAGS: [&str; 3] = ["--user", "--group", "--service-account"];
 
 fn test(args: &[String]) -> Result<ExitCode, String> {
     let args = parse(args, &["--output"], &[])?;
-    let junit_output = match args.one("--output").unwrap_or("text") {
-        "text" => false,
-        "junit" => true,
+    let output = match args.one("--output").unwrap_or("text") {
+        "text" => Output::Text,
+        "junit" => Output::Junit,
         other => return Err(format!("--output {other:?}: expected text or junit")),
     };
-    let mut paths: Vec<PathBuf> = args.positional.iter().map(PathBuf::from).collect();
-    if paths.is_empty() {
-        paths.push(PathBuf::from("."));
-    }
-    let files = suite::find(&paths)?;
-    if files.is_empty() {
-        return Err(format!(
-            "no test suite (a YAML file with `kind: {}`) under {}",
-            suite::KIND,
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    let paths: Vec<PathBuf> = args.positional.iter().map(PathBuf::from).collect();
     let mut modules = Modules::default();
-    let mut results = Vec::new();
-    for file in &files {
-        let ran = suite::load(file).and_then(|suite| run_suite(&mut modules, &suite));
-        let file_results = ran.unwrap_or_else(|e| {
-            vec![CaseResult {
-                suite: file.display().to_string(),
-                file: file.clone(),
-                case: "(the suite file)".to_owned(),
-                outcome: Outcome::Failed(vec![e]),
-                requests: 0,
-                gatekeeper_checked: 0,
-            }]
-        });
-        if !junit_output {
-            for result in &file_results {
-                println!("{}", text_line(result));
-            }
-        }
-        results.extend(file_results);
+    let tested = taintguard_suite::test(&Disk, &paths, output, &mut |suite| {
+        Ok(Box::new(modules.judge(suite)?) as Box<dyn Judge>)
+    })?;
+    print!("{}", tested.output);
+    if output == Output::Junit {
+        eprintln!("{}", tested.totals);
     }
-    let totals = Totals::of(&results);
-    if junit_output {
-        print!("{}", junit(&results));
-        eprintln!("{totals}");
-    } else {
-        println!("{totals}");
-    }
-    Ok(if totals.failed == 0 {
+    Ok(if tested.totals.failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -207,7 +175,7 @@ fn request(args: &[String]) -> Result<String, String> {
     }
     let read = |flag: &str| {
         args.one(flag)
-            .map(|p| object::read(Path::new(p)))
+            .map(|p| object::read(&Disk, Path::new(p)))
             .transpose()
     };
     let parts = Parts {
@@ -239,16 +207,17 @@ fn what_if(args: &[String]) -> Result<String, String> {
     let bytes = std::fs::read(module).map_err(|e| format!("{module}: {e}"))?;
     let policy = taintguard_host::wapc::WapcPolicy::from_bytes(&bytes)
         .map_err(|e| format!("{module}: {e}"))?;
+    let mut judge = HostJudge::wapc(policy);
     let settings = match args.one("-s").or(args.one("--settings")) {
-        Some(path) => object::read_any(Path::new(path))?,
+        Some(path) => object::read_any(&Disk, Path::new(path))?,
         None => serde_json::json!({}),
     };
     let nodes = match args.one("--nodes") {
-        Some(path) => what_if::objects(object::read_any(Path::new(path))?)
+        Some(path) => what_if::objects(object::read_any(&Disk, Path::new(path))?)
             .map_err(|e| format!("{path}: {e}"))?,
         None => Vec::new(),
     };
-    let objects =
-        what_if::objects(object::read_any(Path::new(file))?).map_err(|e| format!("{file}: {e}"))?;
-    what_if::report(&policy, &settings, &args.requester()?, nodes, &objects)
+    let objects = what_if::objects(object::read_any(&Disk, Path::new(file))?)
+        .map_err(|e| format!("{file}: {e}"))?;
+    what_if::report(&mut judge, &settings, &args.requester()?, nodes, &objects)
 }

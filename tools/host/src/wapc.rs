@@ -12,15 +12,7 @@ pub struct WapcPolicy {
     pre: WasmtimeEngineProviderPre,
 }
 
-/// The request inside an AdmissionReview, or the value itself when it is a bare AdmissionRequest
-/// (kwctl accepts both).
-pub fn admission_request(value: &Value) -> &Value {
-    if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
-        &value["request"]
-    } else {
-        value
-    }
-}
+pub use taintguard_suite::review::admission_request;
 
 impl WapcPolicy {
     pub fn from_bytes(bytes: &[u8]) -> Result<WapcPolicy, String> {

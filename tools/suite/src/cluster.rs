@@ -1,32 +1,26 @@
-//! A suite's cluster answered through Kubewarden's `kubernetes` host capabilities, as
-//! policy-server answers them from a real API server: the nodes a label selector selects, and
+//! A suite's cluster, answering Kubewarden's `kubernetes` host capabilities as policy-server
+//! answers them from a real API server: the nodes a label selector selects, and
 //! SubjectAccessReview answers, a question no answer names being denied as RBAC denies what no
-//! role grants.
+//! role grants. (A kwctl session, the other form of answers, is replayed by the engine.)
 
 use serde_json::{json, Value};
-use taintguard_host::wapc::ClusterAnswers;
 
 use crate::suite::Cluster;
 
-/// The host answers for `cluster`; a kwctl session is replayed as kwctl replays it.
+/// The answer to the `kubewarden/kubernetes/<operation>` call with `request`.
 ///
 /// # Errors
 ///
-/// A session that is not one kwctl wrote.
-pub fn answers(cluster: &Cluster) -> Result<ClusterAnswers, String> {
-    if let Some(session) = &cluster.session {
-        return ClusterAnswers::replaying(session).map_err(|e| format!("session: {e}"));
+/// An operation or a list the suite's cluster does not answer, or a selector it cannot read;
+/// the host gives the policy that error, as policy-server gives an API server's.
+pub fn answer(cluster: &Cluster, operation: &str, request: &Value) -> Result<Value, String> {
+    match operation {
+        "list_resources_all" => list(cluster, request),
+        "can_i" => Ok(can_i(cluster, request)),
+        other => Err(format!(
+            "the test suite's cluster does not answer kubernetes/{other}"
+        )),
     }
-    let cluster = cluster.clone();
-    Ok(ClusterAnswers::responding(
-        move |operation, request| match operation {
-            "list_resources_all" => list(&cluster, request),
-            "can_i" => Ok(can_i(&cluster, request)),
-            other => Err(format!(
-                "the test suite's cluster does not answer kubernetes/{other}"
-            )),
-        },
-    ))
 }
 
 fn list(cluster: &Cluster, request: &Value) -> Result<Value, String> {

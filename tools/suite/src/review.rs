@@ -129,7 +129,7 @@ pub struct Parts {
 ///
 /// ```
 /// use serde_json::json;
-/// use taintguard_cli::review::{review, Operation, Parts, Requester};
+/// use taintguard_suite::review::{review, Operation, Parts, Requester};
 ///
 /// let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
 /// let parts = Parts {
@@ -220,6 +220,52 @@ pub fn review(parts: &Parts) -> Result<Value, String> {
         "kind": "AdmissionReview",
         "request": request,
     }))
+}
+
+/// The AdmissionReview Kubewarden's audit scanner sends for a stored `object`: a CREATE by no
+/// requester whose uid is the object's, whose resource is the kind's name and which has no
+/// options (docs/admission.md). With a `requester`, it asks what that requester's CREATE would
+/// get instead; `uid` stands in for an object without one.
+///
+/// # Errors
+///
+/// An object without `apiVersion` and `kind`.
+pub fn audit_review(object: &Value, requester: &Requester, uid: &str) -> Result<Value, String> {
+    let (group, version, kind) = group_version_kind(object)?;
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let metadata = &object["metadata"];
+    let mut request = Map::new();
+    request.insert("uid".into(), json!(metadata["uid"].as_str().unwrap_or(uid)));
+    request.insert("kind".into(), gvk.clone());
+    request.insert(
+        "resource".into(),
+        json!({"group": group, "version": version, "resource": kind}),
+    );
+    request.insert("requestKind".into(), gvk);
+    if let Some(name) = metadata["name"].as_str() {
+        request.insert("name".into(), json!(name));
+    }
+    if let Some(namespace) = metadata["namespace"].as_str() {
+        request.insert("namespace".into(), json!(namespace));
+    }
+    request.insert("operation".into(), json!("CREATE"));
+    request.insert("userInfo".into(), requester.user_info());
+    request.insert("object".into(), object.clone());
+    Ok(json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": request,
+    }))
+}
+
+/// The request inside an AdmissionReview, or the value itself when it is a bare AdmissionRequest
+/// (kwctl accepts both).
+pub fn admission_request(value: &Value) -> &Value {
+    if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
+        &value["request"]
+    } else {
+        value
+    }
 }
 
 /// `(group, version, kind)` of an object, from its `apiVersion` (`apps/v1`, or `v1` for the

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::files::Files;
 use crate::object;
 use crate::review::{Operation, Requester};
 
@@ -25,7 +26,8 @@ struct SuiteFile {
     name: Option<String>,
     /// The waPC module, relative to the suite file.
     policy: PathBuf,
-    /// The gatekeeper build; by default `<policy>.gatekeeper.wasm` beside the policy, when there.
+    /// The gatekeeper build; by default the engine looks for `<policy>.gatekeeper.wasm` beside
+    /// the policy.
     #[serde(default)]
     gatekeeper: Option<PathBuf>,
     #[serde(default)]
@@ -171,7 +173,7 @@ impl std::fmt::Display for Verdict {
 pub struct Expect {
     pub verdict: Verdict,
     pub message: Option<String>,
-    pub message_regex: Option<regex::Regex>,
+    pub message_regex: Option<regex_lite::Regex>,
     pub code: Option<u16>,
     pub warnings: Option<Vec<String>>,
     pub audit_annotations: Option<BTreeMap<String, String>>,
@@ -248,7 +250,7 @@ pub struct Suite {
     pub file: PathBuf,
     pub name: String,
     pub policy: PathBuf,
-    /// The gatekeeper build, when there is one.
+    /// The gatekeeper build, when the suite names one.
     pub gatekeeper: Option<PathBuf>,
     pub cases: Vec<Case>,
 }
@@ -265,19 +267,22 @@ pub fn is_suite(text: &str) -> bool {
 /// # Errors
 ///
 /// The first problem, as `FILE: case "NAME": FIELD: what is wrong`.
-pub fn load(path: &Path) -> Result<Suite, String> {
+pub fn load(files: &dyn Files, path: &Path) -> Result<Suite, String> {
     let at_file = |e: String| format!("{}: {e}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| at_file(e.to_string()))?;
+    let text = files.read(path)?;
     let file: SuiteFile = serde_yaml::from_str(&text).map_err(|e| at_file(e.to_string()))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let suite = check_suite(file, dir).map_err(at_file)?;
+    let dir = Base {
+        files,
+        dir: path.parent().unwrap_or(Path::new(".")),
+    };
+    let suite = check_suite(file, &dir).map_err(at_file)?;
     Ok(Suite {
         file: path.to_owned(),
         ..suite
     })
 }
 
-fn check_suite(file: SuiteFile, dir: &Path) -> Result<Suite, String> {
+fn check_suite(file: SuiteFile, dir: &Base<'_>) -> Result<Suite, String> {
     if file.api_version != API_VERSION {
         return Err(format!(
             "apiVersion: {:?} is not {API_VERSION:?}",
@@ -288,10 +293,7 @@ fn check_suite(file: SuiteFile, dir: &Path) -> Result<Suite, String> {
         return Err(format!("kind: {:?} is not {KIND:?}", file.kind));
     }
     let policy = dir.join(&file.policy);
-    let gatekeeper = match &file.gatekeeper {
-        Some(path) => Some(dir.join(path)),
-        None => Some(policy.with_extension("gatekeeper.wasm")).filter(|p| p.is_file()),
-    };
+    let gatekeeper = file.gatekeeper.as_ref().map(|path| dir.join(path));
     let settings = settings(dir, file.settings, file.settings_file.as_deref())?
         .unwrap_or_else(|| Value::Object(Default::default()));
     let cluster = file
@@ -316,7 +318,7 @@ fn check_suite(file: SuiteFile, dir: &Path) -> Result<Suite, String> {
         );
     }
     let name = file.name.unwrap_or_else(|| {
-        dir.join(&file.policy)
+        file.policy
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
@@ -332,7 +334,7 @@ fn check_suite(file: SuiteFile, dir: &Path) -> Result<Suite, String> {
 
 fn check_case(
     case: CaseFile,
-    dir: &Path,
+    dir: &Base<'_>,
     suite_settings: &Value,
     suite_cluster: &Cluster,
 ) -> Result<Case, String> {
@@ -438,7 +440,7 @@ fn check_case(
     })
 }
 
-fn check_step(step: WriteFile, dir: &Path, name: String) -> Result<Step, String> {
+fn check_step(step: WriteFile, dir: &Base<'_>, name: String) -> Result<Step, String> {
     let operation = step
         .operation
         .as_deref()
@@ -469,7 +471,7 @@ fn check_step(step: WriteFile, dir: &Path, name: String) -> Result<Step, String>
         (None, Some(patch), None) => Some(Write::MergePatch(source(dir, patch, "mergePatch")?)),
         (None, None, Some(patch)) => {
             let patch = match patch {
-                Value::String(path) => object::read_any(&dir.join(path))?,
+                Value::String(path) => object::read_any(dir.files, &dir.join(path))?,
                 inline => inline,
             };
             Some(Write::JsonPatch(serde_json::from_value(patch).map_err(
@@ -501,7 +503,7 @@ fn check_expect(expect: ExpectFile) -> Result<Expect, String> {
     let message_regex = expect
         .message_regex
         .as_deref()
-        .map(regex::Regex::new)
+        .map(regex_lite::Regex::new)
         .transpose()
         .map_err(|e| format!("messageRegex: {e}"))?;
     let has_message = expect.message.is_some() || message_regex.is_some();
@@ -527,7 +529,7 @@ fn check_expect(expect: ExpectFile) -> Result<Expect, String> {
 
 /// Settings inline or from a file (`kwctl run -s` takes the same files); `None` when neither.
 fn settings(
-    dir: &Path,
+    dir: &Base<'_>,
     inline: Option<Value>,
     file: Option<&Path>,
 ) -> Result<Option<Value>, String> {
@@ -535,14 +537,14 @@ fn settings(
         (Some(_), Some(_)) => Err("give `settings` or `settingsFile`, not both".to_owned()),
         (Some(Value::Null), None) => Ok(Some(Value::Object(Default::default()))),
         (Some(settings), None) => Ok(Some(settings)),
-        (None, Some(path)) => object::read_any(&dir.join(path))
+        (None, Some(path)) => object::read_any(dir.files, &dir.join(path))
             .map(Some)
             .map_err(|e| format!("settingsFile: {e}")),
         (None, None) => Ok(None),
     }
 }
 
-fn cluster(dir: &Path, file: ClusterFile) -> Result<Cluster, String> {
+fn cluster(dir: &Base<'_>, file: ClusterFile) -> Result<Cluster, String> {
     let nodes = file
         .nodes
         .into_iter()
@@ -580,7 +582,7 @@ fn cluster(dir: &Path, file: ClusterFile) -> Result<Cluster, String> {
         .session
         .map(|path| {
             let path = dir.join(path);
-            std::fs::read_to_string(&path).map_err(|e| format!("session: {}: {e}", path.display()))
+            dir.files.read(&path).map_err(|e| format!("session: {e}"))
         })
         .transpose()?;
     if session.is_some() && !can_i.is_empty() {
@@ -594,9 +596,11 @@ fn cluster(dir: &Path, file: ClusterFile) -> Result<Cluster, String> {
 }
 
 /// An object given inline, or as a file (a string) relative to the suite.
-fn source(dir: &Path, value: Value, field: &str) -> Result<Value, String> {
+fn source(dir: &Base<'_>, value: Value, field: &str) -> Result<Value, String> {
     match value {
-        Value::String(path) => object::read(&dir.join(path)).map_err(|e| format!("{field}: {e}")),
+        Value::String(path) => {
+            object::read(dir.files, &dir.join(path)).map_err(|e| format!("{field}: {e}"))
+        }
         Value::Object(_) => Ok(value),
         other => Err(format!(
             "{field}: a file name or an inline object, not {other}"
@@ -610,16 +614,12 @@ fn source(dir: &Path, value: Value, field: &str) -> Result<Value, String> {
 ///
 /// # Errors
 ///
-/// A path that does not exist, or a file given by name that is no suite.
-pub fn find(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// A path that cannot be read, or a file given by name that is no suite.
+pub fn find(files: &dyn Files, paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     for path in paths {
-        if path.is_dir() {
-            walk(path, &mut found)?;
-        } else {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            if !is_suite(&text) {
+        if !walk(files, path, &mut found)? {
+            if !is_suite(&files.read(path)?) {
                 return Err(format!(
                     "{}: not a test suite (no `kind: {KIND}` line)",
                     path.display()
@@ -631,25 +631,35 @@ pub fn find(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
+/// Adds the suites under `dir`; false when `dir` is no directory.
+fn walk(files: &dyn Files, dir: &Path, found: &mut Vec<PathBuf>) -> Result<bool, String> {
+    let Some(mut entries) = files.list(dir)? else {
+        return Ok(false);
+    };
     entries.sort();
-    for path in entries {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if path.is_dir() {
+    for (name, is_dir) in entries {
+        let path = dir.join(&name);
+        if is_dir {
             if !name.starts_with('.') && name != "node_modules" && name != "target" {
-                walk(&path, found)?;
+                walk(files, &path, found)?;
             }
-        } else if name.ends_with(".yml") || name.ends_with(".yaml") {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            if is_suite(&text) {
-                found.push(path);
-            }
+        } else if (name.ends_with(".yml") || name.ends_with(".yaml"))
+            && is_suite(&files.read(&path)?)
+        {
+            found.push(path);
         }
     }
-    Ok(())
+    Ok(true)
+}
+
+/// The folder a suite's relative paths start from, and how its files are read.
+struct Base<'a> {
+    files: &'a dyn Files,
+    dir: &'a Path,
+}
+
+impl Base<'_> {
+    fn join(&self, path: impl AsRef<Path>) -> PathBuf {
+        self.dir.join(path)
+    }
 }

@@ -3,11 +3,10 @@
 //! given), before a platform team turns the policy on.
 
 use serde_json::{json, Value};
-use taintguard_host::wapc::WapcPolicy;
 
-use crate::cluster;
 use crate::expect::verdict;
-use crate::review::{review, Operation, Parts, Requester};
+use crate::review::{audit_review, Requester};
+use crate::run::Judge;
 use crate::suite::{Cluster, Verdict};
 
 /// The objects of a `kubectl get … -o json` answer: a `List`'s items, or the one object.
@@ -35,18 +34,14 @@ pub fn objects(value: Value) -> Result<Vec<Value>, String> {
 ///
 /// Settings the policy refuses, or a module that fails.
 pub fn report(
-    policy: &WapcPolicy,
+    judge: &mut dyn Judge,
     settings: &Value,
     requester: &Requester,
     nodes: Vec<Value>,
     objects: &[Value],
 ) -> Result<String, String> {
-    let settings_answer = policy.validate_settings(settings)?;
-    if settings_answer["valid"] != Value::Bool(true) {
-        return Err(format!(
-            "the policy refuses the settings: {}",
-            settings_answer["message"].as_str().unwrap_or_default()
-        ));
+    if let Some(message) = judge.settings_error(settings)? {
+        return Err(format!("the policy refuses the settings: {message}"));
     }
     let cluster = Cluster {
         nodes,
@@ -55,27 +50,11 @@ pub fn report(
     let mut out = String::new();
     let mut counts = [0usize; 3];
     for (i, object) in objects.iter().enumerate() {
-        let mut object = object.clone();
-        // `kubectl get` lists write the items' kind; a typed list's items may lack it.
-        for field in ["apiVersion", "kind"] {
-            if object.get(field).is_none() {
-                return Err(format!("items[{i}]: no `{field}`"));
-            }
-        }
-        let label = label(&object);
-        let request = review(&Parts {
-            operation: Operation::Create,
-            requester: requester.clone(),
-            object: Some(object.take()),
-            old_object: None,
-            sub_resource: None,
-            patch: false,
-            uid: format!("taintguard-what-if-{i}"),
-        })
-        .map_err(|e| format!("items[{i}] ({label}): {e}"))?;
-        let answers = cluster::answers(&cluster)?;
-        let response = policy
-            .validate_with(&request, settings, &answers)
+        let label = label(object);
+        let request = audit_review(object, requester, &format!("taintguard-what-if-{i}"))
+            .map_err(|e| format!("items[{i}] ({label}): {e}"))?;
+        let (response, _) = judge
+            .validate(&request, settings, &cluster)
             .map_err(|e| format!("{label}: {e}"))?;
         match verdict(&response) {
             Verdict::Accepted => {

@@ -1,18 +1,58 @@
-//! Runs a suite's cases in the hosts: the waPC module as policy-server runs it (a fresh instance
-//! per request), and, for every request the policy answers without mutating or asking the
-//! cluster, the gatekeeper build too, which must then reach the same verdict and message.
+//! Runs a suite's cases through a [`Judge`]: the policy as an engine runs it. Sequences write
+//! what the API server would have stored after each step. Where the judge also has the
+//! policy's gatekeeper build, every request the policy answers without mutating or asking the
+//! cluster is judged by it too, and the two must reach the same verdict and message.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
-use taintguard_host::gatekeeper::GatekeeperPolicy;
-use taintguard_host::wapc::{admission_request, WapcPolicy};
 
-use crate::cluster;
 use crate::expect::{differences, verdict};
-use crate::review::{review, Operation, Parts};
-use crate::suite::{Case, Requests, Suite, Verdict, Write};
+use crate::review::{admission_request, review, Operation, Parts};
+use crate::suite::{Case, Cluster, Requests, Suite, Verdict, Write};
+
+/// A violation the gatekeeper build reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub message: String,
+    pub code: Option<u64>,
+}
+
+/// The policy in an engine, for one suite.
+pub trait Judge {
+    /// Why the policy refuses `settings`, as it says it; `None` when it takes them.
+    ///
+    /// # Errors
+    ///
+    /// The engine failed.
+    fn settings_error(&mut self, settings: &Value) -> Result<Option<String>, String>;
+
+    /// The policy's answer, in the shape of Kubewarden's `ValidationResponse` (`accepted`,
+    /// `message`, `code`, `warnings`, `audit_annotations`, `mutated_object`), and whether it asked
+    /// the cluster (answered from `cluster`) to reach it.
+    ///
+    /// # Errors
+    ///
+    /// The engine failed.
+    fn validate(
+        &mut self,
+        review: &Value,
+        settings: &Value,
+        cluster: &Cluster,
+    ) -> Result<(Value, bool), String>;
+
+    /// The gatekeeper build's violations for the request; `None` when there is no such build.
+    fn violations(
+        &mut self,
+        review: &Value,
+        settings: &Value,
+    ) -> Option<Result<Vec<Violation>, String>>;
+
+    /// Why this engine cannot run `case`, which is then skipped; `None` when it can.
+    fn cannot_run(&self, _case: &Case) -> Option<String> {
+        None
+    }
+}
 
 /// How a case ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,60 +77,35 @@ pub struct CaseResult {
     pub gatekeeper_checked: usize,
 }
 
-/// Compiled modules, each compiled once per run.
-#[derive(Default)]
-pub struct Modules {
-    wapc: HashMap<PathBuf, WapcPolicy>,
-    gatekeeper: HashMap<PathBuf, GatekeeperPolicy>,
-}
-
-impl Modules {
-    fn wapc(&mut self, path: &Path) -> Result<&WapcPolicy, String> {
-        if !self.wapc.contains_key(path) {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let policy =
-                WapcPolicy::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-            self.wapc.insert(path.to_owned(), policy);
+impl CaseResult {
+    /// A suite file that could not be read or run, as one failed entry.
+    pub fn broken(file: PathBuf, error: String) -> CaseResult {
+        CaseResult {
+            suite: file.display().to_string(),
+            file,
+            case: "(the suite file)".to_owned(),
+            outcome: Outcome::Failed(vec![error]),
+            requests: 0,
+            gatekeeper_checked: 0,
         }
-        Ok(&self.wapc[path])
-    }
-
-    fn gatekeeper(&mut self, path: &Path) -> Result<&GatekeeperPolicy, String> {
-        if !self.gatekeeper.contains_key(path) {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let policy = GatekeeperPolicy::from_bytes(&bytes)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            self.gatekeeper.insert(path.to_owned(), policy);
-        }
-        Ok(&self.gatekeeper[path])
     }
 }
 
-/// Runs every case of `suite`.
-///
-/// # Errors
-///
-/// A module that cannot be read or compiled: no case of the suite can run.
-pub fn run_suite(modules: &mut Modules, suite: &Suite) -> Result<Vec<CaseResult>, String> {
-    modules.wapc(&suite.policy)?;
-    if let Some(path) = &suite.gatekeeper {
-        modules.gatekeeper(path)?;
-    }
-    let wapc = &modules.wapc[&suite.policy];
-    let gatekeeper = suite.gatekeeper.as_ref().map(|p| &modules.gatekeeper[p]);
-    Ok(suite
+/// Runs every case of `suite` through `judge`.
+pub fn run_suite(judge: &mut dyn Judge, suite: &Suite) -> Vec<CaseResult> {
+    suite
         .cases
         .iter()
         .map(|case| {
             let mut run = CaseRun {
-                wapc,
-                gatekeeper,
+                judge: &mut *judge,
                 case,
                 requests: 0,
                 gatekeeper_checked: 0,
             };
-            let outcome = match &case.skip {
-                Some(reason) => Outcome::Skipped(reason.clone()),
+            let skip = case.skip.clone().or_else(|| run.judge.cannot_run(case));
+            let outcome = match skip {
+                Some(reason) => Outcome::Skipped(reason),
                 None => run.outcome(),
             };
             CaseResult {
@@ -102,12 +117,11 @@ pub fn run_suite(modules: &mut Modules, suite: &Suite) -> Result<Vec<CaseResult>
                 gatekeeper_checked: run.gatekeeper_checked,
             }
         })
-        .collect())
+        .collect()
 }
 
 struct CaseRun<'a> {
-    wapc: &'a WapcPolicy,
-    gatekeeper: Option<&'a GatekeeperPolicy>,
+    judge: &'a mut dyn Judge,
     case: &'a Case,
     requests: usize,
     gatekeeper_checked: usize,
@@ -117,6 +131,19 @@ struct CaseRun<'a> {
 enum Stop {
     Failed(Vec<String>),
     Disagreed(Vec<String>),
+}
+
+impl Stop {
+    fn map(self, f: impl Fn(String) -> String) -> Stop {
+        match self {
+            Stop::Failed(lines) => Stop::Failed(lines.into_iter().map(f).collect()),
+            Stop::Disagreed(lines) => Stop::Disagreed(lines.into_iter().map(f).collect()),
+        }
+    }
+}
+
+fn fail(line: String) -> Stop {
+    Stop::Failed(vec![line])
 }
 
 impl CaseRun<'_> {
@@ -129,21 +156,19 @@ impl CaseRun<'_> {
     }
 
     fn try_outcome(&mut self) -> Result<(), Stop> {
-        let fail = |line: String| Stop::Failed(vec![line]);
-        let settings_answer = self
-            .wapc
-            .validate_settings(&self.case.settings)
-            .map_err(fail)?;
-        if settings_answer["valid"] != Value::Bool(true) {
+        if let Some(message) = self
+            .judge
+            .settings_error(&self.case.settings)
+            .map_err(fail)?
+        {
             return Err(fail(format!(
-                "settings: the policy refuses them: {}",
-                settings_answer["message"].as_str().unwrap_or_default()
+                "settings: the policy refuses them: {message}"
             )));
         }
         match &self.case.requests {
             Requests::Review(review) => {
                 let expect = self.case.expect.as_ref().expect("a review's case expects");
-                let response = self.judge(review)?;
+                let response = self.judge_request(review)?;
                 let object = &admission_request(review)["object"];
                 let problems = differences(expect, &response, object);
                 if problems.is_empty() {
@@ -190,12 +215,7 @@ impl CaseRun<'_> {
                         uid: format!("taintguard-test-{}", i + 1),
                     };
                     let request = review(&parts).map_err(|e| fail(at(e)))?;
-                    let response = self.judge(&request).map_err(|stop| match stop {
-                        Stop::Failed(lines) => Stop::Failed(lines.into_iter().map(at).collect()),
-                        Stop::Disagreed(lines) => {
-                            Stop::Disagreed(lines.into_iter().map(at).collect())
-                        }
-                    })?;
+                    let response = self.judge_request(&request).map_err(|stop| stop.map(at))?;
                     let object = object.unwrap_or(Value::Null);
                     let problems = differences(&step.expect, &response, &object);
                     if !problems.is_empty() {
@@ -214,22 +234,21 @@ impl CaseRun<'_> {
         }
     }
 
-    /// The waPC answer to `review`, after the gatekeeper build, where it can, agreed.
-    fn judge(&mut self, review: &Value) -> Result<Value, Stop> {
+    /// The policy's answer to `review`, after the gatekeeper build, where it can, agreed.
+    fn judge_request(&mut self, review: &Value) -> Result<Value, Stop> {
         self.requests += 1;
-        let answers = cluster::answers(&self.case.cluster).map_err(|e| Stop::Failed(vec![e]))?;
-        let response = self
-            .wapc
-            .validate_with(review, &self.case.settings, &answers)
-            .map_err(|e| Stop::Failed(vec![format!("the waPC module failed: {e}")]))?;
-        let Some(gatekeeper) = self.gatekeeper else {
-            return Ok(response);
-        };
-        // The gatekeeper build cannot mutate or ask the cluster: where the waPC build did
-        // either, the two need not agree (docs/testing.md).
-        if verdict(&response) == Verdict::Mutated || !answers.asked().is_empty() {
+        let (response, asked) = self
+            .judge
+            .validate(review, &self.case.settings, &self.case.cluster)
+            .map_err(|e| fail(format!("the policy failed: {e}")))?;
+        // The gatekeeper build cannot mutate or ask the cluster: where the policy did either,
+        // the two need not agree (docs/testing.md).
+        if verdict(&response) == Verdict::Mutated || asked {
             return Ok(response);
         }
+        let Some(violations) = self.judge.violations(review, &self.case.settings) else {
+            return Ok(response);
+        };
         self.gatekeeper_checked += 1;
         let disagreed = |line: String| {
             Stop::Disagreed(vec![
@@ -239,25 +258,24 @@ impl CaseRun<'_> {
                     .to_owned(),
             ])
         };
-        let violations = gatekeeper
-            .violations(review, &self.case.settings)
-            .map_err(|e| disagreed(format!("the gatekeeper build failed: {e}")))?;
-        let wapc_message = response["message"].as_str().unwrap_or_default();
+        let violations =
+            violations.map_err(|e| disagreed(format!("the gatekeeper build failed: {e}")))?;
+        let message = response["message"].as_str().unwrap_or_default();
         match (
             response["accepted"] == Value::Bool(true),
             violations.first(),
         ) {
             (true, None) => Ok(response),
-            (false, Some(violation)) if violation.message == wapc_message => Ok(response),
+            (false, Some(violation)) if violation.message == message => Ok(response),
             (true, Some(violation)) => Err(disagreed(format!(
                 "gatekeeper build: rejected ({}) where the waPC build accepted",
                 violation.message
             ))),
             (false, None) => Err(disagreed(format!(
-                "gatekeeper build: allowed where the waPC build rejected ({wapc_message})"
+                "gatekeeper build: allowed where the waPC build rejected ({message})"
             ))),
             (false, Some(violation)) => Err(disagreed(format!(
-                "gatekeeper build: rejected with {:?}, the waPC build with {wapc_message:?}",
+                "gatekeeper build: rejected with {:?}, the waPC build with {message:?}",
                 violation.message
             ))),
         }

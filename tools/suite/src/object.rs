@@ -4,6 +4,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::files::Files;
+
 /// The object in `text`: JSON, or YAML (a superset the files are usually written in). A
 /// Kubernetes `List` is refused: a review holds one object.
 ///
@@ -36,9 +38,9 @@ pub fn parse(text: &str, what: &str) -> Result<Value, String> {
 /// # Errors
 ///
 /// A file that cannot be read, or holds neither JSON nor YAML.
-pub fn read_any(path: &Path) -> Result<Value, String> {
+pub fn read_any(files: &dyn Files, path: &Path) -> Result<Value, String> {
     let what = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{what}: {e}"))?;
+    let text = files.read(path)?;
     serde_json::from_str(&text)
         .or_else(|_| serde_yaml::from_str(&text))
         .map_err(|e| format!("{what}: not YAML or JSON: {e}"))
@@ -49,9 +51,9 @@ pub fn read_any(path: &Path) -> Result<Value, String> {
 /// # Errors
 ///
 /// A file that cannot be read, or whose text [`parse`] refuses.
-pub fn read(path: &Path) -> Result<Value, String> {
+pub fn read(files: &dyn Files, path: &Path) -> Result<Value, String> {
     let what = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{what}: {e}"))?;
+    let text = files.read(path)?;
     parse(&text, &what)
 }
 

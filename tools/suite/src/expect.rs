@@ -181,7 +181,7 @@ mod tests {
             ),
             (
                 Expect {
-                    message_regex: Some(regex::Regex::new("^n.$").unwrap()),
+                    message_regex: Some(regex_lite::Regex::new("^n.$").unwrap()),
                     ..expect(Verdict::Rejected)
                 },
                 &rejected,

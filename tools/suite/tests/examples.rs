@@ -3,10 +3,9 @@
 //! the requester's uid and extra, the options' field manager).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{json, Value};
-use taintguard_cli::review::{review, Operation, Parts, Requester};
+use taintguard_suite::review::{review, Operation, Parts, Requester};
 
 fn examples() -> Vec<PathBuf> {
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
@@ -94,71 +93,4 @@ fn example_requests_rebuild_from_their_parts() {
         rebuilt += 1;
     }
     assert!(rebuilt >= 20, "only {rebuilt} examples rebuilt");
-}
-
-#[test]
-fn the_command_writes_the_review_or_says_what_is_wrong() {
-    let dir = std::env::temp_dir().join(format!("taintguard-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let node = dir.join("node.yaml");
-    std::fs::write(&node, "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-1\nspec:\n  taints:\n  - key: dedicated\n    value: gpu\n    effect: NoSchedule\n").unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_taintguard"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let node = node.to_str().unwrap();
-    let out = run(&[
-        "request",
-        "--operation",
-        "UPDATE",
-        "--patch",
-        "--service-account",
-        "kube-system/node-controller",
-        "--object",
-        node,
-        "--old-object",
-        node,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let review: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(review["request"]["name"], "worker-1");
-    assert_eq!(review["request"]["options"]["kind"], "PatchOptions");
-    assert_eq!(
-        review["request"]["object"]["spec"]["taints"][0]["key"],
-        "dedicated"
-    );
-    let cases: [(&[&str], &str); 4] = [
-        (
-            &["request", "--operation", "UPDATE", "--object", node],
-            "UPDATE needs the old object",
-        ),
-        (&["request", "--object", node], "--operation is required"),
-        (
-            &["request", "--operation", "PATCH"],
-            "unknown operation \"PATCH\"",
-        ),
-        (
-            &[
-                "request",
-                "--operation",
-                "CREATE",
-                "--object",
-                "/nonexistent.yaml",
-            ],
-            "/nonexistent.yaml",
-        ),
-    ];
-    for (args, want) in cases {
-        let out = run(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(want), "{args:?}: {stderr}");
-    }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
