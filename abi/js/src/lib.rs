@@ -13,6 +13,9 @@
 mod defaults;
 pub mod evaluate;
 pub mod registry;
+pub mod suite;
+
+use std::path::{Path, PathBuf};
 
 use js_sys::JSON;
 use wasm_bindgen::prelude::*;
@@ -79,6 +82,52 @@ export function policies(): PolicyInfo[];
 
 /** The package version. */
 export function version(): string;
+
+/** The parts of an AdmissionReview, as `taintguard request` takes them. */
+export interface RequestParts {
+  operation: "CREATE" | "UPDATE" | "DELETE";
+  /** A user, who also gets the group system:authenticated. */
+  user?: string;
+  groups?: string[];
+  /** `namespace/name`. Without `user` or `serviceAccount` the request has no requester. */
+  serviceAccount?: string;
+  /** The object written, as an object or YAML/JSON text (`kubectl get -o yaml`). */
+  object?: object | string;
+  /** The object stored before (UPDATE, DELETE). */
+  oldObject?: object | string;
+  subResource?: string;
+  /** The UPDATE was a PATCH (kubectl patch, server-side apply): options are PatchOptions. */
+  patch?: boolean;
+  uid?: string;
+}
+
+/**
+ * The AdmissionReview the API server would send a webhook for `parts`. Throws an Error naming
+ * the part on a missing or malformed one.
+ */
+export function buildRequest(parts: RequestParts): Record<string, unknown>;
+
+/** How `runTests` reads files: Node's `fs`, or anything that gives text and listings. */
+export interface TestFiles {
+  /** The text of a file; throws when it cannot be read. */
+  read(path: string): string;
+  /** A directory's entries as [name, isDirectory] pairs, or null when `path` is no directory. */
+  list(path: string): Array<[string, boolean]> | null;
+}
+
+export interface TestRun {
+  /** The report: a line per case and the counts, or JUnit XML. */
+  output: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+
+/**
+ * `taintguard test`: runs the test suites (YAML files with `kind: TestSuite`) found under
+ * `paths` through this package's build of each policy. Throws when no suite is found.
+ */
+export function runTests(paths: string[], output: "text" | "junit", files: TestFiles): TestRun;
 "#;
 
 /// Objects go through JSON text: the core reads text, and `JSON.stringify` is the one
@@ -164,4 +213,79 @@ pub fn policies() -> Result<JsValue, JsError> {
 #[wasm_bindgen(skip_typescript)]
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
+}
+
+/// The AdmissionReview the API server would send for `parts` (`RequestParts`).
+#[wasm_bindgen(js_name = buildRequest, skip_typescript)]
+pub fn build_request(parts: JsValue) -> Result<JsValue, JsError> {
+    let parts = json_text(&parts, "parts", None)?;
+    let parts: serde_json::Value =
+        serde_json::from_str(&parts).map_err(|e| JsError::new(&format!("parts: {e}")))?;
+    let review = suite::build_request(&parts).map_err(|e| JsError::new(&e))?;
+    to_js(&review.to_string())
+}
+
+/// `taintguard test` over the caller's files (`TestFiles`).
+#[wasm_bindgen(js_name = runTests, skip_typescript)]
+pub fn run_tests(paths: Vec<String>, output: &str, files: JsValue) -> Result<JsValue, JsError> {
+    let output = match output {
+        "text" => taintguard_suite::Output::Text,
+        "junit" => taintguard_suite::Output::Junit,
+        other => {
+            return Err(JsError::new(&format!(
+                "output: {other:?}; expected \"text\" or \"junit\""
+            )))
+        }
+    };
+    let method = |name: &str| -> Result<js_sys::Function, JsError> {
+        js_sys::Reflect::get(&files, &JsValue::from_str(name))
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .ok_or_else(|| JsError::new(&format!("files.{name}: expected a function")))
+    };
+    let (read, list) = (method("read")?, method("list")?);
+    let thrown = |path: &Path, e: JsValue| {
+        let message = js_sys::Error::from(e).message();
+        format!("{}: {}", path.display(), String::from(message))
+    };
+    let files = suite::Callbacks {
+        read: |path: &Path| {
+            let text = read
+                .call1(&JsValue::NULL, &JsValue::from_str(&path.to_string_lossy()))
+                .map_err(|e| thrown(path, e))?;
+            text.as_string()
+                .ok_or_else(|| format!("{}: files.read gave no string", path.display()))
+        },
+        list: |path: &Path| {
+            let entries = list
+                .call1(&JsValue::NULL, &JsValue::from_str(&path.to_string_lossy()))
+                .map_err(|e| thrown(path, e))?;
+            if entries.is_null() || entries.is_undefined() {
+                return Ok(None);
+            }
+            let text = JSON::stringify(&entries)
+                .map(String::from)
+                .map_err(|_| format!("{}: files.list gave no list", path.display()))?;
+            serde_json::from_str(&text).map(Some).map_err(|e| {
+                format!(
+                    "{}: files.list: expected [name, isDirectory] pairs: {e}",
+                    path.display()
+                )
+            })
+        },
+    };
+    let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
+    let tested = taintguard_suite::test(&files, &paths, output, &mut |suite| {
+        Ok(Box::new(suite::PackageJudge::for_suite(suite)?)
+            as Box<dyn taintguard_suite::run::Judge>)
+    })
+    .map_err(|e| JsError::new(&e))?;
+    let totals = &tested.totals;
+    let result = serde_json::json!({
+        "output": tested.output,
+        "passed": totals.passed,
+        "failed": totals.failed,
+        "skipped": totals.skipped,
+    });
+    to_js(&result.to_string())
 }
