@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("taintguard {command}: {e}\n\n{USAGE}");
+            eprintln!("taintguard {command}: {e}\n(taintguard --help says how to call it)");
             ExitCode::from(2)
         }
     }

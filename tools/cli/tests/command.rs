@@ -71,3 +71,192 @@ fn the_command_writes_the_review_or_says_what_is_wrong() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn taintguard(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_taintguard"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn the_examples_pass_in_both_builds() {
+    let (code, stdout, stderr) = taintguard(&["test", "../../policies"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let (last, cases) = lines.split_last().unwrap();
+    assert!(last.ends_with(" passed, 0 failed"), "{last}");
+    assert!(cases.iter().all(|l| l.starts_with("pass  ")), "{stdout}");
+    assert!(cases.len() >= 70, "only {} cases", cases.len());
+    let both = cases
+        .iter()
+        .filter(|l| l.ends_with("(waPC + gatekeeper)"))
+        .count();
+    assert!(
+        both >= 30,
+        "only {both} cases checked in the gatekeeper build"
+    );
+}
+
+#[test]
+fn a_failing_suite_fails_with_a_line_per_difference() {
+    let (code, stdout, _) = taintguard(&["test", "tests/suites/failing.yml"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let want = [
+        "FAIL  failing / wrong verdict\n        verdict: expected accepted, got mutated\n",
+        "FAIL  failing / wrong taints after\n        patchedObject.spec.taints: expected [], got \
+         [{\"effect\":\"NoSchedule\",\"key\":\"example.com/dedicated\",\"value\":\"gpu\"}]\n",
+        "FAIL  failing / wrong message (waPC + gatekeeper)\n        message: expected it to \
+         contain \"may remove\", got \"taint-preservation: ",
+        "FAIL  failing / unlisted warning\n        warnings[0]: not expected, got",
+        "FAIL  failing / second step fails\n        step 2 (\"another controller uncordons\"): \
+         verdict: expected accepted, got mutated\n",
+        "skip  failing / skipped on purpose: shows the skip line\n",
+        "pass  failing / right\n",
+        "1 passed, 5 failed, 1 skipped\n",
+    ];
+    for fragment in want {
+        assert!(stdout.contains(fragment), "{fragment:?} not in:\n{stdout}");
+    }
+
+    let (code, xml, stderr) = taintguard(&["test", "--output", "junit", "tests/suites"]);
+    assert_eq!(code, Some(1));
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(
+        xml.contains(
+            "<testsuites name=\"taintguard test\" tests=\"8\" failures=\"6\" skipped=\"1\">"
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure type=\"taintguard-builds-disagree\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<skipped message=\"shows the skip line\"/>"),
+        "{xml}"
+    );
+    assert_eq!(stderr.trim(), "1 passed, 6 failed, 1 skipped");
+}
+
+#[test]
+fn builds_that_disagree_are_taintguards_failure() {
+    let (code, stdout, _) = taintguard(&["test", "tests/suites/disagreeing.yml"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("FAIL [taintguard bug]  disagreeing / a stale patch in deny mode"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("this is taintguard's bug, not the suite's"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_suites_name_the_file_the_case_and_the_field() {
+    let dir = std::env::temp_dir().join(format!("taintguard-suites-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let head = "apiVersion: taintguard.io/v1alpha1\nkind: TestSuite\npolicy: x.wasm\ncases:\n";
+    let create =
+        "    operation: CREATE\n    object: {apiVersion: v1, kind: Node, metadata: {name: n}}\n";
+    let cases: [(&str, String, &str); 8] = [
+        (
+            "no-expect",
+            format!("{head}  - name: one\n{create}"),
+            "case \"one\": expect: required: a case without an expectation proves nothing",
+        ),
+        (
+            "misspelt",
+            format!("{head}  - name: one\n{create}    expect: {{verdict: accepted, mesage: x}}\n"),
+            "cases[0].expect: unknown field `mesage`",
+        ),
+        (
+            "verdict",
+            format!("{head}  - name: one\n{create}    expect: {{verdict: acepted}}\n"),
+            "cases[0].expect.verdict: unknown variant `acepted`",
+        ),
+        (
+            "version",
+            "apiVersion: v1\nkind: TestSuite\npolicy: x.wasm\ncases: []\n".to_owned(),
+            "apiVersion: \"v1\" is not \"taintguard.io/v1alpha1\"",
+        ),
+        (
+            "missing-file",
+            format!("{head}  - name: one\n    operation: CREATE\n    object: node.yaml\n    expect: {{verdict: accepted}}\n"),
+            "case \"one\": object: ",
+        ),
+        (
+            "two-writes",
+            format!("{head}  - name: one\n{create}    mergePatch: {{}}\n    expect: {{verdict: accepted}}\n"),
+            "case \"one\": give one of `object`, `mergePatch` and `jsonPatch`",
+        ),
+        (
+            "step",
+            format!("{head}  - name: one\n    steps:\n      - name: first\n        operation: CREAT\n"),
+            "case \"one\": steps[0] (\"first\"): operation: unknown operation \"CREAT\"",
+        ),
+        (
+            "message-on-accept",
+            format!("{head}  - name: one\n{create}    expect: {{verdict: accepted, message: x}}\n"),
+            "case \"one\": expect.message: only a rejection has a message",
+        ),
+    ];
+    for (name, text, want) in &cases {
+        let path = dir.join(format!("{name}.yml"));
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap();
+        let (code, stdout, _) = taintguard(&["test", path]);
+        assert_eq!(code, Some(1), "{name}: {stdout}");
+        assert!(
+            stdout.contains(&format!("{path}: {want}")),
+            "{name}: {want:?} not in {stdout}"
+        );
+    }
+    let (code, _, stderr) = taintguard(&["test", dir.join("none").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    let (code, _, stderr) = taintguard(&["test", dir.join("empty").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no test suite"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn what_if_judges_stored_objects_as_the_audit_scanner_does() {
+    let pod = |name: &str, tolerations: serde_json::Value| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "tenant-a", "uid": format!("uid-{name}")},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}], "tolerations": tolerations}})
+    };
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        pod("web", serde_json::json!([])),
+        pod("gpu-job", serde_json::json!([{"key": "dedicated", "operator": "Exists"}])),
+    ]});
+    let path = std::env::temp_dir().join(format!("taintguard-what-if-{}.json", std::process::id()));
+    std::fs::write(&path, list.to_string()).unwrap();
+    let settings = "../../policies/toleration-injection/examples/settings/tenant-restriction.json";
+    let (code, stdout, stderr) = taintguard(&[
+        "what-if",
+        "--policy",
+        "../../dist/toleration-injection.wasm",
+        "-s",
+        settings,
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "accepted  Pod tenant-a/web", "{stdout}");
+    assert!(
+        lines[1].starts_with("rejected  Pod tenant-a/gpu-job: toleration-injection: "),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &"2 objects: 1 accepted, 0 mutated, 1 rejected"
+    );
+}
