@@ -260,3 +260,47 @@ fn what_if_judges_stored_objects_as_the_audit_scanner_does() {
         &"2 objects: 1 accepted, 0 mutated, 1 rejected"
     );
 }
+
+/// The README's worked examples, as a user would run them: a node without protected taints and
+/// flannel's DaemonSet as `kubectl get -o yaml` gives them, and the suites as the README writes
+/// them.
+#[test]
+fn the_readme_suites_pass() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let section = &readme[readme.find("## Testing your settings").unwrap()..];
+    let section = &section[..section.find("\n## ").unwrap()];
+    let suites: Vec<&str> = section
+        .split("```yaml\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap())
+        .collect();
+    assert_eq!(suites.len(), 2, "{section}");
+    let dir = std::env::temp_dir().join(format!("taintguard-readme-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    let examples = repo.join("policies");
+    let node =
+        std::fs::read_to_string(examples.join("taint-preservation/examples/objects/worker-1.yaml"))
+            .unwrap();
+    let node = node.replace(
+        "  taints:\n  - key: example.com/dedicated\n    value: gpu\n    effect: NoSchedule\n",
+        "",
+    );
+    assert!(!node.contains("taints"), "{node}");
+    std::fs::write(dir.join("tests/worker-1.yaml"), node).unwrap();
+    std::fs::copy(
+        examples.join("toleration-injection/examples/objects/flannel-daemonset.yaml"),
+        dir.join("tests/flannel.yaml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("settings.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(repo.join("dist").canonicalize().unwrap(), dir.join("dist"))
+        .unwrap();
+    for (i, suite) in suites.iter().enumerate() {
+        std::fs::write(dir.join(format!("tests/suite-{i}.yml")), suite).unwrap();
+    }
+    let (code, stdout, stderr) = taintguard(&["test", dir.join("tests").to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.ends_with("3 passed, 0 failed\n"), "{stdout}");
+}
