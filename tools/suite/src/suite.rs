@@ -39,12 +39,29 @@ struct SuiteFile {
     cases: Vec<CaseFile>,
 }
 
-/// What a case or a step writes, and who writes it: the fields both share.
+/// A case as written, or a step of one: a step is a write (who, what, the expectation) without
+/// the case's own fields.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct WriteFile {
+struct CaseFile {
+    /// Required for a case; a step is named after its place when it has none.
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    skip: Option<String>,
+    #[serde(default)]
+    settings: Option<Value>,
+    #[serde(default)]
+    settings_file: Option<PathBuf>,
+    #[serde(default)]
+    cluster: Option<ClusterFile>,
+    /// A ready AdmissionReview (or AdmissionRequest): a file or inline.
+    #[serde(default)]
+    request: Option<Value>,
+    #[serde(default)]
+    old_object: Option<Value>,
+    #[serde(default)]
+    steps: Option<Vec<CaseFile>>,
     #[serde(default)]
     operation: Option<String>,
     #[serde(default)]
@@ -65,43 +82,33 @@ struct WriteFile {
     expect: Option<ExpectFile>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CaseFile {
-    name: String,
-    #[serde(default)]
-    skip: Option<String>,
-    #[serde(default)]
-    settings: Option<Value>,
-    #[serde(default)]
-    settings_file: Option<PathBuf>,
-    #[serde(default)]
-    cluster: Option<ClusterFile>,
-    /// A ready AdmissionReview (or AdmissionRequest): a file or inline.
-    #[serde(default)]
-    request: Option<Value>,
-    #[serde(default)]
-    old_object: Option<Value>,
-    #[serde(default)]
-    operation: Option<String>,
-    #[serde(default)]
-    user: Option<String>,
-    #[serde(default)]
-    groups: Vec<String>,
-    #[serde(default)]
-    service_account: Option<String>,
-    #[serde(default)]
-    sub_resource: Option<String>,
-    #[serde(default)]
-    object: Option<Value>,
-    #[serde(default)]
-    merge_patch: Option<Value>,
-    #[serde(default)]
-    json_patch: Option<Value>,
-    #[serde(default)]
-    expect: Option<ExpectFile>,
-    #[serde(default)]
-    steps: Option<Vec<WriteFile>>,
+impl CaseFile {
+    /// Whether it names any part of a write beside its expectation.
+    fn writes(&self) -> bool {
+        self.operation.is_some()
+            || self.user.is_some()
+            || !self.groups.is_empty()
+            || self.service_account.is_some()
+            || self.sub_resource.is_some()
+            || self.object.is_some()
+            || self.merge_patch.is_some()
+            || self.json_patch.is_some()
+    }
+
+    /// The first of the case's own fields it has, which a step may not.
+    fn case_field(&self) -> Option<&'static str> {
+        [
+            ("skip", self.skip.is_some()),
+            ("settings", self.settings.is_some()),
+            ("settingsFile", self.settings_file.is_some()),
+            ("cluster", self.cluster.is_some()),
+            ("request", self.request.is_some()),
+            ("oldObject", self.old_object.is_some()),
+            ("steps", self.steps.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(field, present)| present.then_some(field))
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -306,16 +313,16 @@ fn check_suite(file: SuiteFile, dir: &Base<'_>) -> Result<Suite, String> {
     }
     let mut cases = Vec::with_capacity(file.cases.len());
     for (i, case) in file.cases.into_iter().enumerate() {
-        let name = case.name.clone();
-        if cases.iter().any(|c: &Case| c.name == name) {
-            return Err(format!(
-                "cases[{i}] (\"{name}\"): another case has this name"
-            ));
-        }
-        cases.push(
-            check_case(case, dir, &settings, &cluster)
-                .map_err(|e| format!("case \"{name}\": {e}"))?,
-        );
+        let at = match &case.name {
+            Some(name) if cases.iter().any(|c: &Case| &c.name == name) => {
+                return Err(format!(
+                    "cases[{i}] (\"{name}\"): another case has this name"
+                ));
+            }
+            Some(name) => format!("case \"{name}\""),
+            None => format!("cases[{i}]"),
+        };
+        cases.push(check_case(case, dir, &settings, &cluster).map_err(|e| format!("{at}: {e}"))?);
     }
     let name = file.name.unwrap_or_else(|| {
         file.policy
@@ -333,45 +340,29 @@ fn check_suite(file: SuiteFile, dir: &Base<'_>) -> Result<Suite, String> {
 }
 
 fn check_case(
-    case: CaseFile,
+    mut case: CaseFile,
     dir: &Base<'_>,
     suite_settings: &Value,
     suite_cluster: &Cluster,
 ) -> Result<Case, String> {
-    let settings = settings(dir, case.settings, case.settings_file.as_deref())?
+    let name = case.name.take().ok_or("name: required")?;
+    let settings_file = case.settings_file.take();
+    let settings = settings(dir, case.settings.take(), settings_file.as_deref())?
         .unwrap_or_else(|| suite_settings.clone());
-    let cluster = match case.cluster {
+    let cluster = match case.cluster.take() {
         Some(c) => cluster(dir, c).map_err(|e| format!("cluster.{e}"))?,
         None => suite_cluster.clone(),
     };
-    let builder = WriteFile {
-        name: None,
-        operation: case.operation,
-        user: case.user,
-        groups: case.groups,
-        service_account: case.service_account,
-        sub_resource: case.sub_resource,
-        object: case.object,
-        merge_patch: case.merge_patch,
-        json_patch: case.json_patch,
-        expect: None,
-    };
-    let built_from_parts = builder.operation.is_some()
-        || builder.user.is_some()
-        || !builder.groups.is_empty()
-        || builder.service_account.is_some()
-        || builder.sub_resource.is_some()
-        || builder.object.is_some()
-        || builder.merge_patch.is_some()
-        || builder.json_patch.is_some();
     let stored = case
         .old_object
+        .take()
         .map(|o| source(dir, o, "oldObject"))
         .transpose()?;
-    let (requests, expect) = match (case.request, case.steps) {
+    let skip = case.skip.take();
+    let (requests, expect) = match (case.request.take(), case.steps.take()) {
         (Some(_), Some(_)) => return Err("give `request` or `steps`, not both".to_owned()),
         (Some(request), None) => {
-            if built_from_parts || stored.is_some() {
+            if case.writes() || stored.is_some() {
                 return Err(
                     "`request` is a whole AdmissionReview: it takes no operation, requester or \
                      objects beside it"
@@ -391,7 +382,7 @@ fn check_case(
             )
         }
         (None, Some(steps)) => {
-            if built_from_parts || case.expect.is_some() {
+            if case.writes() || case.expect.is_some() {
                 return Err(
                     "a case with `steps` writes through them: operation, requester, object and \
                      expect belong to each step"
@@ -409,18 +400,20 @@ fn check_case(
                         .name
                         .clone()
                         .unwrap_or_else(|| format!("step {}", i + 1));
-                    check_step(step, dir, name.clone())
-                        .map_err(|e| format!("steps[{i}] (\"{name}\"): {e}"))
+                    let checked = match step.case_field() {
+                        Some(field) => Err(format!(
+                            "{field}: belongs to the case; a step is a write (requester, \
+                             operation, object or patch) and its expect"
+                        )),
+                        None => check_step(step, dir, name.clone()),
+                    };
+                    checked.map_err(|e| format!("steps[{i}] (\"{name}\"): {e}"))
                 })
                 .collect::<Result<_, _>>()?;
             (Requests::Steps { stored, steps }, None)
         }
         (None, None) => {
-            let write = WriteFile {
-                expect: case.expect,
-                ..builder
-            };
-            let step = check_step(write, dir, case.name.clone())?;
+            let step = check_step(case, dir, name.clone())?;
             (
                 Requests::Steps {
                     stored,
@@ -431,8 +424,8 @@ fn check_case(
         }
     };
     Ok(Case {
-        name: case.name,
-        skip: case.skip,
+        name,
+        skip,
         settings,
         cluster,
         requests,
@@ -440,7 +433,7 @@ fn check_case(
     })
 }
 
-fn check_step(step: WriteFile, dir: &Base<'_>, name: String) -> Result<Step, String> {
+fn check_step(step: CaseFile, dir: &Base<'_>, name: String) -> Result<Step, String> {
     let operation = step
         .operation
         .as_deref()
