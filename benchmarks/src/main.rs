@@ -201,6 +201,8 @@ struct Options<'a> {
     baseline: &'a Path,
     baseline_gatekeeper: &'a Path,
     null: &'a Path,
+    walk: &'a Path,
+    mutate: &'a Path,
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -217,6 +219,8 @@ fn run(options: &Options) -> Result<(), String> {
     let modules = realhost::Modules {
         null: options.null.to_owned(),
         baseline: options.baseline.to_owned(),
+        walk: options.walk.to_owned(),
+        mutate: options.mutate.to_owned(),
         dist: repo.join("dist"),
     };
     let timing = if options.quick {
@@ -296,10 +300,10 @@ fn main() -> ExitCode {
             _ => paths.push(Path::new(arg)),
         }
     }
-    let [baseline, baseline_gatekeeper, null] = paths[..] else {
+    let [baseline, baseline_gatekeeper, null, walk, mutate] = paths[..] else {
         eprintln!(
             "usage: bench [--quick] [--only TEXT]... [--real-host] BASELINE_WASM \
-             BASELINE_GATEKEEPER_WASM NULL_WASM | bench --dump DIR"
+             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM | bench --dump DIR"
         );
         return ExitCode::from(2);
     };
@@ -310,6 +314,8 @@ fn main() -> ExitCode {
         baseline,
         baseline_gatekeeper,
         null,
+        walk,
+        mutate,
     };
     match run(&options) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,9 @@
 //! The policies the way users run them: Kubewarden's real policy-server on loopback, loaded with
 //! `wrk`, each policy interleaved in time with a null module (accepts without reading: the host's
-//! own cost) and the parse-only baseline on the same request and settings.
+//! own cost), the parse-only baseline, and the anchor of its verdict on the same request and
+//! settings: the walk-only module (reads the request, builds nothing, accepts) for an accepted or
+//! rejected request, the mutate-only module (hands back the object with one member added) for a
+//! mutation. The anchor is the least the policy's job costs.
 
 mod load;
 pub mod report;
@@ -83,8 +86,22 @@ pub const QUICK: Timing = Timing {
 /// relative to the repository.
 pub const RUN_DIR: &str = "target/bench/real-host";
 
-/// The modules of one case, in the order each round runs them.
-pub const MODULES: [&str; 3] = ["null", "policy", "baseline"];
+/// The modules of one case, in the order each round runs them; `anchor` is the walk-only or the
+/// mutate-only module, by the case's verdict ([`anchor`]).
+pub const MODULES: [&str; 4] = ["null", "policy", "baseline", "anchor"];
+
+/// Where [`MODULES`] places each.
+pub const POLICY: usize = 1;
+pub const BASELINE: usize = 2;
+pub const ANCHOR: usize = 3;
+
+/// The anchor of a verdict: what the least module answering it must do.
+pub fn anchor(expect: Expect) -> &'static str {
+    match expect {
+        Expect::Mutated => "mutate",
+        Expect::Accepted | Expect::Rejected => "walk",
+    }
+}
 
 /// Points of one module at one concurrency, one per round.
 #[derive(Default)]
@@ -96,18 +113,22 @@ pub struct Series {
 pub struct Measured {
     pub connections: u32,
     /// Indexed as [`MODULES`].
-    pub series: [Series; 3],
+    pub series: [Series; 4],
 }
 
 impl Measured {
     /// Per round, `module`'s req/s over the null module's in the same round.
     pub fn ratios(&self, module: usize) -> Vec<f64> {
-        let [null, ..] = &self.series;
+        self.ratios_to(module, 0)
+    }
+
+    /// Per round, `module`'s req/s over `base`'s in the same round.
+    pub fn ratios_to(&self, module: usize, base: usize) -> Vec<f64> {
         let series = &self.series[module];
         let pairs = series.requests_per_second.iter();
         pairs
-            .zip(&null.requests_per_second)
-            .map(|(m, n)| m / n)
+            .zip(&self.series[base].requests_per_second)
+            .map(|(m, b)| m / b)
             .collect()
     }
 }
@@ -138,6 +159,9 @@ pub enum Outcome {
 pub struct Modules {
     pub null: PathBuf,
     pub baseline: PathBuf,
+    /// The anchors: `benchmarks/walk-policy` and `benchmarks/mutate-policy`.
+    pub walk: PathBuf,
+    pub mutate: PathBuf,
     /// `dist/`, holding `<policy>.wasm`.
     pub dist: PathBuf,
 }
@@ -180,7 +204,7 @@ fn post(url: &str, body: &Path) -> Result<Value, String> {
 /// A case ready to load: its policy ids and its AdmissionReview body on disk.
 struct Prepared<'a> {
     input: &'a Input,
-    ids: [String; 3],
+    ids: [String; 4],
     body: PathBuf,
     body_bytes: usize,
 }
@@ -205,11 +229,14 @@ fn prepare<'a>(
                 let index = configurations.len();
                 configurations.push(key);
                 let policy = modules.dist.join(format!("{}.wasm", input.policy));
-                for (module, path) in
-                    MODULES
-                        .iter()
-                        .zip([&modules.null, &policy, &modules.baseline])
-                {
+                let loaded = [
+                    ("null", &modules.null),
+                    ("policy", &policy),
+                    ("baseline", &modules.baseline),
+                    ("walk", &modules.walk),
+                    ("mutate", &modules.mutate),
+                ];
+                for (module, path) in loaded {
                     entries.push(server::Entry {
                         id: format!("{module}-{index}"),
                         module: path.clone(),
@@ -226,7 +253,10 @@ fn prepare<'a>(
         std::fs::write(&body, &text).map_err(|e| format!("{}: {e}", body.display()))?;
         prepared.push(Prepared {
             input,
-            ids: MODULES.map(|module| format!("{module}-{index}")),
+            ids: MODULES.map(|module| match module {
+                "anchor" => format!("{}-{index}", anchor(input.expect)),
+                module => format!("{module}-{index}"),
+            }),
             body,
             body_bytes: text.len(),
         });
@@ -234,16 +264,16 @@ fn prepare<'a>(
     Ok((prepared, entries))
 }
 
-/// Every module's answer to the case, once, before any load: the policy's must be the expected
-/// verdict and the floors' an acceptance, so no figure is of an error path.
+/// Every module's answer to the case, once, before any load: the policy's and the anchor's must
+/// be the expected verdict (the walk-only anchor accepts where the policy rejects) and the
+/// floors' an acceptance, so no figure is of an error path.
 fn check(server: &server::PolicyServer, case: &Prepared) -> Result<(), String> {
     for (module, id) in MODULES.iter().zip(&case.ids) {
         let answer = post(&server.url(id), &case.body)?;
         let got = verdict(&answer)?;
-        let want = if *module == "policy" {
-            case.input.expect
-        } else {
-            Expect::Accepted
+        let want = match (*module, case.input.expect) {
+            ("policy", expect) | ("anchor", expect @ Expect::Mutated) => expect,
+            _ => Expect::Accepted,
         };
         if got != want {
             return Err(format!(
@@ -270,7 +300,7 @@ fn measure(
     for url in &urls {
         point(url, timing.warm_up_seconds)?;
     }
-    let mut series: [Series; 3] = Default::default();
+    let mut series: [Series; 4] = Default::default();
     for _ in 0..timing.rounds {
         for (url, series) in urls.iter().zip(&mut series) {
             let p = point(url, timing.seconds)?;

@@ -1,31 +1,21 @@
-//! The real-host section of `benchmarks/results.md`: targets checked on the saturated points,
-//! then every point's throughput and p99 for the policy, the null module and the baseline.
+//! The real-host section of `benchmarks/results.md`: targets checked on the saturated points
+//! against the anchor of each verdict, then every point's throughput and p99 for the policy, the
+//! null module, the baseline and the anchor.
 
 use std::fmt::Write;
 
 use wasm_tests::examples::Expect;
 
-use super::{CaseResult, Measured, Outcome, Run, CONNECTIONS, MODULES};
+use super::{
+    anchor, CaseResult, Measured, Outcome, Run, ANCHOR, BASELINE, CONNECTIONS, MODULES, POLICY,
+};
 
 /// The heading that starts the section; `--real-host` rewrites from it to the next `## `.
 pub const HEADING: &str = "## Real host: policy-server over loopback";
 
-/// Saturated, taint-preservation's accepted updates keep at least this share of the null
-/// module's throughput.
-pub const ACCEPTED_TARGET: f64 = 0.8;
-
-/// Saturated policy ÷ null ratios of the mutating cases with the modules as they were before
-/// the core's readers were reduced to serde views (one `--real-host` run of those modules on this
-/// otherwise idle 2-core machine, just before the same run of the simplified ones). A mutation
-/// makes policy-server parse and diff the returned object, which the null module never makes it
-/// do, so these sit below the accepted updates' target.
-pub const MUTATION_FLOORS: [(&str, f64); 5] = [
-    ("Node stale write, 10 taints, 50 images", 0.69),
-    ("incident-1-stale-taint-patch [default]", 0.74),
-    ("incident-3-readd-uninitialized [default]", 0.74),
-    ("hostpath-helper-pod [hostpath-provisioner]", 0.71),
-    ("flannel-v0.24.4-daemonset [default]", 0.77),
-];
+/// Saturated, every accepted request keeps at least this share of the walk-only anchor's
+/// throughput, and every mutation of the mutate-only anchor's (issue 28).
+pub const ANCHOR_TARGET: f64 = 0.95;
 
 fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
@@ -55,7 +45,12 @@ pub fn line(m: &Measured) -> String {
             median(&series.p99) / 1000.0
         );
     }
-    let _ = write!(out, "policy/null {:.2}x", median(&m.ratios(1)));
+    let _ = write!(
+        out,
+        "policy/null {:.2}x policy/anchor {:.2}x",
+        median(&m.ratios(POLICY)),
+        median(&m.ratios_to(POLICY, ANCHOR))
+    );
     out
 }
 
@@ -67,16 +62,10 @@ fn verdict(expect: Expect) -> &'static str {
     }
 }
 
-/// The target of a case, if it has one: the bound and what it is.
-fn target(case: &CaseResult) -> Option<(f64, &'static str)> {
-    match (case.policy, case.expect) {
-        ("taint-preservation", Expect::Accepted) => Some((ACCEPTED_TARGET, "≥ 0.80x null")),
-        (_, Expect::Mutated) => MUTATION_FLOORS
-            .iter()
-            .find(|(name, _)| *name == case.name)
-            .map(|&(_, floor)| (floor, "≥ floor")),
-        _ => None,
-    }
+/// The target of a case, if it has one: accepted requests and mutations are held to their
+/// anchor; a rejection is a diagnostic.
+fn target(case: &CaseResult) -> Option<f64> {
+    (case.expect != Expect::Rejected).then_some(ANCHOR_TARGET)
 }
 
 fn saturated(case: &CaseResult) -> &Measured {
@@ -102,26 +91,27 @@ fn mark(ratios: &[f64], bound: f64) -> &'static str {
 /// One line per case with a target, for the summary and the report to the terminal.
 pub fn targets(run: &Run) -> String {
     let mut out = String::from(
-        "| input | verdict | target, saturated | policy ÷ null: median (rounds' range) | |\n\
-         |---|---|---|---|---|\n",
+        "| input | verdict | anchor | policy ÷ anchor: median (rounds' range) | target | anchor ÷ null | policy ÷ null |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     for case in &run.cases {
-        let ratios = saturated(case).ratios(1);
+        let point = saturated(case);
+        let ratios = point.ratios_to(POLICY, ANCHOR);
         let (min, max) = range(&ratios);
-        let (bound, text) = match target(case) {
-            Some((bound, text)) => (
-                format!("{text} ({bound:.2}x)"),
-                mark(&ratios, bound).to_owned(),
-            ),
-            None => ("none (diagnostic)".to_owned(), String::new()),
+        let bound = match target(case) {
+            Some(bound) => format!("≥ {bound:.2}x: {}", mark(&ratios, bound)),
+            None => "none (diagnostic)".to_owned(),
         };
         let _ = writeln!(
             out,
-            "| {} {} | {} | {bound} | {:.2}x ({min:.2}-{max:.2}) | {text} |",
+            "| {} {} | {} | {} | {:.2}x ({min:.2}-{max:.2}) | {bound} | {:.2}x | {:.2}x |",
             case.policy,
             case.name,
             verdict(case.expect),
+            anchor(case.expect),
             median(&ratios),
+            median(&point.ratios(ANCHOR)),
+            median(&point.ratios(POLICY)),
         );
     }
     out
@@ -132,15 +122,22 @@ fn intro(run: &Run) -> String {
     format!(
         "{} with `{}` (workers and timeout protection at their defaults: one worker per core, \
          {} cores here; log level warn, as at info it writes a line per request). Each input is POSTed as an AdmissionReview to \
-         `/validate/<id>` of three policies loaded side by side with the same settings: the \
+         `/validate/<id>` of four policies loaded side by side with the same settings: the \
          policy (`dist/<policy>.wasm`), **null** (`benchmarks/null-policy`: accepts without \
-         reading the request, so its throughput is what policy-server itself allows) and \
-         **baseline** (the parse-only module above). Every answer is checked once before any \
-         load (the policy's verdict is the example's, null's and baseline's an acceptance), so \
-         no figure is of an error path.\n\n\
+         reading the request, so its throughput is what policy-server itself allows), \
+         **baseline** (the parse-only module above) and the **anchor** of the policy's verdict: \
+         **walk** (`benchmarks/walk-policy`: reads the whole request into \
+         `serde::de::IgnoredAny`, builds nothing, accepts) for an accepted or rejected request, \
+         **mutate** (`benchmarks/mutate-policy`: finds `request.object` as a borrowed slice, \
+         inserts one member and returns it as `mutated_object`, which policy-server diffs into a \
+         JSONPatch) for a mutation. The anchor is the least the verdict costs. Every answer is \
+         checked once before any load (the policy's verdict is the example's, the mutate \
+         anchor's a mutation, the others' an acceptance), so no figure is of an error \
+         path.\n\n\
          Load: `wrk` with one thread and a fixed number of connections ({} = low, {} = \
          saturated), {} s per point after a {} s warm-up of each module; {} rounds, each running \
-         null, policy, baseline in turn on the same input, so that drift hits all three alike. \
+         null, policy, baseline, anchor in turn on the same input, so that drift hits all four \
+         alike. \
          A ratio is the median over rounds of the module's req/s ÷ null's req/s in the same \
          round; the range shows the noise. p99 is the median of the rounds' p99. The machine \
          is shared with other builds: read the ratios, not the absolutes.\n",
@@ -166,19 +163,21 @@ pub fn section(outcome: &Outcome) -> String {
     out.push_str(&targets(run));
     out.push_str(
         "\n### Throughput and latency\n\n\
-         | input | verdict | body KiB | connections | req/s policy / null / baseline | policy ÷ null (range) | baseline ÷ null | p99 ms policy / null / baseline |\n\
-         |---|---|---|---|---|---|---|---|\n",
+         | input | verdict | body KiB | connections | req/s policy / null / baseline / anchor | policy ÷ null (range) | policy ÷ anchor (range) | anchor ÷ null | baseline ÷ null | p99 ms policy / null / baseline / anchor |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for case in &run.cases {
         for m in &case.points {
-            let [null, policy, baseline] = &m.series;
-            let ratios = m.ratios(1);
-            let (min, max) = range(&ratios);
+            let [null, policy, baseline, anchor_series] = &m.series;
             let rps = |s: &super::Series| median(&s.requests_per_second);
             let p99 = |s: &super::Series| median(&s.p99) / 1000.0;
+            let with_range = |ratios: Vec<f64>| {
+                let (min, max) = range(&ratios);
+                format!("{:.2}x ({min:.2}-{max:.2})", median(&ratios))
+            };
             let _ = writeln!(
                 out,
-                "| {} {} | {} | {:.1} | {} | {:.0} / {:.0} / {:.0} | {:.2}x ({min:.2}-{max:.2}) | {:.2}x | {:.2} / {:.2} / {:.2} |",
+                "| {} {} | {} | {:.1} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {} | {} | {:.2}x | {:.2}x | {:.2} / {:.2} / {:.2} / {:.2} |",
                 case.policy,
                 case.name,
                 verdict(case.expect),
@@ -187,11 +186,15 @@ pub fn section(outcome: &Outcome) -> String {
                 rps(policy),
                 rps(null),
                 rps(baseline),
-                median(&ratios),
-                median(&m.ratios(2)),
+                rps(anchor_series),
+                with_range(m.ratios(POLICY)),
+                with_range(m.ratios_to(POLICY, ANCHOR)),
+                median(&m.ratios(ANCHOR)),
+                median(&m.ratios(BASELINE)),
                 p99(policy),
                 p99(null),
                 p99(baseline),
+                p99(anchor_series),
             );
         }
     }

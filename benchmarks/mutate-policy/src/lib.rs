@@ -1,0 +1,53 @@
+//! The mutating anchor of the real-host benchmark: a module that finds `request.object` as a
+//! borrowed slice of the payload (reading the rest of the request without keeping it), inserts
+//! one member at its start and hands it back as `mutated_object`, which policy-server then
+//! parses and diffs into a one-operation JSONPatch. Whatever a mutating policy costs beyond this
+//! is its own.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use wapc_guest::CallResult;
+
+#[no_mangle]
+pub extern "C" fn wapc_init() {
+    wapc_guest::register_function("validate", validate);
+    wapc_guest::register_function("validate_settings", |_| Ok(br#"{"valid":true}"#.to_vec()));
+    wapc_guest::register_function("protocol_version", |_| Ok(br#""v1""#.to_vec()));
+}
+
+#[derive(Deserialize)]
+struct Payload<'a> {
+    #[serde(borrow)]
+    request: Request<'a>,
+}
+
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// The member added: a name no Kubernetes object has, so the patch is one `add`.
+const MEMBER: &str = r#""taintguardBenchmark":true"#;
+
+fn validate(payload: &[u8]) -> CallResult {
+    let payload: Payload = serde_json::from_slice(payload)?;
+    let object = payload.request.object.get();
+    let inner = object
+        .trim_start()
+        .strip_prefix('{')
+        .ok_or("request.object is not a JSON object")?;
+    let separator = if inner.trim_start().starts_with('}') {
+        ""
+    } else {
+        ","
+    };
+    let head = r#"{"accepted":true,"mutated_object":{"#;
+    let mut out = String::with_capacity(head.len() + MEMBER.len() + object.len() + 2);
+    out.push_str(head);
+    out.push_str(MEMBER);
+    out.push_str(separator);
+    out.push_str(inner);
+    out.push('}');
+    Ok(out.into_bytes())
+}
