@@ -393,12 +393,12 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
     let suite = taintguard_suite::suite::load(&taintguard_suite::files::Disk, &examples)?;
     let mut replayed = 0;
     for (i, case) in suite.cases.iter().enumerate() {
-        let (Some(session), taintguard_suite::suite::Requests::Review(request), Some(expect)) =
-            (&case.cluster.session, &case.requests, &case.expect)
+        let (Some(session), taintguard_suite::suite::Requests::Review { review, expect }) =
+            (&case.cluster.session, &case.requests)
         else {
             continue;
         };
-        let answer = replay(&format!("case-{i}"), request, &case.settings, session)?;
+        let answer = replay(&format!("case-{i}"), review, &case.settings, session)?;
         let got = if answer["allowed"] != true {
             "rejected"
         } else if answer.get("patch").is_some_and(|p| !p.is_null()) {

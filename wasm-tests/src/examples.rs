@@ -67,15 +67,15 @@ pub fn load(dir: &Path) -> Result<Vec<Example>, String> {
         .cases
         .into_iter()
         .filter_map(|case| {
-            let Requests::Review(request) = case.requests else {
+            let Requests::Review { review, expect } = case.requests else {
                 return None;
             };
             Some(Example {
                 name: case.name,
-                request,
+                request: review,
                 settings: case.settings,
                 session: case.cluster.session,
-                expect: case.expect?.verdict,
+                expect: expect.verdict,
             })
         })
         .collect())

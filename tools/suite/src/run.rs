@@ -166,8 +166,7 @@ impl CaseRun<'_> {
             )));
         }
         match &self.case.requests {
-            Requests::Review(review) => {
-                let expect = self.case.expect.as_ref().expect("a review's case expects");
+            Requests::Review { review, expect } => {
                 let response = self.judge_request(review)?;
                 let object = &admission_request(review)["object"];
                 let problems = differences(expect, &response, object);

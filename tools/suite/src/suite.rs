@@ -232,8 +232,8 @@ pub struct Step {
 /// What a case sends.
 #[derive(Debug, Clone)]
 pub enum Requests {
-    /// A ready AdmissionReview.
-    Review(Value),
+    /// A ready AdmissionReview, and what it must get.
+    Review { review: Value, expect: Expect },
     /// Writes applied in turn to what the previous one stored, starting from `stored`.
     Steps {
         stored: Option<Value>,
@@ -248,8 +248,6 @@ pub struct Case {
     pub settings: Value,
     pub cluster: Cluster,
     pub requests: Requests,
-    /// The expectation of a ready review; steps carry their own.
-    pub expect: Option<Expect>,
 }
 
 #[derive(Debug, Clone)]
@@ -359,7 +357,7 @@ fn check_case(
         .map(|o| source(dir, o, "oldObject"))
         .transpose()?;
     let skip = case.skip.take();
-    let (requests, expect) = match (case.request.take(), case.steps.take()) {
+    let requests = match (case.request.take(), case.steps.take()) {
         (Some(_), Some(_)) => return Err("give `request` or `steps`, not both".to_owned()),
         (Some(request), None) => {
             if case.writes() || stored.is_some() {
@@ -376,10 +374,10 @@ fn check_case(
             let expect = case
                 .expect
                 .ok_or("expect: required: a case without an expectation proves nothing")?;
-            (
-                Requests::Review(review),
-                Some(check_expect(expect).map_err(|e| format!("expect.{e}"))?),
-            )
+            Requests::Review {
+                review,
+                expect: check_expect(expect).map_err(|e| format!("expect.{e}"))?,
+            }
         }
         (None, Some(steps)) => {
             if case.writes() || case.expect.is_some() {
@@ -410,17 +408,14 @@ fn check_case(
                     checked.map_err(|e| format!("steps[{i}] (\"{name}\"): {e}"))
                 })
                 .collect::<Result<_, _>>()?;
-            (Requests::Steps { stored, steps }, None)
+            Requests::Steps { stored, steps }
         }
         (None, None) => {
             let step = check_step(case, dir, name.clone())?;
-            (
-                Requests::Steps {
-                    stored,
-                    steps: vec![step],
-                },
-                None,
-            )
+            Requests::Steps {
+                stored,
+                steps: vec![step],
+            }
         }
     };
     Ok(Case {
@@ -429,7 +424,6 @@ fn check_case(
         settings,
         cluster,
         requests,
-        expect,
     })
 }
 
