@@ -227,7 +227,21 @@ pub fn build_request(parts: JsValue) -> Result<JsValue, JsError> {
 
 /// `taintguard test` over the caller's files (`TestFiles`).
 #[wasm_bindgen(js_name = runTests, skip_typescript)]
-pub fn run_tests(paths: Vec<String>, output: &str, files: JsValue) -> Result<JsValue, JsError> {
+pub fn run_tests(paths: JsValue, output: &str, files: JsValue) -> Result<JsValue, JsError> {
+    // Checked here: wasm-bindgen would take a string for a `Vec<String>`, as its characters.
+    let paths: Vec<PathBuf> = if js_sys::Array::is_array(&paths) {
+        js_sys::Array::from(&paths)
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                path.as_string()
+                    .map(PathBuf::from)
+                    .ok_or_else(|| JsError::new(&format!("paths[{i}]: expected a string")))
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        return Err(JsError::new("paths: expected an array of paths"));
+    };
     let output = match output {
         "text" => taintguard_suite::Output::Text,
         "junit" => taintguard_suite::Output::Junit,
@@ -244,9 +258,14 @@ pub fn run_tests(paths: Vec<String>, output: &str, files: JsValue) -> Result<JsV
             .ok_or_else(|| JsError::new(&format!("files.{name}: expected a function")))
     };
     let (read, list) = (method("read")?, method("list")?);
+    // A callback may throw anything, not only an Error: reading `message` off a string or null
+    // would fail in the glue rather than say what was thrown.
     let thrown = |path: &Path, e: JsValue| {
-        let message = js_sys::Error::from(e).message();
-        format!("{}: {}", path.display(), String::from(message))
+        let message = match e.dyn_ref::<js_sys::Error>() {
+            Some(error) => String::from(error.message()),
+            None => e.as_string().unwrap_or_else(|| format!("{e:?}")),
+        };
+        format!("{}: {message}", path.display())
     };
     let files = suite::Callbacks {
         read: |path: &Path| {
@@ -274,7 +293,6 @@ pub fn run_tests(paths: Vec<String>, output: &str, files: JsValue) -> Result<JsV
             })
         },
     };
-    let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
     let tested = taintguard_suite::test(&files, &paths, output, &mut |suite| {
         Ok(Box::new(suite::PackageJudge::for_suite(suite)?)
             as Box<dyn taintguard_suite::run::Judge>)
