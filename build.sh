@@ -183,12 +183,13 @@ build_js() {
   say "building the JavaScript package into dist/js"
   "${JS_CARGO[@]}" build -q --release --target wasm32-unknown-unknown -p taintguard-js
   local wasm=target/wasm32-unknown-unknown/release/taintguard_js.wasm
-  rm -rf dist/js/node dist/js/web dist/js/www
+  rm -rf dist/js/node dist/js/web dist/js/www dist/js/bin
   wasm-bindgen --target nodejs --out-dir dist/js/node --out-name taintguard "$wasm"
   wasm-bindgen --target web --out-dir dist/js/web --out-name taintguard "$wasm"
   cp abi/js/package/package.json abi/js/package/README.md dist/js/
   cp abi/js/package/web-package.json dist/js/web/package.json
   cp -r abi/js/www dist/js/www
+  cp -r abi/js/package/bin dist/js/bin
   printf '    dist/js/node/taintguard_bg.wasm  %s bytes\n' "$(stat -c %s dist/js/node/taintguard_bg.wasm)"
 }
 
