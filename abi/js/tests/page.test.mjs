@@ -1,7 +1,7 @@
 // The playground page (dist/js/www) in Debian's headless Chromium, driven as a person would:
-// pick a policy, type settings and a request, click Evaluate, read the verdict, the diff and the
-// patch. What the page shows is checked against the package evaluated here in Node. A
-// screenshot of the mutated case is saved to dist/js/screenshot.png.
+// pick a policy, type settings and a request (or build one from its parts), click Evaluate, read
+// the verdict, the diff and the patch. What the page shows is checked against the package
+// evaluated here in Node. A screenshot of the mutated case is saved to dist/js/screenshot.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { evaluate } from 'taintguard';
+import { buildRequest, evaluate } from 'taintguard';
 import { serve } from '../serve.mjs';
 
 const repo = (path) => fileURLToPath(new URL(`../../../${path}`, import.meta.url));
@@ -51,9 +51,14 @@ after(async () => {
 
 /** Types the inputs, clicks Evaluate and returns what the page shows. */
 async function submit(policy, settings, request) {
+  await page.fill('#request', request);
+  return evaluateShown(policy, settings);
+}
+
+/** Evaluates the request box as it stands and returns what the page shows. */
+async function evaluateShown(policy, settings) {
   await page.selectOption('#policy', policy);
   await page.fill('#settings', settings);
-  await page.fill('#request', request);
   // Hide the previous answer first, so that what is read below is this click's.
   await page.evaluate(() => { for (const id of ['result', 'error']) document.getElementById(id).hidden = true; });
   await page.click('#evaluate');
@@ -118,5 +123,63 @@ test('invalid settings show the error naming the field', async () => {
 test('text that is not JSON is reported, not thrown', async () => {
   const shown = await submit('taint-preservation', '{}', '{"kind": ');
   assert.match(shown.error, /^Request is not valid JSON/);
+  assert.deepEqual(pageErrors, []);
+});
+
+/** Fills the request builder with `parts` (objects as text) and clicks Build request. */
+async function build(parts) {
+  await page.selectOption('#build-operation', parts.operation);
+  const requester = parts.user ? 'user' : parts.serviceAccount ? 'serviceAccount' : 'none';
+  await page.selectOption('#build-requester', requester);
+  if (parts.user) {
+    await page.fill('#build-user', parts.user);
+    await page.fill('#build-groups', (parts.groups ?? []).join(', '));
+  }
+  if (parts.serviceAccount) await page.fill('#build-service-account', parts.serviceAccount);
+  await page.setChecked('#build-patch', parts.patch ?? false);
+  await page.fill('#build-old-object', parts.oldObject ?? '');
+  await page.fill('#build-object', parts.object ?? '');
+  await page.click('#build');
+  return page.evaluate(() => (document.getElementById('build-error').hidden ? null
+    : document.getElementById('build-error').textContent));
+}
+
+// What `kubectl get node worker-1 -o yaml` prints, and the same Node written back without its
+// taint by the node controller, as a stale patch does (incident 1).
+const worker = example('taint-preservation', 'objects/worker-1.yaml');
+const TAINT = '  taints:\n  - key: example.com/dedicated\n    value: gpu\n    effect: NoSchedule\n';
+const dropsTaint = {
+  operation: 'UPDATE',
+  serviceAccount: 'kube-system/node-controller',
+  patch: true,
+  oldObject: worker,
+  object: worker.replace(TAINT, ''),
+};
+
+test('a built request fills the request box and is judged as the package judges it', async () => {
+  assert.notEqual(dropsTaint.object, worker, 'the taint is removed from the new object');
+  assert.equal(await build(dropsTaint), null);
+  const review = buildRequest(dropsTaint);
+  assert.deepEqual(JSON.parse(await page.inputValue('#request')), review);
+  // The default settings protect example.com/dedicated: the policy puts it back.
+  const want = evaluate('taint-preservation', review, {});
+  assert.ok(want.accepted && want.mutatedObject, 'the package restores the taint');
+  const shown = await evaluateShown('taint-preservation', '{}');
+  assert.equal(shown.error, null);
+  assert.equal(shown.verdict, 'Accepted with changes');
+  assert.deepEqual(shown.warnings, want.warnings);
+  assert.deepEqual(JSON.parse(shown.patch), want.patch);
+  assert.ok(shown.added.some((line) => line.includes('"key": "example.com/dedicated"')));
+});
+
+test('the builder shows what is wrong with a part, and leaves the request box alone', async () => {
+  await page.fill('#request', '{"kept": true}');
+  const error = await build({ ...dropsTaint, oldObject: '' });
+  assert.match(error ?? '', /old object/);
+  assert.equal(await page.inputValue('#request'), '{"kept": true}');
+  assert.match(await build({ ...dropsTaint, object: 'kind: [' }) ?? '', /^Cannot build the request: object: not YAML or JSON/);
+  assert.match(await build({ ...dropsTaint, serviceAccount: 'node-controller' }) ?? '', /serviceAccount: .*namespace\/name/);
+  // A good build clears the error.
+  assert.equal(await build(dropsTaint), null);
   assert.deepEqual(pageErrors, []);
 });

@@ -1,6 +1,6 @@
-// The playground: evaluates the pasted request with the WebAssembly package in this page and
-// shows the verdict, the object's diff and the JSONPatch.
-import init, { evaluate, policies, version } from '../web/taintguard.js';
+// The playground: evaluates the pasted (or built) request with the WebAssembly package in this
+// page and shows the verdict, the object's diff and the JSONPatch.
+import init, { buildRequest, evaluate, policies, version } from '../web/taintguard.js';
 import { unifiedDiff } from './diff.js';
 
 const $ = (id) => document.getElementById(id);
@@ -101,6 +101,53 @@ function run() {
   }
 }
 
+/** The builder's fields as `buildRequest` parts (which reads empty text as absent). */
+function builderParts() {
+  const parts = {
+    operation: $('build-operation').value,
+    patch: $('build-patch').checked,
+    oldObject: $('build-old-object').value,
+    object: $('build-object').value,
+  };
+  // buildRequest reads an empty name as no requester; here an empty field was chosen, so it
+  // is an omission to report rather than a request by nobody.
+  const named = (id, part) => {
+    const name = $(id).value.trim();
+    if (!name) throw new Error(`${part}: required, or choose another requester`);
+    return name;
+  };
+  const requester = $('build-requester').value;
+  if (requester === 'user') {
+    parts.user = named('build-user', 'user');
+    parts.groups = $('build-groups').value.split(',').map((g) => g.trim()).filter(Boolean);
+  } else if (requester === 'serviceAccount') {
+    parts.serviceAccount = named('build-service-account', 'serviceAccount');
+  }
+  return parts;
+}
+
+/** Writes the built review into the request box; the package's error names the bad part. */
+function build() {
+  show('build-error', false);
+  try {
+    $('request').value = JSON.stringify(buildRequest(builderParts()), null, 2);
+    // The verdict shown was for the request just replaced.
+    show('result', false);
+    show('error', false);
+  } catch (e) {
+    $('build-error').textContent = `Cannot build the request: ${e.message}`;
+    show('build-error', true);
+  }
+}
+
+/** Shows only the inputs of the chosen requester. */
+function showRequesterInputs() {
+  const chosen = $('build-requester').value;
+  for (const label of document.querySelectorAll('[data-requester]')) {
+    label.hidden = label.dataset.requester !== chosen;
+  }
+}
+
 async function main() {
   await init();
   const list = policies();
@@ -119,6 +166,9 @@ async function main() {
     event.preventDefault();
     run();
   });
+  showRequesterInputs();
+  $('build-requester').addEventListener('change', showRequesterInputs);
+  $('build').addEventListener('click', build);
   document.body.dataset.ready = 'true';
 }
 
