@@ -260,11 +260,16 @@ pub struct Suite {
     pub cases: Vec<Case>,
 }
 
-/// Whether `text` is meant as a suite: a top-level `kind: TestSuite` line. A file that says so
-/// and cannot be read as one is an error, never skipped.
+/// Whether `text` is meant as a suite: a line `kind: TestSuite` (YAML) or `"kind": "TestSuite"`
+/// (JSON). A file that says so and cannot be read as one is an error, never skipped.
 pub fn is_suite(text: &str) -> bool {
-    text.lines()
-        .any(|line| line.trim_end() == format!("kind: {KIND}"))
+    text.lines().any(|line| {
+        let bare: String = line
+            .chars()
+            .filter(|c| !matches!(c, '"' | '\'' | ',' | '{' | '}') && !c.is_whitespace())
+            .collect();
+        bare.strip_prefix("kind:") == Some(KIND)
+    })
 }
 
 /// Reads and checks the suite file at `path`.
@@ -596,7 +601,7 @@ fn source(dir: &Base<'_>, value: Value, field: &str) -> Result<Value, String> {
 }
 
 /// The suite files `paths` name: a file as given (it must be a suite), and under a directory
-/// every `.yml` and `.yaml` file that says `kind: TestSuite`, sorted, skipping hidden
+/// every `.yml`, `.yaml` and `.json` file that says `kind: TestSuite`, sorted, skipping hidden
 /// directories, `node_modules` and `target`.
 ///
 /// # Errors
@@ -630,7 +635,7 @@ fn walk(files: &dyn Files, dir: &Path, found: &mut Vec<PathBuf>) -> Result<bool,
             if !name.starts_with('.') && name != "node_modules" && name != "target" {
                 walk(files, &path, found)?;
             }
-        } else if (name.ends_with(".yml") || name.ends_with(".yaml"))
+        } else if [".yml", ".yaml", ".json"].iter().any(|e| name.ends_with(e))
             && is_suite(&files.read(&path)?)
         {
             found.push(path);
@@ -648,5 +653,26 @@ struct Base<'a> {
 impl Base<'_> {
     fn join(&self, path: impl AsRef<Path>) -> PathBuf {
         self.dir.join(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_suite;
+
+    #[test]
+    fn suites_say_so_in_yaml_or_json() {
+        let cases = [
+            ("apiVersion: x\nkind: TestSuite\n", true),
+            ("kind: TestSuite   \n", true),
+            ("{\n  \"kind\": \"TestSuite\",\n}", true),
+            ("{\"kind\":\"TestSuite\"}", true),
+            ("kind: Node\n", false),
+            ("# kind: TestSuite\n", false),
+            ("kind: TestSuites\n", false),
+        ];
+        for (text, want) in cases {
+            assert_eq!(is_suite(text), want, "{text:?}");
+        }
     }
 }
