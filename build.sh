@@ -331,17 +331,19 @@ run_tests() {
 # like the policies (same profile, same waPC guest library), the gatekeeper one like the
 # gatekeeper artifacts (OPA_CARGO, its target dir, the same OPA adapter; the harness applies the
 # same post-link finishing as embed-metadata). The harness is built optimised, as wasmtime's
-# runtime in debug would skew absolute figures. The null module, policy-server's floor, is built
-# like the policies too, and both waPC modules carry Kubewarden metadata as the policies do
-# (policy-server refuses a module without a protocol version).
+# runtime in debug would skew absolute figures. The null module, policy-server's floor, and the
+# walk-only and mutate-only anchors, the least each verdict costs, are built like the policies
+# too, and every waPC module carries Kubewarden metadata as the policies do (policy-server refuses
+# a module without a protocol version).
 run_benchmarks() {
   build_policies
   ensure_apt_packages wrk curl
-  say "building the benchmark baselines, the null module and the harness"
-  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p baseline-policy -p null-policy
+  say "building the benchmark baselines, the null module, the anchors and the harness"
+  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p baseline-policy -p null-policy \
+    -p walk-policy -p mutate-policy
   mkdir -p target/bench
   local module
-  for module in baseline-policy null-policy; do
+  for module in baseline-policy null-policy walk-policy mutate-policy; do
     target/debug/embed-metadata "benchmarks/$module/metadata.yml" "benchmarks/$module/README.md" \
       "target/wasm32-wasip1/release/${module//-/_}.wasm" "target/bench/$module.wasm"
   done
@@ -350,7 +352,8 @@ run_benchmarks() {
   cargo build -q --release -p taintguard-benchmarks
   say "measuring (several minutes; read the ratios, the machine is shared)"
   target/release/bench "$@" target/bench/baseline-policy.wasm \
-    "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm" target/bench/null-policy.wasm
+    "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm" target/bench/null-policy.wasm \
+    target/bench/walk-policy.wasm target/bench/mutate-policy.wasm
 }
 
 # The end-to-end suite (e2e/): it starts and stops everything itself and prints one line per
