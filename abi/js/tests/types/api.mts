@@ -4,7 +4,10 @@ import type {
   DocumentedPatchOperation,
   DocumentedPolicyInfo,
   DocumentedRequest,
+  DocumentedRequestParts,
   DocumentedSettings,
+  DocumentedTestFiles,
+  DocumentedTestRun,
   DocumentedSettingsValidation,
   DocumentedVerdict,
   Equal,
@@ -16,6 +19,8 @@ export interface Api {
   validateSettings(policy: string, settings?: DocumentedSettings): DocumentedSettingsValidation;
   policies(): DocumentedPolicyInfo[];
   version(): string;
+  buildRequest(parts: DocumentedRequestParts): Record<string, unknown>;
+  runTests(paths: string[], output: 'text' | 'junit', files: DocumentedTestFiles): DocumentedTestRun;
 }
 
 /**
@@ -94,6 +99,19 @@ export function use(api: Api): void {
   const v: string = api.version();
   show(v);
 
+  const built = api.buildRequest({
+    operation: 'UPDATE',
+    serviceAccount: 'kube-system/node-controller',
+    object: 'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n',
+    oldObject: review.request.oldObject,
+    patch: true,
+  });
+  show(built['request']);
+  const files: DocumentedTestFiles = { read: (path) => path, list: () => null };
+  const run = api.runTests(['tests'], 'junit', files);
+  const failed: number = run.failed;
+  show(run.output, failed);
+
   // What must not compile: each line fails if a declaration is wrong or loosened to `any`.
   // @ts-expect-error the patch is null when there is none
   show(verdict.patch.length);
@@ -111,5 +129,12 @@ export function use(api: Api): void {
   const op: DocumentedPatchOperation['op'] = 'merge';
   // @ts-expect-error policies() takes no argument
   api.policies('taint-preservation');
+  // @ts-expect-error an operation is CREATE, UPDATE or DELETE
+  api.buildRequest({ operation: 'PATCH' });
+  // @ts-expect-error the report is text or junit
+  api.runTests(['tests'], 'tap', files);
+  // @ts-expect-error the counts are numbers
+  const passed: string = run.passed;
+  show(passed);
   show(count, op);
 }

@@ -39,6 +39,26 @@ export type DocumentedRequest = object | string;
 /** `settings`: an object or JSON text; omitted, `null` or `{}` means every default. */
 export type DocumentedSettings = object | string | null | undefined;
 
+/** `buildRequest(parts)`: the parts of an AdmissionReview, as `taintguard request` takes them. */
+export type DocumentedRequestParts = {
+  operation: 'CREATE' | 'UPDATE' | 'DELETE';
+  user?: string;
+  groups?: string[];
+  serviceAccount?: string;
+  object?: object | string;
+  oldObject?: object | string;
+  subResource?: string;
+  patch?: boolean;
+  uid?: string;
+};
+
+/** `runTests(paths, output, files)`: how it reads files, and what it answers. */
+export type DocumentedTestFiles = {
+  read(path: string): string;
+  list(path: string): Array<[string, boolean]> | null;
+};
+export type DocumentedTestRun = { output: string; passed: number; failed: number; skipped: number };
+
 /** An AdmissionReview as a user would write one in a test. */
 export const review = {
   apiVersion: 'admission.k8s.io/v1',
