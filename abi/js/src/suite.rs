@@ -122,7 +122,7 @@ where
 ///
 /// A part that is missing, of the wrong type, or does not fit the operation, named.
 pub fn build_request(parts: &Value) -> Result<Value, String> {
-    use taintguard_suite::review::{review, Operation, Parts, Requester};
+    use taintguard_suite::review::{review, Operation, Parts, Requester, SUITE_FIELDS};
     let parts = parts
         .as_object()
         .ok_or("parts: expected an object of the request's parts")?;
@@ -171,15 +171,12 @@ pub fn build_request(parts: &Value) -> Result<Value, String> {
             .ok_or("groups: expected a list of strings")?,
         Some(_) => return Err("groups: expected a list of strings".to_owned()),
     };
-    let requester = match (text("user")?, text("serviceAccount")?) {
-        (Some(_), Some(_)) => return Err("give `user` or `serviceAccount`, not both".to_owned()),
-        (Some(name), None) => Requester::User { name, groups },
-        (None, _) if !groups.is_empty() => return Err("groups: only a `user` has groups".into()),
-        (None, Some(account)) => {
-            Requester::service_account(&account).map_err(|e| format!("serviceAccount: {e}"))?
-        }
-        (None, None) => Requester::Nobody,
-    };
+    let requester = Requester::from_parts(
+        text("user")?,
+        groups,
+        text("serviceAccount")?.as_deref(),
+        &SUITE_FIELDS,
+    )?;
     let operation = text("operation")?.ok_or("operation: required")?;
     let review_parts = Parts {
         operation: Operation::try_from(operation.as_str())

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use judge::{HostJudge, Modules};
 use taintguard_suite::files::Disk;
-use taintguard_suite::review::{review, Operation, Parts, Requester};
+use taintguard_suite::review::{review, Operation, Parts, Requester, RequesterFields};
 use taintguard_suite::run::Judge;
 use taintguard_suite::{object, what_if, Output};
 
@@ -117,17 +117,16 @@ impl Args<'_> {
 
     /// The requester `--user`/`--group` or `--service-account` name; none without either.
     fn requester(&self) -> Result<Requester, String> {
-        let groups = self.all("--group");
-        match (self.one("--user"), self.one("--service-account")) {
-            (Some(_), Some(_)) => Err("give --user or --service-account, not both".to_owned()),
-            (Some(name), None) => Ok(Requester::User {
-                name: name.to_owned(),
-                groups,
-            }),
-            (None, _) if !groups.is_empty() => Err("--group needs --user".to_owned()),
-            (None, Some(account)) => Requester::service_account(account),
-            (None, None) => Ok(Requester::Nobody),
-        }
+        Requester::from_parts(
+            self.one("--user").map(str::to_owned),
+            self.all("--group"),
+            self.one("--service-account"),
+            &RequesterFields {
+                user: "--user",
+                groups: "--group",
+                service_account: "--service-account",
+            },
+        )
     }
 }
 

@@ -58,7 +58,55 @@ pub enum Requester {
     Nobody,
 }
 
+/// What a caller calls the requester's parts, for the errors [`Requester::from_parts`] gives:
+/// a suite's fields, or the command's flags.
+pub struct RequesterFields {
+    pub user: &'static str,
+    pub groups: &'static str,
+    pub service_account: &'static str,
+}
+
+/// The requester's parts as a suite (and the npm package's `buildRequest`) name them.
+pub const SUITE_FIELDS: RequesterFields = RequesterFields {
+    user: "user",
+    groups: "groups",
+    service_account: "serviceAccount",
+};
+
 impl Requester {
+    /// The requester a `user` (with `groups`) or a `service_account` (`namespace/name`) names;
+    /// no requester when neither is given.
+    ///
+    /// # Errors
+    ///
+    /// Both given, groups without a user, or a service account that is not `namespace/name`,
+    /// each naming the part as `fields` calls it.
+    pub fn from_parts(
+        user: Option<String>,
+        groups: Vec<String>,
+        service_account: Option<&str>,
+        fields: &RequesterFields,
+    ) -> Result<Requester, String> {
+        let RequesterFields {
+            user: user_field,
+            groups: groups_field,
+            service_account: account_field,
+        } = fields;
+        match (user, service_account) {
+            (Some(_), Some(_)) => Err(format!(
+                "give `{user_field}` or `{account_field}`, not both"
+            )),
+            (Some(name), None) => Ok(Requester::User { name, groups }),
+            (None, _) if !groups.is_empty() => Err(format!(
+                "{groups_field}: only a `{user_field}` is given groups"
+            )),
+            (None, Some(text)) => {
+                Requester::service_account(text).map_err(|e| format!("{account_field}: {e}"))
+            }
+            (None, None) => Ok(Requester::Nobody),
+        }
+    }
+
     /// A service account written `namespace/name`.
     ///
     /// # Errors
@@ -78,6 +126,17 @@ impl Requester {
         }
     }
 
+    /// The username the API server authenticates the requester as; none for no requester.
+    pub fn username(&self) -> Option<String> {
+        match self {
+            Requester::User { name, .. } => Some(name.clone()),
+            Requester::ServiceAccount { namespace, name } => {
+                Some(format!("system:serviceaccount:{namespace}:{name}"))
+            }
+            Requester::Nobody => None,
+        }
+    }
+
     fn user_info(&self) -> Value {
         const AUTHENTICATED: &str = "system:authenticated";
         match self {
@@ -88,8 +147,8 @@ impl Requester {
                 }
                 json!({"username": name, "groups": groups})
             }
-            Requester::ServiceAccount { namespace, name } => json!({
-                "username": format!("system:serviceaccount:{namespace}:{name}"),
+            Requester::ServiceAccount { namespace, .. } => json!({
+                "username": self.username(),
                 "groups": [
                     "system:serviceaccounts",
                     format!("system:serviceaccounts:{namespace}"),
@@ -192,13 +251,7 @@ pub fn review(parts: &Parts) -> Result<Value, String> {
     if let Some(sub_resource) = &parts.sub_resource {
         request.insert("requestSubResource".into(), json!(sub_resource));
     }
-    let metadata = &described["metadata"];
-    if let Some(name) = metadata["name"].as_str() {
-        request.insert("name".into(), json!(name));
-    }
-    if let Some(namespace) = metadata["namespace"].as_str() {
-        request.insert("namespace".into(), json!(namespace));
-    }
+    name_from(&mut request, described);
     request.insert("operation".into(), json!(operation.as_str()));
     request.insert("userInfo".into(), parts.requester.user_info());
     request.insert("object".into(), object.cloned().unwrap_or(Value::Null));
@@ -215,11 +268,7 @@ pub fn review(parts: &Parts) -> Result<Value, String> {
         "options".into(),
         json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}),
     );
-    Ok(json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": request,
-    }))
+    Ok(envelope(request))
 }
 
 /// The AdmissionReview Kubewarden's audit scanner sends for a stored `object`: a CREATE by no
@@ -242,20 +291,30 @@ pub fn audit_review(object: &Value, requester: &Requester, uid: &str) -> Result<
         json!({"group": group, "version": version, "resource": kind}),
     );
     request.insert("requestKind".into(), gvk);
-    if let Some(name) = metadata["name"].as_str() {
-        request.insert("name".into(), json!(name));
-    }
-    if let Some(namespace) = metadata["namespace"].as_str() {
-        request.insert("namespace".into(), json!(namespace));
-    }
+    name_from(&mut request, object);
     request.insert("operation".into(), json!("CREATE"));
     request.insert("userInfo".into(), requester.user_info());
     request.insert("object".into(), object.clone());
-    Ok(json!({
+    Ok(envelope(request))
+}
+
+/// Names the request after `object`, as the API server does: its `name` and `namespace`.
+fn name_from(request: &mut Map<String, Value>, object: &Value) {
+    let metadata = &object["metadata"];
+    for field in ["name", "namespace"] {
+        if let Some(value) = metadata[field].as_str() {
+            request.insert(field.into(), json!(value));
+        }
+    }
+}
+
+/// `request` in its `admission.k8s.io/v1` AdmissionReview.
+fn envelope(request: Map<String, Value>) -> Value {
+    json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": request,
-    }))
+    })
 }
 
 /// The request inside an AdmissionReview, or the value itself when it is a bare AdmissionRequest

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::files::Files;
 use crate::object;
-use crate::review::{Operation, Requester};
+use crate::review::{Operation, Requester, SUITE_FIELDS};
 
 pub const API_VERSION: &str = "taintguard.io/v1alpha1";
 pub const KIND: &str = "TestSuite";
@@ -439,24 +439,12 @@ fn check_step(step: CaseFile, dir: &Base<'_>, name: String) -> Result<Step, Stri
         .map(Operation::try_from)
         .transpose()
         .map_err(|e| format!("operation: {e}"))?;
-    let requester = match (step.user, step.service_account) {
-        (Some(_), Some(_)) => return Err("give `user` or `serviceAccount`, not both".to_owned()),
-        (Some(name), None) => Requester::User {
-            name,
-            groups: step.groups,
-        },
-        (None, account) => {
-            if !step.groups.is_empty() {
-                return Err("groups: only a `user` is given groups".to_owned());
-            }
-            match account {
-                Some(text) => {
-                    Requester::service_account(&text).map_err(|e| format!("serviceAccount: {e}"))?
-                }
-                None => Requester::Nobody,
-            }
-        }
-    };
+    let requester = Requester::from_parts(
+        step.user,
+        step.groups,
+        step.service_account.as_deref(),
+        &SUITE_FIELDS,
+    )?;
     let write = match (step.object, step.merge_patch, step.json_patch) {
         (None, None, None) => None,
         (Some(object), None, None) => Some(Write::Object(source(dir, object, "object")?)),
@@ -548,21 +536,18 @@ fn cluster(dir: &Base<'_>, file: ClusterFile) -> Result<Cluster, String> {
         .into_iter()
         .enumerate()
         .map(|(i, answer)| {
-            let username = match (answer.user, answer.service_account) {
-                (Some(user), None) => user,
-                (None, Some(account)) => match Requester::service_account(&account) {
-                    Ok(Requester::ServiceAccount { namespace, name }) => {
-                        format!("system:serviceaccount:{namespace}:{name}")
-                    }
-                    Ok(_) | Err(_) => {
-                        return Err(format!(
-                            "canI[{i}].serviceAccount: {account:?} is not `namespace/name`"
-                        ))
-                    }
-                },
-                _ => return Err(format!("canI[{i}]: give `user` or `serviceAccount`")),
-            };
-            Ok(CanI {
+            let at = |e: String| format!("canI[{i}]: {e}");
+            let requester = Requester::from_parts(
+                answer.user,
+                Vec::new(),
+                answer.service_account.as_deref(),
+                &SUITE_FIELDS,
+            )
+            .map_err(at)?;
+            let username = requester
+                .username()
+                .ok_or_else(|| at("give `user` or `serviceAccount`".to_owned()))?;
+            Ok::<_, String>(CanI {
                 username,
                 verb: answer.verb,
                 name: answer.name,
