@@ -103,11 +103,11 @@ fn check_mutation(request: &Value, response: &Value) -> Result<(), String> {
 ///
 /// Or a function of the operation and its request ([`ClusterAnswers::responding`]), as a test
 /// suite's cluster answers: the nodes a selector selects, the SubjectAccessReview for a subject.
+///
+/// Each of the three is a [`Responder`]; with none, every operation is refused.
 #[derive(Clone, Default)]
 pub struct ClusterAnswers {
-    pub answers: Vec<(&'static str, Result<Value, String>)>,
     pub asked: Arc<Mutex<Vec<(String, Value)>>>,
-    replay: Option<Arc<Mutex<VecDeque<Exchange>>>>,
     responder: Option<Arc<Responder>>,
 }
 
@@ -164,12 +164,19 @@ fn without_nulls(value: Value) -> Value {
     }
 }
 
+/// What policy-server answers a call the policy's configuration does not grant.
+fn not_granted(operation: &str) -> String {
+    format!("Policy has not been granted access to the 'kubernetes/{operation}' host capability")
+}
+
 impl ClusterAnswers {
     pub fn answering(answers: Vec<(&'static str, Result<Value, String>)>) -> ClusterAnswers {
-        ClusterAnswers {
-            answers,
-            ..ClusterAnswers::default()
-        }
+        ClusterAnswers::responding(move |operation, _| {
+            match answers.iter().find(|(op, _)| *op == operation) {
+                Some((_, answer)) => answer.clone(),
+                None => Err(not_granted(operation)),
+            }
+        })
     }
 
     /// A host that answers each call with `responder(operation, request)`.
@@ -233,39 +240,31 @@ impl ClusterAnswers {
                 answer,
             });
         }
-        Ok(ClusterAnswers {
-            replay: Some(Arc::new(Mutex::new(exchanges))),
-            ..ClusterAnswers::default()
-        })
+        let exchanges = Mutex::new(exchanges);
+        Ok(ClusterAnswers::responding(move |operation, request| {
+            let next = exchanges.lock().expect("not poisoned").pop_front();
+            match next {
+                None => Err("Replay error: the list of recorded responses is empty".into()),
+                Some(exchange)
+                    if exchange.operation == operation
+                        && exchange.request == without_nulls(request.clone()) =>
+                {
+                    exchange.answer
+                }
+                Some(exchange) => Err(format!(
+                    "Replay error: unexpected request. Was expecting {} {}, got {operation} \
+                     {request} instead",
+                    exchange.operation, exchange.request
+                )),
+            }
+        }))
     }
 
-    /// The answer to a call: the next exchange of a session, or the recorded answer.
+    /// The answer to a call, or the refusal of a host that grants no cluster access.
     fn answer(&self, operation: &str, request: &Value) -> Result<Value, String> {
-        if let Some(responder) = &self.responder {
-            return responder(operation, request);
-        }
-        let Some(replay) = &self.replay else {
-            return match self.answers.iter().find(|(op, _)| *op == operation) {
-                Some((_, answer)) => answer.clone(),
-                None => Err(format!(
-                    "Policy has not been granted access to the 'kubernetes/{operation}' host capability"
-                )),
-            };
-        };
-        let next = replay.lock().expect("not poisoned").pop_front();
-        match next {
-            None => Err("Replay error: the list of recorded responses is empty".into()),
-            Some(exchange)
-                if exchange.operation == operation
-                    && exchange.request == without_nulls(request.clone()) =>
-            {
-                exchange.answer
-            }
-            Some(exchange) => Err(format!(
-                "Replay error: unexpected request. Was expecting {} {}, got {operation} {request} \
-                 instead",
-                exchange.operation, exchange.request
-            )),
+        match &self.responder {
+            Some(responder) => responder(operation, request),
+            None => Err(not_granted(operation)),
         }
     }
 
