@@ -105,14 +105,6 @@ impl Judge for HostJudge {
         settings: &Value,
     ) -> Option<Result<Vec<Violation>, String>> {
         let gatekeeper = self.gatekeeper.as_ref()?;
-        Some(gatekeeper.violations(review, settings).map(|found| {
-            found
-                .into_iter()
-                .map(|v| Violation {
-                    message: v.message,
-                    code: v.code,
-                })
-                .collect()
-        }))
+        Some(gatekeeper.violations(review, settings))
     }
 }

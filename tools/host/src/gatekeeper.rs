@@ -5,20 +5,15 @@
 use opa_wasm::wasmtime::{Config, Engine, Module, Store};
 use opa_wasm::Runtime;
 use serde_json::{json, Value};
+use taintguard_suite::review::admission_request;
 
-use crate::wapc::admission_request;
+/// One violation the module reported: its message and the HTTP code its details carry.
+pub use taintguard_suite::run::Violation;
 
 /// A compiled gatekeeper module.
 pub struct GatekeeperPolicy {
     engine: Engine,
     module: Module,
-}
-
-/// One violation the module reported: its message and the HTTP code its details carry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub message: String,
-    pub code: Option<u64>,
 }
 
 impl GatekeeperPolicy {

@@ -16,12 +16,10 @@ use crate::suite::{Cluster, Verdict};
 /// Anything else.
 pub fn objects(value: Value) -> Result<Vec<Value>, String> {
     match value {
-        Value::Object(mut map) if map.get("items").is_some_and(Value::is_array) => {
-            match map.remove("items") {
-                Some(Value::Array(items)) => Ok(items),
-                _ => unreachable!("checked to be an array"),
-            }
-        }
+        Value::Object(mut map) if map.get("items").is_some_and(Value::is_array) => Ok(map["items"]
+            .as_array_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()),
         Value::Object(map) if map.contains_key("kind") => Ok(vec![Value::Object(map)]),
         _ => Err("expected `kubectl get … -o json` output: a List or one object".to_owned()),
     }
