@@ -66,16 +66,21 @@ impl Glob {
         if pattern.is_empty() {
             return Err(GlobError("empty pattern"));
         }
-        // The common shapes without the tokenizer: what it would build for them.
-        let is_meta = |c: char| matches!(c, '*' | '?' | '[' | '\\');
-        if !pattern.contains(is_meta) {
+        // The common shapes without the tokenizer: what it would build for them. Every
+        // metacharacter is ASCII, so bytes tell (a byte test per character: settings are read
+        // on every request, and the defaults alone are twenty globs).
+        let has_meta = |text: &str| {
+            text.bytes()
+                .any(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
+        };
+        if !has_meta(pattern) {
             return Ok(Glob {
                 source: pattern.to_owned(),
                 kind: Kind::Exact,
             });
         }
         if let Some(head) = pattern.strip_suffix('*') {
-            if !head.contains(is_meta) {
+            if !has_meta(head) {
                 return Ok(Glob {
                     source: pattern.to_owned(),
                     kind: Kind::Prefix(head.to_owned()),

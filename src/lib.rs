@@ -26,7 +26,7 @@ pub mod settings;
 pub mod verdict;
 
 pub use cluster::{Cluster, NoCluster};
-pub use policy::{read_settings, run, try_run, Half, Policy};
+pub use policy::{read_settings, run, run_read, try_run, Half, Policy};
 pub use verdict::{Decision, Verdict};
 
 // 2. Kubernetes vocabulary.

@@ -254,6 +254,10 @@ fn malformed_requests_are_rejected_not_trapped() {
         (json!({"request": {"kind": {"kind": "Node"}, "operation": "UPDATE", "userInfo": {}, "object": node}, "settings": {}}).to_string().into_bytes(), "without oldObject"),
         (json!({"request": {"kind": {"kind": "Node"}, "operation": "UPDATE", "userInfo": {}, "object": {"spec": {"taints": "x"}}, "oldObject": node}, "settings": {}}).to_string().into_bytes(), "object.spec.taints"),
         (json!({"request": {"kind": {"kind": "Node"}, "operation": "UPDATE", "userInfo": {}}, "settings": {"mode": 3}}).to_string().into_bytes(), "`mode`: expected a string"),
+        // The request and the envelope are read in one pass; when that pass fails they are read
+        // apart, so that bad settings still win over a bad request.
+        (json!({"request": {"kind": {"kind": "Node"}, "operation": "UPDATE"}, "settings": {"mode": 3}}).to_string().into_bytes(), "`mode`: expected a string"),
+        (json!({"request": {"kind": {"kind": "Node"}, "operation": "UPDATE", "userInfo": {"username": 7}}}).to_string().into_bytes(), "(at `userInfo.username`)"),
     ];
     for (payload, part) in cases {
         let out = policy

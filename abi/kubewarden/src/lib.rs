@@ -12,8 +12,9 @@ mod cluster;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use taintguard::admission::AdmissionRequest;
 use taintguard::verdict::serialize_pairs;
-use taintguard::{read_settings, run, Half, Policy, Verdict};
+use taintguard::{read_settings, run, run_read, Half, Policy, Verdict};
 
 pub use wapc_guest;
 
@@ -39,8 +40,21 @@ fn protocol_version(_: &[u8]) -> wapc_guest::CallResult {
     Ok(b"\"v1\"".to_vec())
 }
 
+/// The `validate` payload with the request read in the same pass: the fast way, and the only
+/// one a well-formed payload takes.
 #[derive(Deserialize)]
 struct ValidationRequest<'a> {
+    #[serde(borrow)]
+    request: AdmissionRequest<'a>,
+    #[serde(borrow, default)]
+    settings: Option<&'a RawValue>,
+}
+
+/// The same payload with the request kept as text, for a payload the one pass refused: read
+/// apart, settings errors win over request errors and each error names its field, as in
+/// [`taintguard::run`].
+#[derive(Deserialize)]
+struct ValidationText<'a> {
     #[serde(borrow)]
     request: &'a RawValue,
     #[serde(borrow, default)]
@@ -56,19 +70,33 @@ fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
 /// The answer to one `validate` payload (public for the profiling example).
 #[doc(hidden)]
 pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
+    let cluster = cluster::HostCluster::<P>(std::marker::PhantomData);
     let verdict = match serde_json::from_slice::<ValidationRequest>(payload) {
-        Ok(envelope) => run::<P>(
-            envelope.request.get(),
-            envelope.settings.map_or("{}", RawValue::get),
+        Ok(envelope) => run_read::<P>(
+            &envelope.request,
+            settings_text(envelope.settings),
             Half::Mutating,
-            &cluster::HostCluster::<P>(std::marker::PhantomData),
+            &cluster,
         ),
-        Err(e) => Verdict::reject(
-            400,
-            format!("{}: malformed validation payload: {e}", P::NAME),
-        ),
+        Err(_) => match serde_json::from_slice::<ValidationText>(payload) {
+            Ok(envelope) => run::<P>(
+                envelope.request.get(),
+                settings_text(envelope.settings),
+                Half::Mutating,
+                &cluster,
+            ),
+            Err(e) => Verdict::reject(
+                400,
+                format!("{}: malformed validation payload: {e}", P::NAME),
+            ),
+        },
     };
     to_json(&ValidationResponse::from(&verdict))
+}
+
+/// Absent settings mean every default, as Kubewarden sends none for a policy without any.
+fn settings_text(settings: Option<&RawValue>) -> &str {
+    settings.map_or("{}", RawValue::get)
 }
 
 fn validate_settings<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
