@@ -1,9 +1,10 @@
 //! A borrowed view of a Kubernetes `AdmissionRequest`: only the fields the policies read are
-//! decoded; `object` and `oldObject` stay raw text for the policy to view and splice.
+//! decoded; `object` and `oldObject` are read as their members, each kept as raw text for the
+//! policy to view and edit (json::Object).
 
 use serde::Deserialize;
 
-use crate::json::{self, JsonStr, Raw};
+use crate::json::{self, JsonStr, Object};
 use crate::principal::Principal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -49,10 +50,11 @@ pub struct AdmissionRequest<'a> {
     pub operation: Operation,
     #[serde(borrow)]
     pub user_info: UserInfo<'a>,
+    /// `None` when absent or `null`.
     #[serde(borrow, default)]
-    pub object: Raw<'a>,
+    pub object: Option<Object<'a>>,
     #[serde(borrow, default)]
-    pub old_object: Raw<'a>,
+    pub old_object: Option<Object<'a>>,
 }
 
 /// A request that could not be read: the message says which field and why.
@@ -123,7 +125,8 @@ mod tests {
         assert!(req.is_core("Node"));
         assert_eq!(req.operation, Operation::Update);
         assert_eq!(req.principal().groups.len(), 2);
-        assert_eq!(req.object.value(), Some(r#"{"metadata":{}}"#));
-        assert_eq!(req.old_object.value(), None);
+        let object = req.object.as_ref().unwrap();
+        assert_eq!(object.get("metadata").unwrap().text(), Some("{}"));
+        assert!(req.old_object.is_none());
     }
 }

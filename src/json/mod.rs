@@ -7,10 +7,12 @@
 //! version we know of has all survive a mutation.
 
 pub mod error;
+mod object;
 mod splice;
 mod text;
 mod walk;
 
+pub use object::Object;
 pub use splice::Splice;
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};

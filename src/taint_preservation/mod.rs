@@ -276,15 +276,15 @@ fn judge(
     mode: Mode,
     permission: Permission,
 ) -> Result<Judgement, String> {
-    let object = request.object.value().ok_or("the request has no object")?;
-    let new = NodeView::parse(object, "object")?;
+    let object = request.object.as_ref().ok_or("the request has no object")?;
+    let new = NodeView::read(object, "object")?;
     let who = request.principal();
 
     let old = match request.operation {
-        Operation::Update => Some(NodeView::parse(
+        Operation::Update => Some(NodeView::read(
             request
                 .old_object
-                .value()
+                .as_ref()
                 .ok_or("an UPDATE without oldObject cannot be judged")?,
             "oldObject",
         )?),

@@ -6,16 +6,8 @@ use std::cell::OnceCell;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::json::{members, JsonStr, Raw, Splice};
+use crate::json::{members, JsonStr, Object, Raw, Splice};
 use crate::taint::{parse_taints, Taint};
-
-#[derive(Deserialize)]
-struct NodeDoc<'a> {
-    #[serde(borrow, default)]
-    metadata: Raw<'a>,
-    #[serde(borrow, default)]
-    spec: Raw<'a>,
-}
 
 #[derive(Deserialize, Default)]
 struct MetaDoc<'a> {
@@ -35,7 +27,7 @@ struct SpecDoc<'a> {
 
 /// Members are kept as their text, `null` included (`None`: absent), like [`Raw`].
 pub struct NodeView<'a> {
-    pub text: &'a str,
+    object: &'a Object<'a>,
     pub name: Option<JsonStr<'a>>,
     metadata: Option<&'a str>,
     annotations: Option<&'a str>,
@@ -72,30 +64,34 @@ impl NodeEdits {
 }
 
 impl<'a> NodeView<'a> {
-    /// Views a Node; `which` (`object`, `oldObject`) prefixes error messages. `text` is a
-    /// value serde_json accepted (the request's `object` or `oldObject`).
-    pub fn parse(text: &'a str, which: &str) -> Result<NodeView<'a>, String> {
-        let err = |field: &str, e: serde_json::Error| {
-            format!("{which}{field}: {}", crate::json::error::describe(text, &e))
-        };
-        let doc: NodeDoc = serde_json::from_str(text).map_err(|e| err("", e))?;
-        let meta: MetaDoc = match doc.metadata.value() {
-            Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", e))?,
+    /// Views a Node, read as its members in the request's pass; `which` (`object`,
+    /// `oldObject`) prefixes error messages.
+    pub fn read(object: &'a Object<'a>, which: &str) -> Result<NodeView<'a>, String> {
+        let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
+        let (metadata, spec) = (member("metadata")?, member("spec")?);
+        let meta: MetaDoc = match metadata.value() {
+            Some(m) => serde_json::from_str(m).map_err(|e| {
+                format!("{which}.metadata: {}", crate::json::error::describe(m, &e))
+            })?,
             None => MetaDoc::default(),
         };
-        let spec: SpecDoc = match doc.spec.value() {
-            Some(s) => serde_json::from_str(s).map_err(|e| err(".spec", e))?,
+        let spec_doc: SpecDoc = match spec.value() {
+            Some(s) => serde_json::from_str(s)
+                .map_err(|e| format!("{which}.spec: {}", crate::json::error::describe(s, &e)))?,
             None => SpecDoc::default(),
         };
-        let taints = parse_taints(spec.taints.value()).map_err(|e| err(".spec.taints", e))?;
+        // Each taint is read from its own text, so serde's position is in that taint, not in
+        // the list: the message says what is wrong without a path.
+        let taints = parse_taints(spec_doc.taints.value())
+            .map_err(|e| format!("{which}.spec.taints: {}", crate::json::error::message(&e)))?;
         Ok(NodeView {
-            text,
+            object,
             name: meta.name,
-            metadata: doc.metadata.text(),
+            metadata: metadata.text(),
             annotations: meta.annotations.text(),
-            spec: doc.spec.text(),
-            taints_raw: spec.taints.text(),
-            unschedulable: spec.unschedulable.text(),
+            spec: spec.text(),
+            taints_raw: spec_doc.taints.text(),
+            unschedulable: spec_doc.unschedulable.text(),
             taints,
             annotation_members: OnceCell::new(),
         })
@@ -132,10 +128,10 @@ impl<'a> NodeView<'a> {
         Ok(None)
     }
 
-    /// The node's text with `edits` spliced in.
+    /// The node's text with `edits` made: spliced into the text of `spec` and `metadata`, or
+    /// written as new members where the node has none.
     pub fn apply(&self, edits: &NodeEdits) -> Result<String, String> {
-        let mut splice = Splice::new(self.text);
-        let mut root_members: Vec<(&str, String)> = Vec::new();
+        let mut members: Vec<(&str, String)> = Vec::new();
 
         let mut spec_members: Vec<(&str, String, Option<&'a str>)> = Vec::new();
         if let Some(taints) = &edits.taints {
@@ -149,8 +145,9 @@ impl<'a> NodeView<'a> {
             ));
         }
         if !spec_members.is_empty() {
-            match non_null(self.spec) {
+            let spec = match non_null(self.spec) {
                 Some(spec) => {
+                    let mut splice = Splice::new(spec);
                     let mut inserts = Vec::new();
                     for (key, value, place) in spec_members {
                         match place {
@@ -161,42 +158,30 @@ impl<'a> NodeView<'a> {
                     if !inserts.is_empty() {
                         splice.insert_members(spec, &inserts);
                     }
+                    splice.finish()
                 }
-                None => {
-                    let object = object_text(spec_members.iter().map(|(k, v, _)| (*k, v.as_str())));
-                    match self.spec {
-                        Some(null) => splice.replace(null, object),
-                        None => root_members.push(("spec", object)),
-                    }
-                }
-            }
+                None => object_text(spec_members.iter().map(|(k, v, _)| (*k, v.as_str()))),
+            };
+            members.push(("spec", spec));
         }
 
         if let Some(annotations) = self.edited_annotations(&edits.annotations)? {
-            match (
-                non_null(self.annotations),
-                self.annotations,
-                non_null(self.metadata),
-            ) {
-                (Some(existing), _, _) | (None, Some(existing), _) => {
-                    splice.replace(existing, annotations)
+            let metadata = match (non_null(self.metadata), self.annotations) {
+                (Some(metadata), Some(existing)) => {
+                    let mut splice = Splice::new(metadata);
+                    splice.replace(existing, annotations);
+                    splice.finish()
                 }
-                (None, None, Some(metadata)) => {
-                    splice.insert_members(metadata, &[("annotations", annotations)])
+                (Some(metadata), None) => {
+                    let mut splice = Splice::new(metadata);
+                    splice.insert_members(metadata, &[("annotations", annotations)]);
+                    splice.finish()
                 }
-                (None, None, None) => {
-                    let metadata = object_text([("annotations", annotations.as_str())]);
-                    match self.metadata {
-                        Some(null) => splice.replace(null, metadata),
-                        None => root_members.push(("metadata", metadata)),
-                    }
-                }
-            }
+                (None, _) => object_text([("annotations", annotations.as_str())]),
+            };
+            members.push(("metadata", metadata));
         }
-        if !root_members.is_empty() {
-            splice.insert_members(self.text, &root_members);
-        }
-        Ok(splice.finish())
+        Ok(self.object.write(&members))
     }
 }
 

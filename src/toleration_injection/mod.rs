@@ -62,18 +62,18 @@ fn judge_request(
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Verdict::accept();
     }
-    let Some(object) = request.object.value() else {
+    let Some(object) = &request.object else {
         return malformed("the request has no object");
     };
-    let workload = match Workload::parse(object, kind, "object") {
+    let workload = match Workload::read(object, kind, "object") {
         Ok(workload) => workload,
         Err(message) => return malformed(&message),
     };
     if kind == Kind::Pod && request.operation == Operation::Update {
-        let Some(old) = request.old_object.value() else {
+        let Some(old) = &request.old_object else {
             return malformed("a Pod UPDATE without oldObject cannot be judged");
         };
-        return match Workload::parse(old, kind, "oldObject") {
+        return match Workload::read(old, kind, "oldObject") {
             Ok(old) => judge_pod_update(request, settings, &workload, &old.tolerations),
             Err(message) => malformed(&message),
         };
@@ -103,7 +103,7 @@ impl Subject<'_> {
     fn condition_holds(&self, c: &conditions::Condition) -> bool {
         let object = self
             .object
-            .get_or_init(|| serde_json::from_str(self.workload.text).map_err(|e| e.to_string()));
+            .get_or_init(|| serde_json::from_str(&self.workload.text()).map_err(|e| e.to_string()));
         object.as_ref().is_ok_and(|object| c.holds(object))
     }
 

@@ -1,7 +1,7 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
 use crate::admission::AdmissionRequest;
-use crate::json::{field, JsonStr, Raw, Splice};
+use crate::json::{field, JsonStr, Object, Raw, Splice};
 use crate::label_selector::{parse_labels, Labels};
 use crate::toleration::{parse_tolerations, Toleration};
 
@@ -52,7 +52,9 @@ impl Kind {
 
 /// A view of the admitted object: what the matchers read, and where the tolerations are.
 pub struct Workload<'a> {
-    pub text: &'a str,
+    object: &'a Object<'a>,
+    /// The object's `spec` text, which holds the pod spec (or is it, for a Pod).
+    spec: Option<&'a str>,
     pub kind: Kind,
     pub name: Option<JsonStr<'a>>,
     pub generate_name: Option<JsonStr<'a>>,
@@ -79,34 +81,53 @@ struct Meta<'a> {
 }
 
 impl<'a> Workload<'a> {
-    /// Views the object; `text` is a value serde_json accepted (the request's `object`).
-    /// `which` (`object`, `oldObject`) prefixes error messages.
-    pub fn parse(text: &'a str, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
-        let err = |at: &str, e: serde_json::Error| {
+    /// Views the object, read as its members in the request's pass. `which` (`object`,
+    /// `oldObject`) prefixes error messages.
+    pub fn read(object: &'a Object<'a>, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
+        let err = |at: &str, text: &str, e: serde_json::Error| {
             format!("{which}{at}: {}", crate::json::error::describe(text, &e))
         };
-        let meta: Meta = match field(text, "metadata").map_err(|e| err("", e))?.value() {
-            Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", e))?,
+        let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
+        let meta: Meta = match member("metadata")?.value() {
+            Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", m, e))?,
             None => Meta::default(),
         };
-        let labels = parse_labels(meta.labels.value()).map_err(|e| err(".metadata.labels", e))?;
-        let mut at = String::new();
-        let mut current = Some(text);
-        for step in kind.pod_spec_path() {
+        // Labels, like tolerations below, are read entry by entry: serde's position is in the
+        // entry, so the message goes without a path.
+        let labels = parse_labels(meta.labels.value()).map_err(|e| {
+            format!(
+                "{which}.metadata.labels: {}",
+                crate::json::error::message(&e)
+            )
+        })?;
+        let spec = member("spec")?.value();
+        let mut at = String::from(".spec");
+        let mut current = spec;
+        for step in &kind.pod_spec_path()[1..] {
             let Some(object) = current else { break };
-            current = field(object, step).map_err(|e| err(&at, e))?.value();
+            current = field(object, step)
+                .map_err(|e| err(&at, object, e))?
+                .value();
             at.push('.');
             at.push_str(step);
         }
         let pod_spec = current;
         let tolerations_raw = match pod_spec {
-            Some(spec) => field(spec, "tolerations").map_err(|e| err(&at, e))?.text(),
+            Some(spec) => field(spec, "tolerations")
+                .map_err(|e| err(&at, spec, e))?
+                .text(),
             None => None,
         };
-        let tolerations = parse_tolerations(tolerations_raw.filter(|t| *t != "null"))
-            .map_err(|e| err(&format!("{at}.tolerations"), e))?;
+        let tolerations =
+            parse_tolerations(tolerations_raw.filter(|t| *t != "null")).map_err(|e| {
+                format!(
+                    "{which}{at}.tolerations: {}",
+                    crate::json::error::message(&e)
+                )
+            })?;
         Ok(Workload {
-            text,
+            object,
+            spec,
             kind,
             name: meta.name,
             generate_name: meta.generate_name,
@@ -118,20 +139,25 @@ impl<'a> Workload<'a> {
         })
     }
 
+    /// The whole object's text, for the matchers that read all of it (JSONPath conditions).
+    pub fn text(&self) -> String {
+        self.object.write(&[])
+    }
+
     /// The object's text with `additions` appended to its tolerations; `None` when it has no
     /// pod spec to put them in (the API server refuses such objects anyway).
     pub fn with_tolerations(&self, additions: &[String]) -> Option<String> {
-        let spec = self.pod_spec?;
-        let mut splice = Splice::new(self.text);
+        let (spec, pod_spec) = (self.spec?, self.pod_spec?);
+        let mut splice = Splice::new(spec);
         let list = self.tolerations_raw.filter(|t| *t != "null");
         match (list, self.tolerations_raw) {
             (Some(list), _) => splice.append_items(list, additions),
             (None, Some(null)) => splice.replace(null, format!("[{}]", additions.join(","))),
             (None, None) => splice.insert_members(
-                spec,
+                pod_spec,
                 &[("tolerations", format!("[{}]", additions.join(",")))],
             ),
         }
-        Some(splice.finish())
+        Some(self.object.write(&[("spec", splice.finish())]))
     }
 }

@@ -20,14 +20,28 @@ pub use k8s_openapi;
 pub use objects::{assert_valid_object, valid_object, KINDS};
 
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::JsonStr;
-use taintguard::json::Splice;
+use taintguard::json::{JsonStr, Raw, Splice};
 use taintguard::policy::{read_settings, run, Half, Policy};
 use taintguard::taint::{SelectsTaints, Taint};
 use taintguard::taint_preservation::TaintPreservation;
 use taintguard::toleration_injection::TolerationInjection;
 use taintguard::verdict::Verdict;
 use tree::Tree;
+
+/// The request's `object` and `oldObject` as they are written (absent when the request does not
+/// read): the core reads them as their members, and these checks compare whole objects.
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectTexts<'a> {
+    #[serde(borrow, default)]
+    object: Raw<'a>,
+    #[serde(borrow, default)]
+    old_object: Raw<'a>,
+}
+
+fn object_texts(request: &str) -> ObjectTexts<'_> {
+    serde_json::from_str(request).unwrap_or_default()
+}
 
 /// Which invariants a failure broke, with the input that broke them.
 pub type Checked = Result<(), String>;
@@ -73,9 +87,7 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
         // RawValue capture does not check `\u` escapes (a lone surrogate passes), so an object
         // that is not strictly JSON comes back as it came; the API server never sends one.
         if let Err(e) = Tree::parse(mutated) {
-            let object = AdmissionRequest::parse(request)
-                .ok()
-                .and_then(|r| r.object.value().map(Tree::parse));
+            let object = object_texts(request).object.value().map(Tree::parse);
             if matches!(object, Some(Ok(_))) {
                 return Err(format!("mutated object is not JSON: {e}"));
             }
@@ -104,7 +116,7 @@ fn still_valid(request: &str, mutated: &str) -> Checked {
         return Ok(());
     };
     let kind = parsed.kind.kind.as_str();
-    match parsed.object.value() {
+    match object_texts(request).object.value() {
         Some(object) if KINDS.contains(&kind) && valid_object(kind, object).is_ok() => {
             valid_object(kind, mutated).map_err(|e| format!("the mutation broke the object: {e}"))
         }
@@ -114,8 +126,8 @@ fn still_valid(request: &str, mutated: &str) -> Checked {
 
 /// The request text with its `object` replaced by `object`.
 pub fn with_object(request: &str, object: &str) -> Result<String, String> {
-    let parsed = AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
-    let place = parsed
+    AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
+    let place = object_texts(request)
         .object
         .text()
         .ok_or("mutated a request without object")?;
@@ -129,8 +141,9 @@ fn before_after(request: &str, verdict: &Verdict) -> Result<Option<(Tree, Tree)>
     let Some(mutated) = verdict.mutated_object() else {
         return Ok(None);
     };
-    let parsed = AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
-    let Ok(before) = Tree::parse(parsed.object.value().ok_or("no object")?) else {
+    AdmissionRequest::parse(request).map_err(|e| e.to_string())?;
+    let texts = object_texts(request);
+    let Ok(before) = Tree::parse(texts.object.value().ok_or("no object")?) else {
         return Ok(None);
     };
     let after = Tree::parse(mutated).map_err(|e| e.to_string())?;
@@ -200,15 +213,16 @@ fn protected_taints_survive(
     if settings.permitted.allows(&who) {
         return Ok(());
     }
-    let admitted = verdict.mutated_object().or(parsed.object.value());
-    let (Some(old), Some(new)) = (taints_of(parsed.old_object.value()), taints_of(admitted)) else {
+    let texts = object_texts(request);
+    let admitted = verdict.mutated_object().or(texts.object.value());
+    let (Some(old), Some(new)) = (taints_of(texts.old_object.value()), taints_of(admitted)) else {
         return Ok(());
     };
     // The stored owner record, read here on its own: the requester's own taints may go.
     let owners = settings
         .taint_owners
         .enabled
-        .then(|| Tree::parse(parsed.old_object.value()?).ok())
+        .then(|| Tree::parse(texts.old_object.value()?).ok())
         .flatten()
         .and_then(|old| {
             match old.at(&["metadata", "annotations", &settings.taint_owners.annotation]) {

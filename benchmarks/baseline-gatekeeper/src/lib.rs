@@ -42,11 +42,13 @@ impl Policy for Baseline {
         _: Half,
         _: &dyn Cluster,
     ) -> Verdict {
-        let parse = |text: Option<&str>| text.map(serde_json::from_str::<serde_json::Value>);
-        let parsed = (
-            parse(request.object.value()),
-            parse(request.old_object.value()),
-        );
+        // The core reads each object as its members; the baseline parses the whole of it.
+        let parse = |object: &Option<taintguard::json::Object<'_>>| {
+            object
+                .as_ref()
+                .map(|o| serde_json::from_str::<serde_json::Value>(&o.write(&[])))
+        };
+        let parsed = (parse(&request.object), parse(&request.old_object));
         // Looking at what was parsed keeps the parse from being optimised away.
         match parsed {
             (Some(Err(e)), _) | (_, Some(Err(e))) => Verdict::reject(400, e.to_string()),
