@@ -37,6 +37,8 @@ enum Kind {
     Literal(String),
     /// `prefix*`: the commonest shape (`node.kubernetes.io/*`), matched without the engine.
     Prefix(String),
+    /// `*suffix`: the next commonest (`*/not-ready`, `*/agent-not-ready` in the defaults).
+    Suffix(String),
     Tokens(Vec<Token>),
 }
 
@@ -87,6 +89,14 @@ impl Glob {
                 });
             }
         }
+        if let Some(tail) = pattern.strip_prefix('*') {
+            if !has_meta(tail) {
+                return Ok(Glob {
+                    source: pattern.to_owned(),
+                    kind: Kind::Suffix(tail.to_owned()),
+                });
+            }
+        }
         Glob::tokenized(pattern)
     }
 
@@ -109,6 +119,12 @@ impl Glob {
             } else {
                 Kind::Tokens(tokens)
             }
+        } else if let Some((Token::Star, tail)) = tokens.split_first() {
+            if tail.iter().all(|t| matches!(t, Token::Char(_))) {
+                Kind::Suffix(literal(tail))
+            } else {
+                Kind::Tokens(tokens)
+            }
         } else {
             Kind::Tokens(tokens)
         };
@@ -127,6 +143,7 @@ impl Glob {
             Kind::Exact => self.source == text,
             Kind::Literal(literal) => literal == text,
             Kind::Prefix(prefix) => text.starts_with(prefix.as_str()),
+            Kind::Suffix(suffix) => text.ends_with(suffix.as_str()),
             Kind::Tokens(tokens) => match_tokens(tokens, text),
         }
     }
@@ -275,6 +292,11 @@ mod tests {
             "a]*",
             "a!*",
             "system:masters",
+            "*/not-ready",
+            "**a",
+            "*a\\*",
+            "*\\a",
+            "*a?",
         ] {
             assert_eq!(Glob::new(pattern), Glob::tokenized(pattern), "{pattern}");
         }
@@ -311,6 +333,10 @@ mod tests {
             ("a\\*", "a*", true),
             ("a\\*", "ab", false),
             ("*a*b*c*", "xxaxxbxxcxx", true),
+            ("*/not-ready", "cni.istio.io/not-ready", true),
+            ("*/not-ready", "cni.istio.io/not-ready-yet", false),
+            ("*-not-ready", "-not-ready", true),
+            ("**a", "ba", true),
             ("*a*b*c*", "xxaxxcxxbxx", false),
             (
                 "system:serviceaccount:*:karpenter",

@@ -38,8 +38,9 @@ pub mod principal;
 pub mod taint;
 pub mod toleration;
 
-// 3. JSON plumbing.
+// 3. JSON plumbing, and the small maps requests need.
 pub mod json;
+pub mod small_map;
 
 // 4. The two policies.
 pub mod taint_preservation;

@@ -1,12 +1,12 @@
 //! Tolerations, and when one already tolerates everything another does.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::json::JsonStr;
 use crate::settings::{from_string, null_as_default, settings_object, At, SettingsError};
+use crate::small_map::SmallMap;
 use crate::taint::Effect;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -254,65 +254,15 @@ pub struct Coverage<'t> {
     /// `Exists`, by key (empty: every key) and effect (empty: every effect): the longest seconds
     /// (`None`: unlimited). Keys borrow the tolerations inserted, and lookups borrow, so only
     /// the tables allocate.
-    exists: Table<ExistsKey<'t>>,
+    exists: SmallMap<ExistsKey<'t>, Option<i64>>,
     /// `Equal`, by key, value and effect.
-    equal: Table<EqualKey<'t>>,
+    equal: SmallMap<EqualKey<'t>, Option<i64>>,
 }
 
 /// (key, effect).
 type ExistsKey<'t> = (Cow<'t, str>, Cow<'t, str>);
 /// (key, value, effect).
 type EqualKey<'t> = (Cow<'t, str>, Cow<'t, str>, Cow<'t, str>);
-
-/// Up to this many entries a table is a vector searched in order: real workloads carry a handful
-/// of tolerations, and hashing each lookup key (SipHash, six lookups per toleration judged) cost
-/// more than comparing it with every entry. Past it, a hash map keeps huge lists linear (and
-/// SipHash keeps them so against keys chosen to collide).
-const SMALL_TABLE: usize = 16;
-
-/// The longest seconds per key: a vector while small, a hash map past [`SMALL_TABLE`] entries.
-#[derive(Debug)]
-enum Table<K> {
-    Small(Vec<(K, Option<i64>)>),
-    Large(HashMap<K, Option<i64>>),
-}
-
-impl<K> Default for Table<K> {
-    fn default() -> Self {
-        Table::Small(Vec::new())
-    }
-}
-
-impl<K: Eq + std::hash::Hash> Table<K> {
-    /// The entry of `key`, inserted with `seconds` when new.
-    fn entry(&mut self, key: K, seconds: Option<i64>) -> &mut Option<i64> {
-        // One scan of a small table: where the key is, or that it is new.
-        let mut found = None;
-        if let Table::Small(entries) = self {
-            found = entries.iter().position(|(k, _)| *k == key);
-            if found.is_none() && entries.len() >= SMALL_TABLE {
-                *self = Table::Large(std::mem::take(entries).into_iter().collect());
-            }
-        }
-        match self {
-            Table::Small(entries) => match found {
-                Some(at) => &mut entries[at].1,
-                None => {
-                    entries.push((key, seconds));
-                    &mut entries.last_mut().expect("just pushed").1
-                }
-            },
-            Table::Large(map) => map.entry(key).or_insert(seconds),
-        }
-    }
-
-    fn get(&self, key: &K) -> Option<&Option<i64>> {
-        match self {
-            Table::Small(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            Table::Large(map) => map.get(key),
-        }
-    }
-}
 
 /// Whether a toleration for `mine` `tolerationSeconds` lasts as long as one for `theirs`: none at
 /// all is forever.
@@ -368,7 +318,7 @@ impl<'t> Coverage<'t> {
 }
 
 fn exists_entry<'q>(
-    table: &'q Table<ExistsKey<'q>>,
+    table: &'q SmallMap<ExistsKey<'q>, Option<i64>>,
     key: &'q str,
     effect: &'q str,
 ) -> Option<&'q Option<i64>> {
@@ -376,7 +326,7 @@ fn exists_entry<'q>(
 }
 
 fn equal_entry<'q>(
-    table: &'q Table<EqualKey<'q>>,
+    table: &'q SmallMap<EqualKey<'q>, Option<i64>>,
     key: &'q str,
     value: &'q str,
     effect: &'q str,

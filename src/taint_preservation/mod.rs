@@ -13,12 +13,11 @@ mod owners;
 mod record;
 pub mod settings;
 
-use std::collections::{HashMap, HashSet};
-
 use crate::admission::{AdmissionRequest, Operation};
 use crate::cluster::{AccessQuestion, Cluster};
 use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
+use crate::small_map::{SmallMap, SmallSet};
 use crate::taint::Taint;
 use crate::verdict::Verdict;
 
@@ -584,30 +583,32 @@ fn owners_after(
     (before, written): (&OwnerRecord, &OwnerRecord),
 ) -> (OwnerRecord, Vec<(String, bool)>) {
     let mut after = if permitted { written } else { before }.clone();
-    let stripped: HashSet<(&str, &str)> = findings
+    let stripped: SmallSet<(&str, &str)> = findings
         .iter()
         .filter_map(|f| match f {
-            Finding::ReaddedOneShot(t) => Some(t.identity()),
+            Finding::ReaddedOneShot(t) => Some((t.identity(), ())),
             _ => None,
         })
         .collect();
-    let mut carried: HashSet<(&str, &str)> = new
+    let mut carried: SmallSet<(&str, &str)> = new
         .taints
         .iter()
         .map(Taint::identity)
         .filter(|id| !stripped.contains(id))
+        .map(|id| (id, ()))
         .collect();
-    carried.extend(findings.iter().filter_map(|f| match f {
-        Finding::RemovedTaint(t) => Some(t.identity()),
-        _ => None,
-    }));
+    for finding in findings {
+        if let Finding::RemovedTaint(t) = finding {
+            carried.insert(t.identity(), ());
+        }
+    }
     after.retain(|key, effect| carried.contains(&(key, effect)));
     let mut added = Vec::new();
     if who.username.is_empty() {
         return (after, added);
     }
-    let had: HashSet<(&str, &str)> = old
-        .map(|old| old.taints.iter().map(Taint::identity).collect())
+    let had: SmallSet<(&str, &str)> = old
+        .map(|old| old.taints.iter().map(|t| (t.identity(), ())).collect())
         .unwrap_or_default();
     for taint in &new.taints {
         if had.contains(&taint.identity()) || settings.protecting_rule(taint).is_none() {
@@ -632,14 +633,14 @@ fn taint_findings<'a>(
 ) {
     // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and pairwise
     // comparison took seconds, past the policy timeout.
-    let mut new_by_identity: HashMap<(&str, &str), &'a Taint<'a>> = HashMap::new();
+    let mut new_by_identity: SmallMap<(&str, &str), &'a Taint<'a>> = SmallMap::default();
     for t in &new.taints {
-        new_by_identity.entry(t.identity()).or_insert(t);
+        new_by_identity.entry(t.identity(), t);
     }
-    let mut seen = HashSet::new();
+    let mut seen = SmallSet::default();
     for old_taint in &old.taints {
         // Kubernetes refuses duplicate (key, effect) pairs; judge the first if one slips through.
-        if !seen.insert(old_taint.identity()) {
+        if !seen.insert(old_taint.identity(), ()) {
             continue;
         }
         let Some(rule) = settings.protecting_rule(old_taint) else {
@@ -677,7 +678,7 @@ fn removed_one_shot_taints<'a>(
     old: &'a NodeView<'a>,
     new: &NodeView<'_>,
 ) -> Vec<&'a Taint<'a>> {
-    let kept: HashSet<(&str, &str)> = new.taints.iter().map(Taint::identity).collect();
+    let kept: SmallSet<(&str, &str)> = new.taints.iter().map(|t| (t.identity(), ())).collect();
     old.taints
         .iter()
         .filter(|t| !kept.contains(&t.identity()))
@@ -744,7 +745,7 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
         return None;
     }
     // What replaces each entry of `new` that a finding is about, keyed by the entry's address.
-    let mut replaced: HashMap<*const Taint<'_>, Option<&str>> = HashMap::new();
+    let mut replaced: SmallMap<*const Taint<'_>, Option<&str>> = SmallMap::default();
     for finding in findings {
         match finding {
             Finding::ChangedTaint { old, new } => {

@@ -1,0 +1,116 @@
+//! A map for the few keys a request usually holds that stays linear for the many it may hold.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// Up to this many entries a map is a vector searched in order: real objects carry a handful of
+/// taints or tolerations, and hashing each lookup key (SipHash) cost more than comparing it with
+/// every entry; in a Node update with ten taints, the identity sets of taint-preservation took a
+/// fifth of the policy's instructions (benchmarks/results.md). Past it, a hash map keeps huge
+/// lists linear: a Node or pod template at etcd's 1.5 MiB limit holds ~25,000 entries, and
+/// SipHash keeps lookups linear against keys chosen to collide.
+const SMALL: usize = 16;
+
+/// A map that is a vector while small and a hash map past [`SMALL`] entries.
+#[derive(Debug)]
+pub enum SmallMap<K, V> {
+    Small(Vec<(K, V)>),
+    Large(HashMap<K, V>),
+}
+
+/// A set: a [`SmallMap`] to nothing.
+pub type SmallSet<K> = SmallMap<K, ()>;
+
+impl<K, V> Default for SmallMap<K, V> {
+    fn default() -> Self {
+        SmallMap::Small(Vec::new())
+    }
+}
+
+impl<K: Eq + Hash, V> SmallMap<K, V> {
+    /// The value of `key`, inserted as `value` when new (the value already there stays).
+    pub fn entry(&mut self, key: K, value: V) -> &mut V {
+        // One scan of a small map: where the key is, or that it is new.
+        let mut found = None;
+        if let SmallMap::Small(entries) = self {
+            found = entries.iter().position(|(k, _)| *k == key);
+            if found.is_none() && entries.len() >= SMALL {
+                *self = SmallMap::Large(std::mem::take(entries).into_iter().collect());
+            }
+        }
+        match self {
+            SmallMap::Small(entries) => match found {
+                Some(at) => &mut entries[at].1,
+                None => {
+                    entries.push((key, value));
+                    &mut entries.last_mut().expect("just pushed").1
+                }
+            },
+            SmallMap::Large(map) => map.entry(key).or_insert(value),
+        }
+    }
+
+    /// Sets `key` to `value`; whether `key` is new (as `HashSet::insert` answers).
+    pub fn insert(&mut self, key: K, value: V) -> bool {
+        match self {
+            SmallMap::Small(entries) => {
+                if let Some(slot) = entries.iter_mut().find(|(k, _)| *k == key) {
+                    slot.1 = value;
+                    return false;
+                }
+                entries.push((key, value));
+                if entries.len() > SMALL {
+                    *self = SmallMap::Large(std::mem::take(entries).into_iter().collect());
+                }
+                true
+            }
+            SmallMap::Large(map) => map.insert(key, value).is_none(),
+        }
+    }
+
+    pub fn get(&self, key: &K) -> Option<&V> {
+        match self {
+            SmallMap::Small(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            SmallMap::Large(map) => map.get(key),
+        }
+    }
+
+    pub fn contains(&self, key: &K) -> bool {
+        self.get(key).is_some()
+    }
+}
+
+impl<K: Eq + Hash, V> FromIterator<(K, V)> for SmallMap<K, V> {
+    /// The last value of a key given twice wins, as in a `HashMap`.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
+        let mut map = SmallMap::default();
+        for (key, value) in entries {
+            map.insert(key, value);
+        }
+        map
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small or large, the map answers what a `HashMap` answers.
+    #[test]
+    fn answers_as_a_hash_map_across_the_switch() {
+        let mut small = SmallMap::default();
+        let mut hashed = HashMap::new();
+        for i in 0..(3 * SMALL as u32) {
+            let key = i % (2 * SMALL as u32);
+            assert_eq!(small.insert(key, i), hashed.insert(key, i).is_none(), "{i}");
+            *small.entry(key + 1, 0) += 1;
+            *hashed.entry(key + 1).or_insert(0) += 1;
+            for probe in 0..(2 * SMALL as u32 + 2) {
+                assert_eq!(small.get(&probe), hashed.get(&probe), "{i} {probe}");
+            }
+        }
+        assert!(matches!(small, SmallMap::Large(_)));
+        let set: SmallSet<u8> = [1, 2, 1].into_iter().map(|k| (k, ())).collect();
+        assert!(set.contains(&1) && set.contains(&2) && !set.contains(&3));
+    }
+}
