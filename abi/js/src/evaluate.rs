@@ -41,11 +41,14 @@ pub fn admission_request(input: &str) -> Result<&str, String> {
 pub fn evaluate(policy: &Entry, input: &str, settings: &str) -> Result<String, String> {
     let request = admission_request(input)?;
     let verdict = (policy.evaluate)(request, settings)?;
-    let patch = match verdict.mutated_object() {
-        Some(mutated) => Some(patch(request, mutated)?),
-        None => None,
+    let (mutated, patch) = match verdict.mutated_object() {
+        Some(mutated) => (
+            Some(borrowed_json(mutated)?),
+            Some(patch(request, mutated)?),
+        ),
+        None => (None, None),
     };
-    Ok(result_json(&verdict, patch.as_ref()))
+    Ok(result_json(&verdict, mutated, patch.as_ref()))
 }
 
 /// The RFC 6902 patch from the request's object to the mutated object, computed as Kubewarden's
@@ -76,6 +79,13 @@ fn patch(request: &str, mutated: &str) -> Result<json_patch::Patch, String> {
     Ok(json_patch::diff(&original, &mutated))
 }
 
+/// The mutated object as a `RawValue`, to be written as it is. The core builds it as JSON
+/// (`Decision::Mutate`); were it not, this says so instead of returning it.
+fn borrowed_json(mutated: &str) -> Result<&RawValue, String> {
+    serde_json::from_str(mutated)
+        .map_err(|e| format!("internal error: the mutated object is not JSON: {e}"))
+}
+
 /// The object `evaluate()` returns (`Verdict` in the package's TypeScript declarations).
 /// `mutatedObject` is the core's text verbatim: key order and number formatting survive, and
 /// the page's diff shows only what the policy changed.
@@ -93,7 +103,11 @@ struct JsVerdict<'a> {
     patch_type: Option<&'static str>,
 }
 
-fn result_json(verdict: &Verdict, patch: Option<&json_patch::Patch>) -> String {
+fn result_json(
+    verdict: &Verdict,
+    mutated_object: Option<&RawValue>,
+    patch: Option<&json_patch::Patch>,
+) -> String {
     // policy-server sends no patch when the diff is empty; neither do we.
     let patch = patch.filter(|p| !p.0.is_empty());
     let result = JsVerdict {
@@ -102,7 +116,7 @@ fn result_json(verdict: &Verdict, patch: Option<&json_patch::Patch>) -> String {
         code: verdict.code(),
         warnings: &verdict.warnings,
         audit_annotations: &verdict.audit_annotations,
-        mutated_object: verdict.mutated_json(),
+        mutated_object,
         patch,
         patch_type: patch.map(|_| "JSONPatch"),
     };
@@ -212,7 +226,8 @@ mod tests {
             audit_annotations: vec![("k".into(), "v\"".into())],
             ..Verdict::mutate(r#"{"z":1,"a":1.50}"#.into())
         };
-        let text = result_json(&verdict, None);
+        let mutated = borrowed_json(verdict.mutated_object().unwrap()).unwrap();
+        let text = result_json(&verdict, Some(mutated), None);
         assert!(
             text.contains(r#""mutatedObject":{"z":1,"a":1.50}"#),
             "{text}"

@@ -91,7 +91,7 @@ pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
             ),
         },
     };
-    to_json(&ValidationResponse::from(&verdict))
+    response_json(&verdict)
 }
 
 /// Absent settings mean every default, as Kubewarden sends none for a policy without any.
@@ -122,8 +122,7 @@ struct SettingsResponse {
     message: Option<String>,
 }
 
-/// Kubewarden's `ValidationResponse`. The mutated object is the core's JSON text, copied as it
-/// is rather than re-serialised.
+/// Kubewarden's `ValidationResponse`, but for `mutated_object` (see [`response_json`]).
 #[derive(Serialize)]
 struct ValidationResponse<'a> {
     accepted: bool,
@@ -131,8 +130,6 @@ struct ValidationResponse<'a> {
     message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mutated_object: Option<&'a RawValue>,
     #[serde(
         skip_serializing_if = "<[_]>::is_empty",
         serialize_with = "serialize_pairs"
@@ -148,11 +145,30 @@ impl<'a> From<&'a Verdict> for ValidationResponse<'a> {
             accepted: verdict.accepted(),
             message: verdict.message(),
             code: verdict.code(),
-            mutated_object: verdict.mutated_json(),
             audit_annotations: &verdict.audit_annotations,
             warnings: &verdict.warnings,
         }
     }
+}
+
+/// The `ValidationResponse` of `verdict`. A mutated object is the core's JSON text, copied in
+/// as it is after `accepted` (a mutation is always accepted and has no message or code): a
+/// `RawValue` would have read the whole object once more to check what the core built as JSON
+/// (`Decision::Mutate`), a tenth of what a mutation of a small object costs.
+fn response_json(verdict: &Verdict) -> Vec<u8> {
+    const ACCEPTED: &[u8] = br#"{"accepted":true"#;
+    const MEMBER: &[u8] = br#","mutated_object":"#;
+    let rest = to_json(&ValidationResponse::from(verdict));
+    let Some(object) = verdict.mutated_object() else {
+        return rest;
+    };
+    debug_assert!(rest.starts_with(ACCEPTED), "a mutation is accepted first");
+    let mut out = Vec::with_capacity(rest.len() + MEMBER.len() + object.len());
+    out.extend_from_slice(ACCEPTED);
+    out.extend_from_slice(MEMBER);
+    out.extend_from_slice(object.as_bytes());
+    out.extend_from_slice(&rest[ACCEPTED.len()..]);
+    out
 }
 
 /// Serialising these types cannot fail: every map key is a string.
@@ -165,7 +181,7 @@ mod tests {
     use super::*;
 
     fn response(verdict: Verdict) -> String {
-        String::from_utf8(to_json(&ValidationResponse::from(&verdict))).unwrap()
+        String::from_utf8(response_json(&verdict)).unwrap()
     }
 
     #[test]
