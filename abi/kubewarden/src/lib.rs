@@ -71,14 +71,19 @@ fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
 #[doc(hidden)]
 pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let cluster = cluster::HostCluster::<P>(std::marker::PhantomData);
-    let verdict = match serde_json::from_slice::<ValidationRequest>(payload) {
-        Ok(envelope) => run_read::<P>(
+    // Read as text checked once: read as bytes, serde_json checks each string and each raw
+    // capture (every member of the objects) on its own, a second pass over most of the bytes.
+    let one_pass = std::str::from_utf8(payload)
+        .ok()
+        .and_then(|text| serde_json::from_str::<ValidationRequest>(text).ok());
+    let verdict = match one_pass {
+        Some(envelope) => run_read::<P>(
             &envelope.request,
             settings_text(envelope.settings),
             Half::Mutating,
             &cluster,
         ),
-        Err(_) => match serde_json::from_slice::<ValidationText>(payload) {
+        None => match serde_json::from_slice::<ValidationText>(payload) {
             Ok(envelope) => run::<P>(
                 envelope.request.get(),
                 settings_text(envelope.settings),
