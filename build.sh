@@ -11,7 +11,7 @@
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests;
 #                       with --sign KEY (or TAINTGUARD_SIGNING_KEY=KEY) also sign each pushed digest
 #                       as cosign does, for kwctl verify and policy-server (docs/signing.md)
-#   ./build.sh bench [--real-host] [--quick] [--only TEXT]...
+#   ./build.sh bench [--real-host | --instructions] [--quick] [--only TEXT]...
 #                       build, then measure the policies in Kubewarden's policy-server over loopback
 #                       against a null module (policy-server found through POLICY_SERVER, else PATH;
 #                       without it that section says it did not run), and, as diagnostics, every
@@ -19,7 +19,8 @@
 #                       benchmarks/results.md and benchmarks/latency.svg (--real-host: only the
 #                       policy-server section, rewritten in place; --quick: shorter runs; --only:
 #                       the inputs whose policy and name contain TEXT; either of these two only
-#                       prints)
+#                       prints; --instructions: policy-server's instructions per request under
+#                       callgrind, the policy against its anchor, printed: benchmarks/cost.md)
 #   ./build.sh e2e      build, then run the end-to-end suite: etcd, kube-apiserver and Kubewarden's
 #                       policy-server on loopback, the incidents replayed by their real actors
 #                       (docs/e2e.md; needs those binaries, found through KUBEBUILDER_ASSETS,
@@ -374,5 +375,5 @@ case "${1:-build}" in
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
   settings-ui) write_settings_ui ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
 esac

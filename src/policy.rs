@@ -106,7 +106,7 @@ pub fn try_run<P: Policy>(
 
 /// [`run`] on a request the adapter has already read, in the same pass as the engine's envelope
 /// around it: each pass over a request is most of what a small request costs
-/// (benchmarks/results.md). Bad settings become the same 400 rejection as in [`run`].
+/// (benchmarks/cost.md). Bad settings become the same 400 rejection as in [`run`].
 pub fn run_read<P: Policy>(
     request: &AdmissionRequest<'_>,
     settings: &str,

@@ -4,19 +4,20 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 /// Up to this many entries a map is a vector searched in order: real objects carry a handful of
-/// taints or tolerations, and hashing each lookup key (SipHash) cost more than comparing it with
-/// every entry; in a Node update with ten taints, the identity sets of taint-preservation took a
-/// fifth of the policy's instructions (benchmarks/results.md). Past it, a hash map keeps huge
-/// lists linear: a Node or pod template at etcd's 1.5 MiB limit holds ~25,000 entries, and
-/// SipHash keeps lookups linear against keys chosen to collide.
+/// taints or tolerations, and hashing each lookup key with SipHash costs more than comparing
+/// fingerprints with every entry. Past it, a hash map keeps huge lists linear: a Node or pod
+/// template at etcd's 1.5 MiB limit holds ~25,000 entries, and SipHash keeps lookups linear
+/// against keys chosen to collide.
 const SMALL: usize = 16;
 
 /// A map that is a vector while small and a hash map past [`SMALL`] entries.
 #[derive(Debug)]
 pub enum SmallMap<K, V> {
     /// Each entry with its key's [`fingerprint`]: a lookup compares keys only where the
-    /// fingerprints agree. Comparing two taint identities byte by byte (wasm's `memcmp` is a
-    /// byte loop) was a tenth of the policy's instructions on a Node with ten taints.
+    /// fingerprints agree. On a Node update with ten taints, taint-preservation's identity sets
+    /// took a sixth of its wasm instructions whether they hashed with SipHash or compared keys
+    /// byte by byte (wasm's `memcmp` is a byte loop); fingerprints took that off
+    /// (benchmarks/cost.md).
     Small(Vec<(u64, K, V)>),
     Large(HashMap<K, V>),
 }

@@ -13,7 +13,7 @@ pub enum Decision {
     /// which engines copy as it is. It is JSON by construction: every piece is either text
     /// serde_json accepted when it read the request or JSON serde_json wrote, which debug
     /// builds (every test, every fuzz run) check on each verdict; release builds do not read
-    /// it a second time, as a mutation's least cost does not (benchmarks/results.md). The
+    /// it a second time, as a mutation's least cost does not (benchmarks/cost.md). The
     /// mutating half also checks that engines can read it back (`policy::try_run`): syntax
     /// alone allows any nesting, a `serde_json::Value` only 127 levels.
     Mutate(String),

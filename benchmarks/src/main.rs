@@ -1,5 +1,5 @@
-//! `bench [--quick] [--only TEXT]... [--real-host] BASELINE_WASM BASELINE_GATEKEEPER_WASM
-//! NULL_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
+//! `bench [--quick] [--only TEXT]... [--real-host | --instructions] BASELINE_WASM
+//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
 //! null module NULL_WASM (`realhost/`), then, as diagnostics, every `dist/<policy>.wasm` against
 //! the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the OPA-ABI
 //! baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
@@ -8,7 +8,8 @@
 //! runs only the real-host section and rewrites just that section of the results; `--quick`
 //! runs a tenth of the rounds (shorter points in the real host); `--only TEXT` keeps the inputs
 //! whose policy and name contain every TEXT given. Either of these two only prints: a partial
-//! or shortened run must not replace the results.
+//! or shortened run must not replace the results. `--instructions` counts the real host's
+//! instructions per request under callgrind instead (`realhost/instructions.rs`) and only prints.
 //! `bench --dump DIR` writes the payloads instead.
 
 mod direct;
@@ -198,6 +199,7 @@ struct Options<'a> {
     quick: bool,
     only: Vec<&'a str>,
     real_host_only: bool,
+    instructions: bool,
     baseline: &'a Path,
     baseline_gatekeeper: &'a Path,
     null: &'a Path,
@@ -223,6 +225,13 @@ fn run(options: &Options) -> Result<(), String> {
         mutate: options.mutate.to_owned(),
         dist: repo.join("dist"),
     };
+    if options.instructions {
+        // Exact and repeatable, but not the throughput targets: printed, never written to
+        // results.md (benchmarks/cost.md keeps the counts each change was judged by).
+        let counted = realhost::instructions::run(&repo, &inputs, &modules)?;
+        println!("{}", realhost::instructions::table(&counted));
+        return Ok(());
+    }
     let timing = if options.quick {
         realhost::QUICK
     } else {
@@ -289,20 +298,21 @@ fn main() -> ExitCode {
             };
         }
     }
-    let (mut quick, mut only, mut real_host_only, mut paths) =
-        (false, Vec::new(), false, Vec::new());
+    let (mut quick, mut only, mut real_host_only, mut instructions, mut paths) =
+        (false, Vec::new(), false, false, Vec::new());
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => quick = true,
             "--only" => only.extend(args.next().map(String::as_str)),
             "--real-host" => real_host_only = true,
+            "--instructions" => instructions = true,
             _ => paths.push(Path::new(arg)),
         }
     }
     let [baseline, baseline_gatekeeper, null, walk, mutate] = paths[..] else {
         eprintln!(
-            "usage: bench [--quick] [--only TEXT]... [--real-host] BASELINE_WASM \
+            "usage: bench [--quick] [--only TEXT]... [--real-host | --instructions] BASELINE_WASM \
              BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM | bench --dump DIR"
         );
         return ExitCode::from(2);
@@ -311,6 +321,7 @@ fn main() -> ExitCode {
         quick,
         only,
         real_host_only,
+        instructions,
         baseline,
         baseline_gatekeeper,
         null,

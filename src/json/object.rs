@@ -12,10 +12,9 @@ use super::{JsonStr, Raw};
 ///
 /// The request's `object` and `oldObject` are read this way in the one pass over the request, so
 /// a policy's view reads the few members it needs (`metadata`, `spec`) without walking the
-/// object again: the rest, a Node's status above all, is skipped once (benchmarks/results.md,
-/// "Where a request's cost goes"). An edit writes the object anew from its members
-/// ([`Object::write`]): every member it does not edit keeps its text byte for byte; only the
-/// spacing between top-level members is not kept.
+/// object again: the rest, a Node's status above all, is skipped once (benchmarks/cost.md). An
+/// edit writes the object anew from its members ([`Object::write`]): every member it does not
+/// edit keeps its text byte for byte; only the spacing between top-level members is not kept.
 #[derive(Debug, Clone, Default)]
 pub struct Object<'a> {
     members: Vec<(&'a RawValue, &'a RawValue)>,

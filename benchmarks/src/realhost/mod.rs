@@ -5,6 +5,7 @@
 //! rejected request, the mutate-only module (hands back the object with one member added) for a
 //! mutation. The anchor is the least the policy's job costs.
 
+pub mod instructions;
 mod load;
 pub mod report;
 mod server;

@@ -101,6 +101,17 @@ impl PolicyServer {
     /// Starts `binary` in `dir` (its `policies.yml`, downloads and log) serving `entries`, and
     /// waits until its readiness probe answers.
     pub fn start(binary: &Path, dir: &Path, entries: &[Entry]) -> Result<PolicyServer, String> {
+        PolicyServer::start_under(&[], binary, dir, entries)
+    }
+
+    /// [`PolicyServer::start`], run by `wrapper` (a command and its arguments, `binary` and its
+    /// own arguments after them): `valgrind` for `bench --instructions`.
+    pub fn start_under(
+        wrapper: &[&str],
+        binary: &Path,
+        dir: &Path,
+        entries: &[Entry],
+    ) -> Result<PolicyServer, String> {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let file = |name: &str| dir.join(name).display().to_string();
         fs::write(dir.join("policies.yml"), policies_yml(entries)?)
@@ -110,7 +121,15 @@ impl PolicyServer {
         let log = dir.join("policy-server.log");
         let out = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(binary)
+        let mut command = match wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        let child = command
             .args(&args)
             // No cluster to reach, not even one a kubeconfig in the environment names.
             .env("KUBECONFIG", dir.join("no-kubeconfig"))
@@ -119,7 +138,12 @@ impl PolicyServer {
             .stdout(out)
             .stderr(err)
             .spawn()
-            .map_err(|e| format!("{}: {e}", binary.display()))?;
+            .map_err(|e| {
+                format!(
+                    "{}: {e}",
+                    wrapper.first().map_or(binary, Path::new).display()
+                )
+            })?;
         let mut server = PolicyServer {
             child,
             port,
@@ -161,6 +185,11 @@ impl PolicyServer {
         let lines: Vec<&str> = log.lines().collect();
         let tail = lines[lines.len().saturating_sub(10)..].join("\n");
         format!("{} ends with:\n{tail}", self.log.display())
+    }
+
+    /// The process id (of the wrapper, which runs the server in its own process).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn url(&self, id: &str) -> String {

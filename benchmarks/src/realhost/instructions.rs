@@ -1,0 +1,248 @@
+//! `bench --instructions`: the real host's cost per request counted in instructions instead of
+//! timed. policy-server runs under `valgrind --tool=callgrind`, which counts every instruction it
+//! executes, the JIT-compiled guest included; each module of each case gets warm-up requests,
+//! then the counters are zeroed, [`REQUESTS`] requests are sent on one keep-alive connection,
+//! and the counters are dumped. Unlike req/s under load these counts repeat exactly from run to
+//! run whatever else the machine does, so they show what one change did; they leave out the
+//! kernel (page faults, sockets) and contention, so they are not the throughput ratios, which
+//! remain the targets. How they were used: benchmarks/cost.md.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{prepare, server, Modules, Prepared, ANCHOR, CASES, POLICY, RUN_DIR};
+use crate::inputs::Input;
+
+/// Requests counted per module and case.
+const REQUESTS: u64 = 100;
+/// Requests sent before counting, so that nothing done once (lazy set-up in the host) counts.
+const WARM_UP: u64 = 10;
+
+/// One module's count on one case, per request.
+pub struct Count {
+    /// Everything policy-server executed.
+    pub total: u64,
+    /// The part inside wasm calls (`TypedFunc::call_raw`, inclusive): the module's own code.
+    pub guest: Option<u64>,
+}
+
+/// The counts of one case, indexed as [`MODULES`] (the baseline is not counted).
+pub struct Counted {
+    pub policy: &'static str,
+    pub name: String,
+    /// `walk` or `mutate` ([`super::anchor`]).
+    pub anchor: &'static str,
+    pub counts: [Option<Count>; 4],
+}
+
+/// An HTTP/1.1 connection to policy-server that stays open: a new connection per request would
+/// add the same host work to every module and pull the ratios towards 1.
+struct Connection {
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Connection {
+    fn open(port: u16) -> Result<Connection, String> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        let reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
+        Ok(Connection {
+            writer: stream,
+            reader,
+        })
+    }
+
+    /// POSTs `body` to `path` and reads the whole answer (by its `content-length`).
+    fn post(&mut self, path: &str, body: &[u8]) -> Result<(), String> {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        self.writer
+            .write_all(head.as_bytes())
+            .and_then(|()| self.writer.write_all(body))
+            .map_err(|e| format!("POST {path}: {e}"))?;
+        let mut length = None;
+        let mut status = String::new();
+        self.reader
+            .read_line(&mut status)
+            .map_err(|e| e.to_string())?;
+        if !status.starts_with("HTTP/1.1 200") {
+            return Err(format!("POST {path}: {}", status.trim()));
+        }
+        loop {
+            let mut line = String::new();
+            self.reader
+                .read_line(&mut line)
+                .map_err(|e| e.to_string())?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse::<usize>().ok();
+                }
+            }
+        }
+        let length = length.ok_or_else(|| format!("POST {path}: no content-length"))?;
+        let mut answer = vec![0; length];
+        self.reader
+            .read_exact(&mut answer)
+            .map_err(|e| format!("POST {path}: {e}"))
+    }
+}
+
+/// `callgrind_control` on the server's process.
+fn control(pid: u32, args: &[&str]) -> Result<(), String> {
+    let out = Command::new("callgrind_control")
+        .args(args)
+        .arg(pid.to_string())
+        .output()
+        .map_err(|e| format!("callgrind_control: {e} (Debian package `valgrind`)"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "callgrind_control {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The instructions of dump `file`: its `totals`, and the inclusive cost of wasm calls as
+/// `callgrind_annotate` attributes it (`None` when it names no such function).
+fn read_dump(file: &Path) -> Result<(u64, Option<u64>), String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let total = text
+        .lines()
+        .find_map(|l| l.strip_prefix("totals:"))
+        .and_then(|t| t.trim().parse().ok())
+        .ok_or_else(|| format!("{}: no totals", file.display()))?;
+    let annotated = Command::new("callgrind_annotate")
+        .arg("--inclusive=yes")
+        .arg(file)
+        .output()
+        .map_err(|e| format!("callgrind_annotate: {e}"))?;
+    let guest = String::from_utf8_lossy(&annotated.stdout)
+        .lines()
+        .find(|l| l.contains("TypedFunc<") && l.contains(">::call_raw"))
+        .and_then(|l| l.split_whitespace().next().map(|n| n.replace(',', "")))
+        .and_then(|n| n.parse().ok());
+    Ok((total, guest))
+}
+
+/// The newest dump in `dir` (`callgrind.<pid>.<n>`).
+fn newest_dump(dir: &Path, pid: u32) -> Result<PathBuf, String> {
+    let prefix = format!("callgrind.{pid}.");
+    let mut dumps: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let n = path
+                .file_name()?
+                .to_str()?
+                .strip_prefix(&prefix)?
+                .parse()
+                .ok()?;
+            Some((n, path))
+        })
+        .collect();
+    dumps.sort();
+    dumps
+        .pop()
+        .map(|(_, path)| path)
+        .ok_or_else(|| format!("no callgrind dump in {}", dir.display()))
+}
+
+fn count(
+    server: &server::PolicyServer,
+    dir: &Path,
+    case: &Prepared,
+    module: usize,
+) -> Result<Count, String> {
+    let body = std::fs::read(&case.body).map_err(|e| format!("{}: {e}", case.body.display()))?;
+    let path = format!("/validate/{}", case.ids[module]);
+    let mut connection = Connection::open(server.port)?;
+    for _ in 0..WARM_UP {
+        connection.post(&path, &body)?;
+    }
+    control(server.pid(), &["-z"])?;
+    for _ in 0..REQUESTS {
+        connection.post(&path, &body)?;
+    }
+    control(server.pid(), &["-d"])?;
+    let (total, guest) = read_dump(&newest_dump(dir, server.pid())?)?;
+    Ok(Count {
+        total: total / REQUESTS,
+        guest: guest.map(|g| g / REQUESTS),
+    })
+}
+
+/// Counts the policy, its anchor and the null module on each of [`CASES`] in `inputs`.
+pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Counted>, String> {
+    let binary = server::find()?;
+    let cases: Vec<&Input> = inputs
+        .iter()
+        .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name))
+        .collect();
+    let dir = repo.join(RUN_DIR).join("instructions");
+    let (prepared, entries) = prepare(&cases, modules, &dir)?;
+    let out_file = format!("--callgrind-out-file={}/callgrind.%p", dir.display());
+    eprintln!("instructions: policy-server under callgrind (a minute or two to start)");
+    let server = server::PolicyServer::start_under(
+        &["valgrind", "--tool=callgrind", &out_file],
+        &binary,
+        &dir,
+        &entries,
+    )?;
+    let mut counted = Vec::new();
+    for case in &prepared {
+        let mut counts: [Option<Count>; 4] = Default::default();
+        for module in [0, POLICY, ANCHOR] {
+            counts[module] = Some(count(&server, &dir, case, module)?);
+        }
+        eprintln!("{:<22} {:<46} counted", case.input.policy, case.input.name);
+        counted.push(Counted {
+            policy: case.input.policy,
+            name: case.input.name.clone(),
+            anchor: super::anchor(case.input.expect),
+            counts,
+        });
+    }
+    Ok(counted)
+}
+
+/// The counts as a table: per request, policy and anchor, their ratio, and the guest's share.
+pub fn table(counted: &[Counted]) -> String {
+    let thousands = |n: u64| format!("{:.0}k", n as f64 / 1000.0);
+    let guest = |c: &Count| c.guest.map_or("?".to_owned(), thousands);
+    let mut out = String::from(
+        "| input | anchor | instructions per request: policy / anchor / null (guest: policy / \
+         anchor) | anchor ÷ policy |\n|---|---|---|---|\n",
+    );
+    for case in counted {
+        let [Some(null), _, _, _] = &case.counts else {
+            continue;
+        };
+        let (Some(policy), Some(anchor)) = (&case.counts[POLICY], &case.counts[ANCHOR]) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "| {} {} | {} | {} / {} / {} ({} / {}) | {:.2}x |\n",
+            case.policy,
+            case.name,
+            case.anchor,
+            thousands(policy.total),
+            thousands(anchor.total),
+            thousands(null.total),
+            guest(policy),
+            guest(anchor),
+            anchor.total as f64 / policy.total as f64,
+        ));
+    }
+    out
+}
