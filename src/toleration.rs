@@ -148,6 +148,17 @@ impl Toleration<'_> {
         }
     }
 
+    /// The same toleration, borrowing this one's strings: a copy that allocates nothing.
+    pub fn borrowed(&self) -> Toleration<'_> {
+        Toleration {
+            key: Cow::Borrowed(&self.key),
+            operator: self.operator,
+            value: Cow::Borrowed(&self.value),
+            effect: Cow::Borrowed(&self.effect),
+            seconds: self.seconds,
+        }
+    }
+
     /// The same toleration for another key (an alias twin).
     pub fn with_key(&self, key: &str) -> Toleration<'static> {
         Toleration {

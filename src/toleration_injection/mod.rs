@@ -438,40 +438,41 @@ fn describe_nodes(query: &str) -> String {
 /// Tolerations to append, each with why: the matching rules' tolerations, those taken from node
 /// taints, then the alias twins of everything the workload will tolerate, each only when nothing
 /// already covers it.
-fn additions(
+fn additions<'a>(
     settings: &Settings,
-    rules: &[&Rule],
-    from_nodes: &[Explained],
-    existing: &[Toleration<'_>],
+    rules: &[&'a Rule],
+    from_nodes: &'a [Explained],
+    existing: &[Toleration<'a>],
     allowed_twin: impl Fn(&Toleration<'_>) -> bool,
 ) -> Vec<Explained> {
-    let mut all: Vec<Toleration<'_>> = existing.to_vec();
+    // Everything the workload will tolerate, borrowed where it can be: a toleration is copied
+    // only once chosen (the last line), not each time it is judged.
+    let mut all: Vec<Toleration<'a>> = existing.to_vec();
     let mut coverage = Coverage::default();
     for t in existing {
         coverage.insert(t);
     }
-    let mut added = Vec::new();
-    // `why` is only written for what is added.
-    let mut add = |all: &mut Vec<Toleration<'_>>, t: &Toleration<'_>, why: &dyn Fn() -> String| {
-        if !coverage.covers(t) {
-            let t = t.clone().into_owned();
+    // Indices into `all`, with why; `why` is only written for what is added.
+    let mut added: Vec<(usize, String)> = Vec::new();
+    let mut add = |all: &mut Vec<Toleration<'a>>, t: Toleration<'a>, why: &dyn Fn() -> String| {
+        if !coverage.covers(&t) {
             coverage.insert(&t);
-            all.push(t.clone());
-            added.push((t, why()));
+            added.push((all.len(), why()));
+            all.push(t);
         }
     };
     for rule in rules {
         for t in &rule.tolerations {
-            add(&mut all, t, &|| format!("rule {:?}", rule.name));
+            add(&mut all, t.borrowed(), &|| format!("rule {:?}", rule.name));
         }
     }
     for (t, why) in from_nodes {
-        add(&mut all, t, &|| why.clone());
+        add(&mut all, t.borrowed(), &|| why.clone());
     }
     // Twins of twins are covered by construction (a group is one set), so one growing pass ends.
     let mut i = 0;
     while i < all.len() {
-        let t = all[i].clone();
+        let t = &all[i];
         i += 1;
         if t.operator == Operator::Unknown {
             continue;
@@ -479,15 +480,22 @@ fn additions(
         let Some(group) = alias_group(settings, &t.key) else {
             continue;
         };
-        let own = rules.iter().any(|r| r.tolerations.contains(&t));
-        for key in group.iter().filter(|k| **k != t.key) {
-            let twin = t.with_key(key);
-            if own || allowed_twin(&twin) {
-                add(&mut all, &twin, &|| ["alias of ", &t.key].concat());
-            }
+        let own = rules.iter().any(|r| r.tolerations.contains(t));
+        let twins: Vec<Toleration<'static>> = group
+            .iter()
+            .filter(|k| **k != t.key)
+            .map(|key| t.with_key(key))
+            .filter(|twin| own || allowed_twin(twin))
+            .collect();
+        let why = ["alias of ", &t.key].concat();
+        for twin in twins {
+            add(&mut all, twin, &|| why.clone());
         }
     }
     added
+        .into_iter()
+        .map(|(at, why)| (all[at].clone().into_owned(), why))
+        .collect()
 }
 
 /// The restrictions that apply to this namespace and requester.
