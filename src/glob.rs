@@ -4,20 +4,28 @@
 //! `[!abc]` one character of (or not of) a set, and `\` escapes the next character.
 //! A pattern without metacharacters is an exact comparison.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// A glob, read from settings as its pattern string and written back as the same string.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Glob {
-    /// The pattern as written.
-    source: String,
+    /// The pattern as written: borrowed for the built-in globs, which settings defaults build
+    /// on every request (each request gets a fresh instance, benchmarks/cost.md).
+    source: Cow<'static, str>,
     kind: Kind,
 }
 
 impl TryFrom<String> for Glob {
     type Error = String;
     fn try_from(text: String) -> Result<Glob, String> {
-        Glob::new(&text).map_err(|e| format!("{text:?} is not a valid glob: {e}"))
+        match Kind::of(&text) {
+            Ok(kind) => Ok(Glob {
+                source: Cow::Owned(text),
+                kind,
+            }),
+            Err(e) => Err(format!("{text:?} is not a valid glob: {e}")),
+        }
     }
 }
 
@@ -25,24 +33,28 @@ crate::settings::from_string!(Glob, into = String);
 
 impl From<Glob> for String {
     fn from(glob: Glob) -> String {
-        glob.source
+        glob.source.into_owned()
     }
 }
 
-#[derive(Clone, PartialEq, Eq)]
+/// How a pattern is matched. The common shapes are parts of the pattern's own text, so that
+/// building them allocates nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     /// No metacharacters: the pattern is the text it matches.
     Exact,
     /// Only escaped characters: the text they stand for.
     Literal(String),
-    /// `prefix*`: the commonest shape (`node.kubernetes.io/*`), matched without the engine.
-    Prefix(String),
-    /// `*suffix`: the next commonest (`*/not-ready`, `*/agent-not-ready` in the defaults).
-    Suffix(String),
+    /// `prefix*`, the commonest shape (`node.kubernetes.io/*`), matched without the engine:
+    /// the pattern's first this many bytes.
+    Prefix(usize),
+    /// `*suffix`, the next commonest (`*/not-ready`, `*/agent-not-ready` in the defaults): the
+    /// pattern from this byte on.
+    Suffix(usize),
     Tokens(Vec<Token>),
 }
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
     Char(char),
     Any,
@@ -64,74 +76,27 @@ impl fmt::Display for GlobError {
 }
 
 impl Glob {
+    /// # Errors
+    ///
+    /// Why `pattern` is not a glob: empty, an unclosed class, a trailing `\`, a range out of
+    /// order.
     pub fn new(pattern: &str) -> Result<Glob, GlobError> {
-        if pattern.is_empty() {
-            return Err(GlobError("empty pattern"));
-        }
-        // The common shapes without the tokenizer: what it would build for them. Every
-        // metacharacter is ASCII, so bytes tell (a byte test per character: settings are read
-        // on every request, and the defaults alone are twenty globs).
-        let has_meta = |text: &str| {
-            text.bytes()
-                .any(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
-        };
-        if !has_meta(pattern) {
-            return Ok(Glob {
-                source: pattern.to_owned(),
-                kind: Kind::Exact,
-            });
-        }
-        if let Some(head) = pattern.strip_suffix('*') {
-            if !has_meta(head) {
-                return Ok(Glob {
-                    source: pattern.to_owned(),
-                    kind: Kind::Prefix(head.to_owned()),
-                });
-            }
-        }
-        if let Some(tail) = pattern.strip_prefix('*') {
-            if !has_meta(tail) {
-                return Ok(Glob {
-                    source: pattern.to_owned(),
-                    kind: Kind::Suffix(tail.to_owned()),
-                });
-            }
-        }
-        Glob::tokenized(pattern)
+        Ok(Glob {
+            kind: Kind::of(pattern)?,
+            source: Cow::Owned(pattern.to_owned()),
+        })
     }
 
-    fn tokenized(pattern: &str) -> Result<Glob, GlobError> {
-        let tokens = tokenize(pattern)?;
-        // An escaped literal compares against its unescaped text.
-        let literal_text = tokens
-            .iter()
-            .all(|t| matches!(t, Token::Char(_)))
-            .then(|| literal(&tokens));
-        let kind = if let Some(text) = literal_text {
-            if text == pattern {
-                Kind::Exact
-            } else {
-                Kind::Literal(text)
-            }
-        } else if let Some((Token::Star, head)) = tokens.split_last() {
-            if head.iter().all(|t| matches!(t, Token::Char(_))) {
-                Kind::Prefix(literal(head))
-            } else {
-                Kind::Tokens(tokens)
-            }
-        } else if let Some((Token::Star, tail)) = tokens.split_first() {
-            if tail.iter().all(|t| matches!(t, Token::Char(_))) {
-                Kind::Suffix(literal(tail))
-            } else {
-                Kind::Tokens(tokens)
-            }
-        } else {
-            Kind::Tokens(tokens)
-        };
-        Ok(Glob {
-            source: pattern.to_owned(),
-            kind,
-        })
+    /// A glob the code itself writes, valid by construction, borrowed rather than copied.
+    ///
+    /// # Panics
+    ///
+    /// When `pattern` is not a glob: a bug in the built-in lists, which every test builds.
+    pub fn builtin(pattern: &'static str) -> Glob {
+        Glob {
+            kind: Kind::of(pattern).expect("built-in globs are valid"),
+            source: Cow::Borrowed(pattern),
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -142,10 +107,66 @@ impl Glob {
         match &self.kind {
             Kind::Exact => self.source == text,
             Kind::Literal(literal) => literal == text,
-            Kind::Prefix(prefix) => text.starts_with(prefix.as_str()),
-            Kind::Suffix(suffix) => text.ends_with(suffix.as_str()),
+            Kind::Prefix(end) => text.starts_with(&self.source[..*end]),
+            Kind::Suffix(start) => text.ends_with(&self.source[*start..]),
             Kind::Tokens(tokens) => match_tokens(tokens, text),
         }
+    }
+}
+
+impl Kind {
+    fn of(pattern: &str) -> Result<Kind, GlobError> {
+        if pattern.is_empty() {
+            return Err(GlobError("empty pattern"));
+        }
+        // The common shapes without the tokenizer: what it would build for them. Every
+        // metacharacter is ASCII, so bytes tell (a byte test per character: settings are read
+        // on every request).
+        let has_meta = |text: &str| {
+            text.bytes()
+                .any(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
+        };
+        if !has_meta(pattern) {
+            return Ok(Kind::Exact);
+        }
+        if let Some(head) = pattern.strip_suffix('*') {
+            if !has_meta(head) {
+                return Ok(Kind::Prefix(head.len()));
+            }
+        }
+        if let Some(tail) = pattern.strip_prefix('*') {
+            if !has_meta(tail) {
+                return Ok(Kind::Suffix(1));
+            }
+        }
+        Kind::tokenized(pattern)
+    }
+
+    fn tokenized(pattern: &str) -> Result<Kind, GlobError> {
+        let tokens = tokenize(pattern)?;
+        let chars_only = |tokens: &[Token]| tokens.iter().all(|t| matches!(t, Token::Char(_)));
+        // An escaped literal compares against its unescaped text. A prefix or suffix is one
+        // only where it is the pattern's own text (unescaped); otherwise the engine matches it.
+        Ok(if chars_only(&tokens) {
+            let text = literal(&tokens);
+            if text == pattern {
+                Kind::Exact
+            } else {
+                Kind::Literal(text)
+            }
+        } else if let Some((Token::Star, head)) = tokens.split_last() {
+            match chars_only(head).then(|| literal(head)) {
+                Some(text) if pattern.starts_with(&text) => Kind::Prefix(text.len()),
+                _ => Kind::Tokens(tokens),
+            }
+        } else if let Some((Token::Star, tail)) = tokens.split_first() {
+            match chars_only(tail).then(|| literal(tail)) {
+                Some(text) if pattern.ends_with(&text) => Kind::Suffix(pattern.len() - text.len()),
+                _ => Kind::Tokens(tokens),
+            }
+        } else {
+            Kind::Tokens(tokens)
+        })
     }
 }
 
@@ -298,7 +319,7 @@ mod tests {
             "*\\a",
             "*a?",
         ] {
-            assert_eq!(Glob::new(pattern), Glob::tokenized(pattern), "{pattern}");
+            assert_eq!(Kind::of(pattern), Kind::tokenized(pattern), "{pattern}");
         }
     }
 
@@ -332,6 +353,14 @@ mod tests {
             ("[a-]", "-", true),
             ("a\\*", "a*", true),
             ("a\\*", "ab", false),
+            // Escaped prefixes and suffixes: matched by the engine, as they are not the
+            // pattern's own text.
+            ("\\a*", "ab", true),
+            ("\\a*", "ba", false),
+            ("a\\**", "a*b", true),
+            ("a\\**", "ab", false),
+            ("*\\a", "ba", true),
+            ("*\\a", "a\\", false),
             ("*a*b*c*", "xxaxxbxxcxx", true),
             ("*/not-ready", "cni.istio.io/not-ready", true),
             ("*/not-ready", "cni.istio.io/not-ready-yet", false),

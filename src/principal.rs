@@ -115,7 +115,7 @@ impl<const ADMINS: bool> PrincipalList<ADMINS> {
             people: ADMINS,
             users: Vec::new(),
             groups: if ADMINS {
-                vec![NameGlob::try_from("system:masters".to_owned()).expect("valid glob")]
+                vec![NameGlob::builtin("system:masters")]
             } else {
                 Vec::new()
             },

@@ -108,18 +108,6 @@ checked! {
     };
 }
 
-impl TaintKeyGlob {
-    /// A built-in glob, valid by construction. Settings defaults build twenty of these on
-    /// every request, so the taint-key check runs in debug builds (every test) only.
-    pub fn builtin(text: &str) -> TaintKeyGlob {
-        debug_assert!(
-            TaintKeyGlob::try_from(text.to_owned()).is_ok(),
-            "{text:?} is not a taint key glob"
-        );
-        TaintKeyGlob(Glob::new(text).expect("built-in taint key globs are valid"))
-    }
-}
-
 /// What selects taints by key glob and, optionally, effects: a selector, and each settings rule
 /// written as one with fields of its own. In settings either a bare key glob
 /// (`"node.kubernetes.io/*"`) or `{"key": "...", "effects": ["NoSchedule"]}`.
@@ -160,7 +148,7 @@ impl TaintSelector {
     }
 
     /// A built-in selector of every effect.
-    pub fn builtin(key: &str) -> TaintSelector {
+    pub fn builtin(key: &'static str) -> TaintSelector {
         TaintSelector {
             key: TaintKeyGlob::builtin(key),
             effects: Vec::new(),

@@ -18,7 +18,9 @@ use serde_json::error::Category;
 use crate::json;
 
 pub(crate) use types::{checked, from_string, settings_object, string_enum};
-pub use types::{deserialize_checked, deserialize_object, null_as_default, SettingsObject};
+pub use types::{
+    deserialize_checked, deserialize_object, null_as_default, Builtin, SettingsObject,
+};
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -151,9 +151,43 @@ macro_rules! checked {
                 &self.0
             }
         }
+
+        impl $name {
+            /// A value the code itself writes (a default), valid by construction. Defaults
+            /// are built on every request, so it is checked in debug builds, which every test
+            /// runs, and taken as it is in release builds.
+            #[allow(dead_code)]
+            pub(crate) fn builtin(text: &'static str) -> $name {
+                let value = $name(<$inner as $crate::settings::Builtin>::builtin(text));
+                debug_assert_eq!(
+                    $name::try_from(text.to_owned()).as_ref(),
+                    Ok(&value),
+                    "a built-in {} is valid and read as written",
+                    stringify!($name)
+                );
+                value
+            }
+        }
     };
 }
 pub(crate) use checked;
+
+/// What a [`checked!`] value holds, built from a literal the code writes without checking it.
+pub trait Builtin {
+    fn builtin(text: &'static str) -> Self;
+}
+
+impl Builtin for String {
+    fn builtin(text: &'static str) -> String {
+        text.to_owned()
+    }
+}
+
+impl Builtin for crate::glob::Glob {
+    fn builtin(text: &'static str) -> crate::glob::Glob {
+        crate::glob::Glob::builtin(text)
+    }
+}
 
 /// A settings object whose derives carry `#[serde(remote = "Self")]`, so that [`settings_object!`]
 /// can give it the `Deserialize` and `Serialize` impls.

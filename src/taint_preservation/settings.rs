@@ -179,7 +179,7 @@ impl Default for Cordon {
     fn default() -> Cordon {
         Cordon {
             enabled: true,
-            owner_annotation: annotation(DEFAULT_OWNER_ANNOTATION),
+            owner_annotation: AnnotationKey::builtin(DEFAULT_OWNER_ANNOTATION),
         }
     }
 }
@@ -199,7 +199,7 @@ impl Default for TaintOwners {
     fn default() -> TaintOwners {
         TaintOwners {
             enabled: true,
-            annotation: annotation(DEFAULT_TAINT_OWNERS_ANNOTATION),
+            annotation: AnnotationKey::builtin(DEFAULT_TAINT_OWNERS_ANNOTATION),
         }
     }
 }
@@ -241,13 +241,12 @@ impl Rbac {
 
 impl Default for Rbac {
     fn default() -> Rbac {
-        let name = |n: &str| RbacName::try_from(n.to_owned()).expect("valid RBAC name");
         Rbac {
             enabled: false,
-            api_group: ApiGroup::try_from("taintguard.io".to_owned()).expect("valid API group"),
-            resource: name("nodes"),
-            untaint_verb: name("untaint"),
-            uncordon_verb: name("uncordon"),
+            api_group: ApiGroup::builtin("taintguard.io"),
+            resource: RbacName::builtin("nodes"),
+            untaint_verb: RbacName::builtin("untaint"),
+            uncordon_verb: RbacName::builtin("uncordon"),
         }
     }
 }
@@ -286,28 +285,30 @@ impl Default for Settings {
             }],
             unprotected_taints: DEFAULT_UNPROTECTED_TAINTS
                 .iter()
-                .map(|k| TaintSelector::builtin(k))
+                .copied()
+                .map(TaintSelector::builtin)
                 .collect(),
             one_shot_taints: DEFAULT_ONE_SHOT_TAINTS
                 .iter()
                 .map(|d| OneShotRule {
                     key: TaintKeyGlob::builtin(d.key),
                     effects: Vec::new(),
-                    except: d.except.iter().map(|k| TaintKeyGlob::builtin(k)).collect(),
+                    except: d
+                        .except
+                        .iter()
+                        .copied()
+                        .map(TaintKeyGlob::builtin)
+                        .collect(),
                     only_at_registration: d.only_at_registration,
                 })
                 .collect(),
-            one_shot_record_annotation: annotation(DEFAULT_ONE_SHOT_RECORD_ANNOTATION),
+            one_shot_record_annotation: AnnotationKey::builtin(DEFAULT_ONE_SHOT_RECORD_ANNOTATION),
             permitted: PrincipalList::default(),
             cordon: Cordon::default(),
             taint_owners: TaintOwners::default(),
             rbac: Rbac::default(),
         }
     }
-}
-
-fn annotation(key: &str) -> AnnotationKey {
-    AnnotationKey::try_from(key.to_owned()).expect("built-in annotation keys are valid")
 }
 
 impl PolicySettings for Settings {
