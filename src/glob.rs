@@ -87,15 +87,21 @@ impl Glob {
         })
     }
 
-    /// A glob the code itself writes, valid by construction, borrowed rather than copied.
+    /// A glob the code itself writes, borrowed rather than copied: a literal, `prefix*` or
+    /// `*suffix`. `const`, so that a list of them is built while compiling.
     ///
     /// # Panics
     ///
-    /// When `pattern` is not a glob: a bug in the built-in lists, which every test builds.
-    pub fn builtin(pattern: &'static str) -> Glob {
+    /// When `pattern` is empty or of another shape: a bug in the built-in lists, found while
+    /// compiling where the glob is a constant, and by every test otherwise.
+    pub const fn builtin(pattern: &'static str) -> Glob {
+        assert!(!pattern.is_empty(), "a built-in glob is not empty");
+        let Some(shape) = Shape::of(pattern) else {
+            panic!("a built-in glob is a literal, `prefix*` or `*suffix`");
+        };
         Glob {
-            kind: Kind::of(pattern).expect("built-in globs are valid"),
             source: Cow::Borrowed(pattern),
+            kind: shape.kind(),
         }
     }
 
@@ -119,27 +125,10 @@ impl Kind {
         if pattern.is_empty() {
             return Err(GlobError("empty pattern"));
         }
-        // The common shapes without the tokenizer: what it would build for them. Every
-        // metacharacter is ASCII, so bytes tell (a byte test per character: settings are read
-        // on every request).
-        let has_meta = |text: &str| {
-            text.bytes()
-                .any(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
-        };
-        if !has_meta(pattern) {
-            return Ok(Kind::Exact);
+        match Shape::of(pattern) {
+            Some(shape) => Ok(shape.kind()),
+            None => Kind::tokenized(pattern),
         }
-        if let Some(head) = pattern.strip_suffix('*') {
-            if !has_meta(head) {
-                return Ok(Kind::Prefix(head.len()));
-            }
-        }
-        if let Some(tail) = pattern.strip_prefix('*') {
-            if !has_meta(tail) {
-                return Ok(Kind::Suffix(1));
-            }
-        }
-        Kind::tokenized(pattern)
     }
 
     fn tokenized(pattern: &str) -> Result<Kind, GlobError> {
@@ -173,6 +162,47 @@ impl Kind {
 impl fmt::Debug for Glob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Glob({:?})", self.source)
+    }
+}
+
+/// The kinds told without the tokenizer: what it would build for them.
+#[derive(Clone, Copy)]
+enum Shape {
+    Exact,
+    Prefix(usize),
+    Suffix(usize),
+}
+
+impl Shape {
+    /// The shape of `pattern`, or `None` where the tokenizer is needed. Every metacharacter is
+    /// ASCII, so bytes tell. `const`, so that the built-in globs of the settings defaults are
+    /// shaped while compiling.
+    const fn of(pattern: &str) -> Option<Shape> {
+        let bytes = pattern.as_bytes();
+        let (mut metas, mut first, mut at) = (0, 0, 0);
+        while at < bytes.len() {
+            if matches!(bytes[at], b'*' | b'?' | b'[' | b'\\') {
+                if metas == 0 {
+                    first = at;
+                }
+                metas += 1;
+            }
+            at += 1;
+        }
+        match metas {
+            0 => Some(Shape::Exact),
+            1 if bytes[first] == b'*' && first + 1 == bytes.len() => Some(Shape::Prefix(first)),
+            1 if bytes[first] == b'*' && first == 0 => Some(Shape::Suffix(1)),
+            _ => None,
+        }
+    }
+
+    const fn kind(self) -> Kind {
+        match self {
+            Shape::Exact => Kind::Exact,
+            Shape::Prefix(end) => Kind::Prefix(end),
+            Shape::Suffix(start) => Kind::Suffix(start),
+        }
     }
 }
 

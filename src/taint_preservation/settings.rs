@@ -19,19 +19,19 @@ use crate::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 /// Istio's `cni.istio.io/not-ready`); `not-ready` and `*/not-ready` a name that is exactly
 /// `not-ready`; `readiness.k8s.io/*` the Node Readiness Controller, whose continuous mode
 /// re-adds its taints while a condition is unmet.
-const DEFAULT_UNPROTECTED_TAINTS: &[&str] = &[
-    "node.kubernetes.io/*",
-    "node.cloudprovider.kubernetes.io/*",
-    "node.cluster.x-k8s.io/*",
-    "karpenter.sh/*",
-    "ToBeDeletedByClusterAutoscaler",
-    "DeletionCandidateOfClusterAutoscaler",
-    "aws-node-termination-handler/*",
-    "cloud.google.com/impending-node-termination",
-    "not-ready",
-    "*/not-ready",
-    "*-not-ready",
-    "readiness.k8s.io/*",
+const DEFAULT_UNPROTECTED_TAINTS: &[TaintSelector] = &[
+    TaintSelector::builtin("node.kubernetes.io/*"),
+    TaintSelector::builtin("node.cloudprovider.kubernetes.io/*"),
+    TaintSelector::builtin("node.cluster.x-k8s.io/*"),
+    TaintSelector::builtin("karpenter.sh/*"),
+    TaintSelector::builtin("ToBeDeletedByClusterAutoscaler"),
+    TaintSelector::builtin("DeletionCandidateOfClusterAutoscaler"),
+    TaintSelector::builtin("aws-node-termination-handler/*"),
+    TaintSelector::builtin("cloud.google.com/impending-node-termination"),
+    TaintSelector::builtin("not-ready"),
+    TaintSelector::builtin("*/not-ready"),
+    TaintSelector::builtin("*-not-ready"),
+    TaintSelector::builtin("readiness.k8s.io/*"),
 ];
 
 /// A default one-shot startup taint: its key glob, the keys it leaves out, and whether only the
@@ -283,11 +283,7 @@ impl Default for Settings {
                 effects: Vec::new(),
                 permitted: PrincipalList::default(),
             }],
-            unprotected_taints: DEFAULT_UNPROTECTED_TAINTS
-                .iter()
-                .copied()
-                .map(TaintSelector::builtin)
-                .collect(),
+            unprotected_taints: DEFAULT_UNPROTECTED_TAINTS.to_vec(),
             one_shot_taints: DEFAULT_ONE_SHOT_TAINTS
                 .iter()
                 .map(|d| OneShotRule {
