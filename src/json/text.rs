@@ -126,7 +126,16 @@ pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Erro
 
 /// Appends `s` to `out` as a JSON string literal, as serde_json writes it.
 pub fn write_str(out: &mut String, s: &str) {
-    out.push_str(&serde_json::to_string(s).expect("a string serialises"));
+    // serde_json escapes `"`, `\` and control characters only; keys and values without them,
+    // nearly all, are copied between quotes without its writer's temporary buffer.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).expect("a string serialises"));
+    }
 }
 
 #[cfg(test)]
@@ -140,6 +149,7 @@ mod tests {
             "quote\"back\\slash",
             "ctl\u{1}\n\t\r",
             "ünï\u{7f}",
+            "\u{1f} ~",
             "",
         ] {
             let mut out = String::new();
