@@ -467,10 +467,12 @@ fn respond(
         taints: findings.iter().any(Finding::wants_untaint),
         cordon: findings.iter().any(|f| !f.wants_untaint()),
     };
+    // Said in the warnings or the rejection, and in the audit annotations: written once.
+    let attempted: Vec<String> = findings.iter().map(|f| f.attempted(&node_name)).collect();
     let mut verdict = if mode == Mode::Deny && !findings.is_empty() {
         Verdict::reject(
             403,
-            deny_message(who, &findings, &node_name, &settings.rbac, wants),
+            deny_message(who, &attempted, &node_name, &settings.rbac, wants),
         )
     } else {
         let edits = NodeEdits {
@@ -485,11 +487,11 @@ fn respond(
         };
         verdict.warnings = findings
             .iter()
-            .map(|f| {
+            .zip(&attempted)
+            .map(|(f, attempted)| {
                 format!(
-                    "{} may not {}; {} unless the policy runs in monitor mode",
+                    "{} may not {attempted}; {} unless the policy runs in monitor mode",
                     who.describe(),
-                    f.attempted(&node_name),
                     f.remedy()
                 )
             })
@@ -497,7 +499,7 @@ fn respond(
         verdict
     };
     verdict.warnings.extend(warnings);
-    verdict.audit_annotations = audit_annotations(&findings, &node_name, audit, mode, who);
+    verdict.audit_annotations = audit_annotations(&findings, attempted, audit, mode, who);
     Ok(Judgement {
         verdict,
         wants,
@@ -700,14 +702,13 @@ fn requested_by(who: &Principal<'_>) -> (String, String) {
 /// Kubewarden's monitor mode, which passes audit annotations on and drops the answer.
 fn audit_annotations(
     findings: &[Finding<'_>],
-    node: &str,
+    attempted: Vec<String>,
     records: Vec<(String, String)>,
     mode: Mode,
     who: &Principal<'_>,
 ) -> Vec<(String, String)> {
     let mut audit: Vec<(String, String)> = Vec::new();
-    for finding in findings {
-        let text = finding.attempted(node);
+    for (finding, text) in findings.iter().zip(attempted) {
         match audit.iter_mut().find(|(k, _)| k == finding.audit_key()) {
             Some((_, value)) => {
                 value.push_str("; ");
@@ -774,12 +775,11 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
 
 fn deny_message(
     who: &Principal<'_>,
-    findings: &[Finding<'_>],
+    attempted: &[String],
     node: &str,
     rbac: &settings::Rbac,
     wants: Permission,
 ) -> String {
-    let attempted: Vec<String> = findings.iter().map(|f| f.attempted(node)).collect();
     let mut message = format!(
         "{} may not {}. Have a permitted principal make this change (by default any person, or a \
          member of system:masters), or add the requester to the policy settings `permitted` (or to the \
