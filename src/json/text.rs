@@ -72,6 +72,19 @@ impl<'a> Raw<'a> {
     pub fn value(&self) -> Option<&'a str> {
         self.text().filter(|t| *t != "null")
     }
+
+    /// The member read as a `T`, `T::default()` when it is absent or `null`.
+    ///
+    /// # Errors
+    ///
+    /// What serde_json found, with the path in the member where it found it
+    /// ([`super::error::describe`]).
+    pub fn read<T: Deserialize<'a> + Default>(&self) -> Result<T, String> {
+        match self.value() {
+            Some(text) => serde_json::from_str(text).map_err(|e| super::error::describe(text, &e)),
+            None => Ok(T::default()),
+        }
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {

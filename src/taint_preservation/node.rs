@@ -69,17 +69,10 @@ impl<'a> NodeView<'a> {
     pub fn read(object: &'a Object<'a>, which: &str) -> Result<NodeView<'a>, String> {
         let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
         let (metadata, spec) = (member("metadata")?, member("spec")?);
-        let meta: MetaDoc = match metadata.value() {
-            Some(m) => serde_json::from_str(m).map_err(|e| {
-                format!("{which}.metadata: {}", crate::json::error::describe(m, &e))
-            })?,
-            None => MetaDoc::default(),
-        };
-        let spec_doc: SpecDoc = match spec.value() {
-            Some(s) => serde_json::from_str(s)
-                .map_err(|e| format!("{which}.spec: {}", crate::json::error::describe(s, &e)))?,
-            None => SpecDoc::default(),
-        };
+        let meta: MetaDoc = metadata
+            .read()
+            .map_err(|e| format!("{which}.metadata: {e}"))?;
+        let spec_doc: SpecDoc = spec.read().map_err(|e| format!("{which}.spec: {e}"))?;
         // Each taint is read from its own text, so serde's position is in that taint, not in
         // the list: the message says what is wrong without a path.
         let taints = parse_taints(spec_doc.taints.value())
@@ -166,18 +159,16 @@ impl<'a> NodeView<'a> {
         }
 
         if let Some(annotations) = self.edited_annotations(&edits.annotations)? {
-            let metadata = match (non_null(self.metadata), self.annotations) {
-                (Some(metadata), Some(existing)) => {
+            let metadata = match non_null(self.metadata) {
+                Some(metadata) => {
                     let mut splice = Splice::new(metadata);
-                    splice.replace(existing, annotations);
+                    match self.annotations {
+                        Some(existing) => splice.replace(existing, annotations),
+                        None => splice.insert_members(metadata, &[("annotations", annotations)]),
+                    }
                     splice.finish()
                 }
-                (Some(metadata), None) => {
-                    let mut splice = Splice::new(metadata);
-                    splice.insert_members(metadata, &[("annotations", annotations)]);
-                    splice.finish()
-                }
-                (None, _) => object_text([("annotations", annotations.as_str())]),
+                None => object_text([("annotations", annotations.as_str())]),
             };
             members.push(("metadata", metadata));
         }

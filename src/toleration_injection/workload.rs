@@ -88,10 +88,9 @@ impl<'a> Workload<'a> {
             format!("{which}{at}: {}", crate::json::error::describe(text, &e))
         };
         let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
-        let meta: Meta = match member("metadata")?.value() {
-            Some(m) => serde_json::from_str(m).map_err(|e| err(".metadata", m, e))?,
-            None => Meta::default(),
-        };
+        let meta: Meta = member("metadata")?
+            .read()
+            .map_err(|e| format!("{which}.metadata: {e}"))?;
         // Labels, like tolerations below, are read entry by entry: serde's position is in the
         // entry, so the message goes without a path.
         let labels = parse_labels(meta.labels.value()).map_err(|e| {
