@@ -487,6 +487,10 @@ fn additions<'a>(
             .map(|key| t.with_key(key))
             .filter(|twin| own || allowed_twin(twin))
             .collect();
+        if twins.is_empty() {
+            continue;
+        }
+        // Written once for the twins of `t`, which `add` borrows `all` away from.
         let why = ["alias of ", &t.key].concat();
         for twin in twins {
             add(&mut all, twin, &|| why.clone());
