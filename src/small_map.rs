@@ -50,8 +50,7 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
                 .iter()
                 .position(|(p, k, _)| *p == print && *k == key);
             if found.is_none() && entries.len() >= SMALL {
-                let entries = std::mem::take(entries);
-                *self = SmallMap::Large(entries.into_iter().map(|(_, k, v)| (k, v)).collect());
+                *self = SmallMap::Large(hashed(entries));
             }
         }
         match self {
@@ -80,8 +79,7 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
                 }
                 entries.push((print, key, value));
                 if entries.len() > SMALL {
-                    let entries = std::mem::take(entries);
-                    *self = SmallMap::Large(entries.into_iter().map(|(_, k, v)| (k, v)).collect());
+                    *self = SmallMap::Large(hashed(entries));
                 }
                 true
             }
@@ -105,6 +103,14 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
     pub fn contains(&self, key: &K) -> bool {
         self.get(key).is_some()
     }
+}
+
+/// The entries of a small map that has outgrown [`SMALL`], taken into a hash map.
+fn hashed<K: Eq + Hash, V>(entries: &mut Vec<(u64, K, V)>) -> HashMap<K, V> {
+    std::mem::take(entries)
+        .into_iter()
+        .map(|(_, k, v)| (k, v))
+        .collect()
 }
 
 impl<K: Eq + Hash, V> FromIterator<(K, V)> for SmallMap<K, V> {

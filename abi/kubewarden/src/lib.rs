@@ -163,7 +163,7 @@ impl<'a> From<&'a Verdict> for ValidationResponse<'a> {
 fn response_json(verdict: &Verdict) -> Vec<u8> {
     const ACCEPTED: &[u8] = br#"{"accepted":true"#;
     const MEMBER: &[u8] = br#","mutated_object":"#;
-    let object = verdict.mutated_object().unwrap_or_default();
+    let object = verdict.mutated_object();
     // One buffer sized for the whole answer: grown from serde_json's 128 bytes, the warnings of
     // a small mutation were copied five times over (benchmarks/cost.md). Escapes may still
     // outgrow it, at the price of one more copy.
@@ -172,8 +172,9 @@ fn response_json(verdict: &Verdict) -> Vec<u8> {
         + (verdict.audit_annotations.iter())
             .map(|(key, value)| key.len() + value.len() + 6)
             .sum::<usize>();
-    let mut out = Vec::with_capacity(64 + MEMBER.len() + object.len() + texts + texts / 8);
-    if verdict.mutated_object().is_some() {
+    let object_len = object.map_or(0, str::len);
+    let mut out = Vec::with_capacity(64 + MEMBER.len() + object_len + texts + texts / 8);
+    if let Some(object) = object {
         out.extend_from_slice(ACCEPTED);
         out.extend_from_slice(MEMBER);
         out.extend_from_slice(object.as_bytes());
