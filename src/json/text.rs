@@ -137,18 +137,72 @@ pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Erro
     de.deserialize_map(Find(key))
 }
 
-/// Appends `s` to `out` as a JSON string literal, as serde_json writes it.
+/// Appends `s` to `out` as a JSON string literal, byte for byte as serde_json writes it:
+/// `"`, `\\` and control characters escaped (`\n` and its kin short, the rest as `\u00XX`),
+/// everything else, non-ASCII included, as it is.
+///
+/// # Examples
+///
+/// ```
+/// let mut out = String::new();
+/// taintguard::json::write_str(&mut out, "rule \"a\"\n");
+/// assert_eq!(out, r#""rule \"a\"\n""#);
+/// ```
 pub fn write_str(out: &mut String, s: &str) {
-    // serde_json escapes `"`, `\` and control characters only; keys and values without them,
-    // nearly all, are copied between quotes without its writer's temporary buffer.
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-    } else {
-        out.push_str(&serde_json::to_string(s).expect("a string serialises"));
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut rest = s;
+    loop {
+        let plain = plain_prefix(rest.as_bytes());
+        out.push_str(&rest[..plain]);
+        let Some(&byte) = rest.as_bytes().get(plain) else {
+            break;
+        };
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(byte >> 4)]));
+                out.push(char::from(HEX[usize::from(byte & 0xf)]));
+            }
+        }
+        // Every byte that is escaped is ASCII, so the next one starts a character.
+        rest = &rest[plain + 1..];
     }
+    out.push('"');
+}
+
+/// How many bytes at the start of `bytes` a JSON string holds as they are: up to the first
+/// `"`, `\\` or control character. Eight bytes at a time, as warnings and messages are most of
+/// what a response escapes and nearly all of them have a quote or two in 150-300 bytes
+/// (benchmarks/cost.md): serde_json looks each byte up in a table.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    // The high bit of each byte of `x` below `n` (n <= 0x80), and perhaps of bytes after such
+    // a byte (a borrow carries into them): exact for whether there is one, which is all asked.
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let (words, _) = bytes.as_chunks::<8>();
+    let mut at = 0;
+    for word in words {
+        let x = u64::from_ne_bytes(*word);
+        if below(x, 0x20) | below(x ^ (ONES * 0x22), 1) | below(x ^ (ONES * 0x5c), 1) != 0 {
+            break;
+        }
+        at += 8;
+    }
+    let escaped = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
+    at + bytes[at..]
+        .iter()
+        .position(escaped)
+        .unwrap_or(bytes.len() - at)
 }
 
 #[cfg(test)]
@@ -164,10 +218,33 @@ mod tests {
             "ünï\u{7f}",
             "\u{1f} ~",
             "",
+            "eight by\"tes and more after a quote in the second word",
+            "\u{7}\u{8}\u{b}\u{c}\u{1b}é\u{7f}\u{80}\u{10ffff}\\\\",
         ] {
             let mut out = String::new();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "for {s:?}");
+        }
+    }
+
+    /// The word-at-a-time scan finds every byte that needs escaping, at every place in a word
+    /// and in the bytes after the last whole word, and misses none beside another.
+    #[test]
+    fn write_str_escapes_every_byte_anywhere_like_serde_json() {
+        for byte in 0..0x80u8 {
+            for at in 0..19 {
+                for next in ["", "\"", "é", "\u{1}"] {
+                    let s = format!(
+                        "{}{}{next}{}",
+                        "a".repeat(at),
+                        char::from(byte),
+                        "z".repeat(18 - at)
+                    );
+                    let mut out = String::new();
+                    write_str(&mut out, &s);
+                    assert_eq!(out, serde_json::to_string(&s).unwrap(), "for {s:?}");
+                }
+            }
         }
     }
 

@@ -13,7 +13,7 @@ mod cluster;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use taintguard::admission::AdmissionRequest;
-use taintguard::verdict::serialize_pairs;
+use taintguard::json::write_str;
 use taintguard::{read_settings, run, run_read, Half, Policy, Verdict};
 
 pub use wapc_guest;
@@ -127,70 +127,64 @@ struct SettingsResponse {
     message: Option<String>,
 }
 
-/// Kubewarden's `ValidationResponse`, but for `mutated_object` (see [`response_json`]).
-#[derive(Serialize)]
-struct ValidationResponse<'a> {
-    accepted: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<u16>,
-    #[serde(
-        skip_serializing_if = "<[_]>::is_empty",
-        serialize_with = "serialize_pairs"
-    )]
-    audit_annotations: &'a [(String, String)],
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    warnings: &'a [String],
-}
-
-impl<'a> From<&'a Verdict> for ValidationResponse<'a> {
-    fn from(verdict: &'a Verdict) -> Self {
-        ValidationResponse {
-            accepted: verdict.accepted(),
-            message: verdict.message(),
-            code: verdict.code(),
-            audit_annotations: &verdict.audit_annotations,
-            warnings: &verdict.warnings,
-        }
-    }
-}
-
-/// The `ValidationResponse` of `verdict`. A mutated object is the core's JSON text, copied in
-/// as it is after `accepted` (a mutation is always accepted and has no message or code): a
-/// `RawValue` would have read the whole object once more to check what the core built as JSON
-/// (`Decision::Mutate`), a tenth of what a mutation of a small object costs.
+/// Kubewarden's `ValidationResponse` for `verdict`, written by hand: the members in the order
+/// Kubewarden's own type declares them, each present only when it has something to say, and a
+/// mutated object copied in as the core's JSON text (a `RawValue` would have read the whole
+/// object once more to check what the core built as JSON, a tenth of what a mutation of a small
+/// object costs). The strings go through [`write_str`], which escapes as serde_json does a word
+/// at a time: warnings and annotations are most of a small mutation's answer
+/// (benchmarks/cost.md).
 fn response_json(verdict: &Verdict) -> Vec<u8> {
-    const ACCEPTED: &[u8] = br#"{"accepted":true"#;
-    const MEMBER: &[u8] = br#","mutated_object":"#;
     let object = verdict.mutated_object();
-    // One buffer sized for the whole answer: grown from serde_json's 128 bytes, the warnings of
-    // a small mutation were copied five times over (benchmarks/cost.md). Escapes may still
-    // outgrow it, at the price of one more copy.
+    // One buffer sized for the whole answer (escapes may outgrow it, at the price of one copy):
+    // grown from empty, the warnings of a small mutation were copied five times over.
     let texts = verdict.message().map_or(0, str::len)
         + verdict.warnings.iter().map(|w| w.len() + 3).sum::<usize>()
         + (verdict.audit_annotations.iter())
             .map(|(key, value)| key.len() + value.len() + 6)
             .sum::<usize>();
-    let object_len = object.map_or(0, str::len);
-    let mut out = Vec::with_capacity(64 + MEMBER.len() + object_len + texts + texts / 8);
+    let mut out = String::with_capacity(96 + object.map_or(0, str::len) + texts + texts / 8);
+    out.push_str(if verdict.accepted() {
+        r#"{"accepted":true"#
+    } else {
+        r#"{"accepted":false"#
+    });
     if let Some(object) = object {
-        out.extend_from_slice(ACCEPTED);
-        out.extend_from_slice(MEMBER);
-        out.extend_from_slice(object.as_bytes());
+        out.push_str(r#","mutated_object":"#);
+        out.push_str(object);
     }
-    let rest = out.len();
-    serde_json::to_writer(&mut out, &ValidationResponse::from(verdict))
-        .expect("responses serialise");
-    if rest > 0 {
-        debug_assert!(
-            out[rest..].starts_with(ACCEPTED),
-            "a mutation is accepted first"
-        );
-        // The response's own `{"accepted":true` was written first, above.
-        out.drain(rest..rest + ACCEPTED.len());
+    if let Some(message) = verdict.message() {
+        out.push_str(r#","message":"#);
+        write_str(&mut out, message);
     }
-    out
+    if let Some(code) = verdict.code() {
+        out.push_str(r#","code":"#);
+        out.push_str(&code.to_string());
+    }
+    if !verdict.audit_annotations.is_empty() {
+        out.push_str(r#","audit_annotations":{"#);
+        for (i, (key, value)) in verdict.audit_annotations.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(&mut out, key);
+            out.push(':');
+            write_str(&mut out, value);
+        }
+        out.push('}');
+    }
+    if !verdict.warnings.is_empty() {
+        out.push_str(r#","warnings":["#);
+        for (i, warning) in verdict.warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(&mut out, warning);
+        }
+        out.push(']');
+    }
+    out.push('}');
+    out.into_bytes()
 }
 
 /// Serialising these types cannot fail: every map key is a string.
@@ -222,6 +216,21 @@ mod tests {
             (
                 Verdict::reject(403, "m \"q\""),
                 r#"{"accepted":false,"message":"m \"q\"","code":403}"#,
+            ),
+            (
+                Verdict {
+                    warnings: vec!["only\twarned".into()],
+                    ..Verdict::accept()
+                },
+                r#"{"accepted":true,"warnings":["only\twarned"]}"#,
+            ),
+            (
+                Verdict {
+                    warnings: vec!["w".into()],
+                    audit_annotations: vec![("who".into(), "\u{1}é".into())],
+                    ..Verdict::reject(400, "bad")
+                },
+                r#"{"accepted":false,"message":"bad","code":400,"audit_annotations":{"who":"\u0001é"},"warnings":["w"]}"#,
             ),
         ];
         for (verdict, want) in cases {
