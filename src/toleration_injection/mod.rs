@@ -24,7 +24,7 @@ use crate::toleration::{Coverage, Operator, Toleration};
 use crate::verdict::Verdict;
 
 pub use settings::Settings;
-use settings::{Match, NodeTaints, Restriction, Rule};
+use settings::{AliasKey, Match, NodeTaints, Restriction, Rule};
 use workload::{Kind, Workload};
 
 pub struct TolerationInjection;
@@ -328,12 +328,12 @@ fn not_injected(rules: &[&Rule]) -> Verdict {
 }
 
 /// The alias group `key` belongs to.
-fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [String]> {
+fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [AliasKey]> {
     settings
         .aliases
         .in_force()
         .iter()
-        .find(|g| g.iter().any(|k| k == key))
+        .find(|g| g.iter().any(|k| k.as_str() == key))
         .map(Vec::as_slice)
 }
 
@@ -483,7 +483,7 @@ fn additions<'a>(
         let own = rules.iter().any(|r| r.tolerations.contains(t));
         let twins: Vec<Toleration<'static>> = group
             .iter()
-            .filter(|k| **k != t.key)
+            .filter(|k| k.as_str() != t.key)
             .map(|key| t.with_key(key))
             .filter(|twin| own || allowed_twin(twin))
             .collect();

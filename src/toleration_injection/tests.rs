@@ -776,6 +776,22 @@ fn settings_errors_name_the_field() {
             "`aliases.groups[0]`: an alias group needs at least two keys",
         ),
         (
+            json!({"aliases": {"groups": [["a", "b*"]]}}),
+            "`aliases.groups[0][1]`: alias keys are plain taint keys, not globs",
+        ),
+        (
+            json!({"aliases": {"groups": [["a", ""]]}}),
+            "`aliases.groups[0][1]`: alias keys are plain taint keys, not globs",
+        ),
+        (
+            json!({"aliases": {"groups": [["a b", "c"]]}}),
+            "`aliases.groups[0][0]`: \"a b\" is not a taint key glob: ' ' cannot occur in a taint key",
+        ),
+        (
+            json!({"aliases": {"groups": [["a", 3]]}}),
+            "`aliases.groups[0][1]`: expected a string, found a number",
+        ),
+        (
             json!({"aliases": {"groups": [["a", "b"], ["b", "c"]]}}),
             "`aliases.groups[1][0]`: \"b\" is already in an alias group",
         ),
