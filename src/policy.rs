@@ -104,18 +104,20 @@ pub fn try_run<P: Policy>(
     judge::<P>(&request, &settings, half, cluster)
 }
 
-/// [`run`] on a request the adapter has already read, in the same pass as the engine's envelope
-/// around it: each pass over a request is most of what a small request costs
-/// (benchmarks/cost.md). Bad settings become the same 400 rejection as in [`run`].
+/// [`run`] on a request and settings the adapter has already read, in the same pass as the
+/// engine's envelope around them: each pass over a request is most of what a small request costs
+/// (benchmarks/cost.md). The settings are checked here ([`PolicySettings::check`]); settings that
+/// do not fit together become the same 400 rejection as in [`run`].
 pub fn run_read<P: Policy>(
     request: &AdmissionRequest<'_>,
-    settings: &str,
+    settings: P::Settings,
     half: Half,
     cluster: &dyn Cluster,
 ) -> Verdict {
-    read_settings::<P>(settings)
+    settings
+        .check(settings::At::Root)
         .map_err(|e| named::<P>(format!("invalid {e}")))
-        .and_then(|settings| judge::<P>(request, &settings, half, cluster))
+        .and_then(|()| judge::<P>(request, &settings, half, cluster))
         .unwrap_or_else(|message| Verdict::reject(400, message))
 }
 
