@@ -121,9 +121,10 @@ pub fn run_read<P: Policy>(
         .unwrap_or_else(|message| Verdict::reject(400, message))
 }
 
-/// `message`, starting with the policy's name.
+/// `message`, starting with the policy's name. Concatenated, not `format!`ted: every warning
+/// and message goes through here, and the formatting machinery cost more than the copy.
 fn named<P: Policy>(message: String) -> String {
-    format!("{}: {message}", P::NAME)
+    [P::NAME, ": ", &message].concat()
 }
 
 /// What [`try_run`] and [`run_read`] share once settings and request are read.
