@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::glob::Glob;
 use crate::json::JsonStr;
 use crate::settings::{checked, settings_object};
+use crate::verdict::quoted;
 
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 const NODE_PREFIX: &str = "system:node:";
@@ -59,7 +60,7 @@ impl<'r> Principal<'r> {
         if self.username.is_empty() {
             "an anonymous requester".to_owned()
         } else {
-            format!("{:?}", self.username)
+            quoted("", self.username)
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::small_map::{SmallMap, SmallSet};
 use crate::taint::Taint;
-use crate::verdict::Verdict;
+use crate::verdict::{quoted, Verdict};
 
 use node::{NodeEdits, NodeView};
 use owners::OwnerRecord;
@@ -157,7 +157,7 @@ impl Finding<'_> {
 
 fn owner_text(owner: &Option<String>) -> String {
     match owner {
-        Some(owner) => format!("cordoned by {owner:?}"),
+        Some(owner) => quoted("cordoned by ", owner),
         None => "no cordon owner recorded".to_owned(),
     }
 }

@@ -21,7 +21,7 @@ use crate::cluster::{nodes_of_list, Cluster, ClusterError, ClusterNode};
 use crate::policy::{Asks, Half, Policy};
 use crate::principal::Principal;
 use crate::toleration::{Coverage, Operator, Toleration};
-use crate::verdict::Verdict;
+use crate::verdict::{quoted, Verdict};
 
 pub use settings::Settings;
 use settings::{AliasKey, Match, NodeTaints, Restriction, Rule};
@@ -412,7 +412,11 @@ fn node_tolerations(
                 if found.iter().any(|(t, _)| *t == toleration) {
                     continue;
                 }
-                let why = format!("rule {:?}, node {} carries it", rule.name, node.name);
+                let why = format!(
+                    "{}, node {} carries it",
+                    quoted("rule ", &rule.name),
+                    node.name
+                );
                 if let Some(hit) = restriction_hit(restrictions, &toleration) {
                     let message = format!("{hit}, which {}", &why[..]);
                     if !withheld.contains(&message) {
@@ -463,7 +467,7 @@ fn additions<'a>(
     };
     for rule in rules {
         for t in &rule.tolerations {
-            add(&mut all, t.borrowed(), &|| format!("rule {:?}", rule.name));
+            add(&mut all, t.borrowed(), &|| quoted("rule ", &rule.name));
         }
     }
     for (t, why) in from_nodes {
