@@ -20,10 +20,10 @@ pub enum Operator {
 
 /// Settings name only the operators Kubernetes knows; requests are read leniently instead
 /// ([`parse_tolerations`]).
-impl TryFrom<String> for Operator {
+impl TryFrom<&str> for Operator {
     type Error = String;
-    fn try_from(text: String) -> Result<Operator, String> {
-        match text.as_str() {
+    fn try_from(text: &str) -> Result<Operator, String> {
+        match text {
             "Equal" => Ok(Operator::Equal),
             "Exists" => Ok(Operator::Exists),
             other => Err(format!(
@@ -33,7 +33,7 @@ impl TryFrom<String> for Operator {
     }
 }
 
-from_string!(Operator, into = &'static str);
+from_string!(Operator, into = &'static str, read = deserialize_keyword);
 
 impl From<Operator> for &'static str {
     fn from(operator: Operator) -> &'static str {

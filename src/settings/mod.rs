@@ -19,7 +19,8 @@ use crate::json;
 
 pub(crate) use types::{checked, from_string, settings_object, string_enum};
 pub use types::{
-    deserialize_checked, deserialize_object, null_as_default, Builtin, SettingsObject,
+    deserialize_checked, deserialize_keyword, deserialize_object, null_as_default, Builtin,
+    SettingsObject,
 };
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.

@@ -34,13 +34,43 @@ where
     deserializer.deserialize_str(CheckedVisitor(std::marker::PhantomData))
 }
 
-/// Gives a type converted from settings text (`TryFrom<String, Error = String>`) its
-/// `Deserialize` impl, through [`deserialize_checked`]; it is written back as `Into<$text>`.
+/// Reads a `T` that keeps nothing of its text (an enum settings write as a string) through its
+/// `TryFrom<&str>`, the error reported at the string as in [`deserialize_checked`], without the
+/// copy of the string that one makes for the types that keep it.
+///
+/// # Errors
+///
+/// A value that is not a string, or the conversion's error.
+pub fn deserialize_keyword<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: for<'t> TryFrom<&'t str, Error = String>,
+{
+    struct KeywordVisitor<T>(std::marker::PhantomData<T>);
+    impl<T: for<'t> TryFrom<&'t str, Error = String>> Visitor<'_> for KeywordVisitor<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
+            T::try_from(text).map_err(E::custom)
+        }
+    }
+    deserializer.deserialize_str(KeywordVisitor(std::marker::PhantomData))
+}
+
+/// Gives a type converted from settings text its `Deserialize` impl, through `read`
+/// ([`deserialize_checked`] unless given: `TryFrom<String, Error = String>`; or
+/// [`deserialize_keyword`]: `TryFrom<&str, Error = String>`); it is written back as
+/// `Into<$text>`.
 macro_rules! from_string {
     ($type:ty, into = $text:ty) => {
+        $crate::settings::from_string!($type, into = $text, read = deserialize_checked);
+    };
+    ($type:ty, into = $text:ty, read = $read:ident) => {
         impl<'de> serde::Deserialize<'de> for $type {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                $crate::settings::deserialize_checked(deserializer)
+                $crate::settings::$read(deserializer)
             }
         }
 
@@ -102,20 +132,13 @@ macro_rules! string_enum {
             }
         }
 
-        impl TryFrom<String> for $name {
-            type Error = String;
-            fn try_from(text: String) -> Result<$name, String> {
-                $name::try_from(text.as_str())
-            }
-        }
-
         impl From<$name> for &'static str {
             fn from(value: $name) -> &'static str {
                 value.as_str()
             }
         }
 
-        $crate::settings::from_string!($name, into = &'static str);
+        $crate::settings::from_string!($name, into = &'static str, read = deserialize_keyword);
     };
 }
 pub(crate) use string_enum;
