@@ -3,7 +3,7 @@
 use crate::admission::AdmissionRequest;
 use crate::cluster::Cluster;
 use crate::json;
-use crate::settings::{self, PolicySettings, SettingsError};
+use crate::settings::{self, At, PolicySettings, SettingsError};
 use crate::verdict::{Decision, Verdict};
 
 /// Which half of a policy an engine can run.
@@ -115,7 +115,7 @@ pub fn run_read<P: Policy>(
     cluster: &dyn Cluster,
 ) -> Verdict {
     settings
-        .check(settings::At::Root)
+        .check(At::Root)
         .map_err(|e| named::<P>(format!("invalid {e}")))
         .and_then(|()| judge::<P>(request, &settings, half, cluster))
         .unwrap_or_else(|message| Verdict::reject(400, message))

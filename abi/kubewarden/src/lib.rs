@@ -42,7 +42,7 @@ fn protocol_version(_: &[u8]) -> wapc_guest::CallResult {
 
 /// The `validate` payload with the request and the settings read in the same pass: the fast way,
 /// and the only one a well-formed payload takes. Settings kept as text to be read after were
-/// walked twice, a quarter of what reading them cost (benchmarks/cost.md).
+/// walked twice, a fifth of what reading them cost (benchmarks/cost.md).
 #[derive(Deserialize)]
 struct ValidationRequest<'a, S> {
     #[serde(borrow)]
