@@ -490,16 +490,17 @@ fn respond(
         // Concatenated, not `format!`ted: each warning then costs a copy, not the formatting
         // machinery and a growing buffer; the requester described once, and only when there is
         // something to warn of (benchmarks/cost.md).
-        let who = match findings.is_empty() {
-            true => String::new(),
-            false => who.describe(),
+        let requester = if findings.is_empty() {
+            String::new()
+        } else {
+            who.describe()
         };
         verdict.warnings = findings
             .iter()
             .zip(&attempted)
             .map(|(f, attempted)| {
                 [
-                    &who,
+                    &requester,
                     " may not ",
                     attempted,
                     "; ",
