@@ -412,11 +412,7 @@ fn node_tolerations(
                 if found.iter().any(|(t, _)| *t == toleration) {
                     continue;
                 }
-                let why = format!(
-                    "{}, node {} carries it",
-                    quoted("rule ", &rule.name),
-                    node.name
-                );
+                let why = format!("rule {:?}, node {} carries it", rule.name, node.name);
                 if let Some(hit) = restriction_hit(restrictions, &toleration) {
                     let message = format!("{hit}, which {}", &why[..]);
                     if !withheld.contains(&message) {

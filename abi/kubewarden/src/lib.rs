@@ -48,7 +48,7 @@ struct ValidationRequest<'a, S> {
     #[serde(borrow)]
     request: AdmissionRequest<'a>,
     /// Absent or `null`: every default, as [`settings_text`] reads them.
-    #[serde(default = "Option::default")]
+    #[serde(default)]
     settings: Option<S>,
 }
 
