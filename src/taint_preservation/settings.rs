@@ -37,8 +37,8 @@ const DEFAULT_UNPROTECTED_TAINTS: &[TaintSelector] = &[
 /// A default one-shot startup taint: its key glob, the keys it leaves out, and whether only the
 /// kubelet's registration (a CREATE) sets it.
 struct DefaultOneShot {
-    key: &'static str,
-    except: &'static [&'static str],
+    key: TaintKeyGlob,
+    except: &'static [TaintKeyGlob],
     only_at_registration: bool,
 }
 
@@ -51,23 +51,23 @@ struct DefaultOneShot {
 /// operator re-taints a node whose agent pod is not ready, so it is left out (and unprotected above).
 const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
     DefaultOneShot {
-        key: "node.cloudprovider.kubernetes.io/uninitialized",
+        key: TaintKeyGlob::constant("node.cloudprovider.kubernetes.io/uninitialized"),
         except: &[],
         only_at_registration: true,
     },
     DefaultOneShot {
-        key: "node.cluster.x-k8s.io/uninitialized",
+        key: TaintKeyGlob::constant("node.cluster.x-k8s.io/uninitialized"),
         except: &[],
         only_at_registration: true,
     },
     DefaultOneShot {
-        key: "karpenter.sh/unregistered",
+        key: TaintKeyGlob::constant("karpenter.sh/unregistered"),
         except: &[],
         only_at_registration: true,
     },
     DefaultOneShot {
-        key: "*/agent-not-ready",
-        except: &["node.cilium.io/agent-not-ready"],
+        key: TaintKeyGlob::constant("*/agent-not-ready"),
+        except: &[TaintKeyGlob::constant("node.cilium.io/agent-not-ready")],
         only_at_registration: false,
     },
 ];
@@ -279,7 +279,7 @@ impl Default for Settings {
         Settings {
             mode: Mode::Restore,
             protected_taints: vec![ProtectedRule {
-                key: TaintKeyGlob::builtin("*"),
+                key: TaintKeyGlob::constant("*"),
                 effects: Vec::new(),
                 permitted: PrincipalList::default(),
             }],
@@ -287,14 +287,9 @@ impl Default for Settings {
             one_shot_taints: DEFAULT_ONE_SHOT_TAINTS
                 .iter()
                 .map(|d| OneShotRule {
-                    key: TaintKeyGlob::builtin(d.key),
+                    key: d.key.clone(),
                     effects: Vec::new(),
-                    except: d
-                        .except
-                        .iter()
-                        .copied()
-                        .map(TaintKeyGlob::builtin)
-                        .collect(),
+                    except: d.except.to_vec(),
                     only_at_registration: d.only_at_registration,
                 })
                 .collect(),
