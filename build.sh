@@ -11,7 +11,7 @@
 #                       to v<policy version>) and pin dist/<artifact>/*.yaml to the pushed digests;
 #                       with --sign KEY (or TAINTGUARD_SIGNING_KEY=KEY) also sign each pushed digest
 #                       as cosign does, for kwctl verify and policy-server (docs/signing.md)
-#   ./build.sh bench [--real-host | --instructions] [--quick] [--only TEXT]...
+#   ./build.sh bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]
 #                       build, then measure the policies in Kubewarden's policy-server over loopback
 #                       against a null module (policy-server found through POLICY_SERVER, else PATH;
 #                       without it that section says it did not run), and, as diagnostics, every
@@ -375,5 +375,5 @@ case "${1:-build}" in
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
   settings-ui) write_settings_ui ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]...|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
 esac

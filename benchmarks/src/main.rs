@@ -1,4 +1,4 @@
-//! `bench [--quick] [--only TEXT]... [--real-host | --instructions] BASELINE_WASM
+//! `bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM
 //! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
 //! null module NULL_WASM (`realhost/`), then, as diagnostics, every `dist/<policy>.wasm` against
 //! the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the OPA-ABI
@@ -8,7 +8,8 @@
 //! runs only the real-host section and rewrites just that section of the results; `--quick`
 //! runs a tenth of the rounds (shorter points in the real host); `--only TEXT` keeps the inputs
 //! whose policy and name contain every TEXT given. Either of these two only prints: a partial
-//! or shortened run must not replace the results. `--instructions` counts the real host's
+//! or shortened run must not replace the results. `--rounds N` runs N rounds of each real-host
+//! point instead of 3, for a median that noise moves less. `--instructions` counts the real host's
 //! instructions per request under callgrind instead (`realhost/instructions.rs`) and only prints.
 //! `bench --dump DIR` writes the payloads instead.
 
@@ -200,6 +201,8 @@ struct Options<'a> {
     only: Vec<&'a str>,
     real_host_only: bool,
     instructions: bool,
+    /// Rounds of each real-host point, when not the default.
+    rounds: Option<usize>,
     baseline: &'a Path,
     baseline_gatekeeper: &'a Path,
     null: &'a Path,
@@ -232,11 +235,12 @@ fn run(options: &Options) -> Result<(), String> {
         println!("{}", realhost::instructions::table(&counted));
         return Ok(());
     }
-    let timing = if options.quick {
+    let mut timing = if options.quick {
         realhost::QUICK
     } else {
         realhost::FULL
     };
+    timing.rounds = options.rounds.unwrap_or(timing.rounds);
     let real_host = realhost::run(&repo, &inputs, &modules, timing)?;
     let section = realhost::report::section(&real_host);
     let partial = options.quick || !only.is_empty();
@@ -300,6 +304,7 @@ fn main() -> ExitCode {
     }
     let (mut quick, mut only, mut real_host_only, mut instructions, mut paths) =
         (false, Vec::new(), false, false, Vec::new());
+    let mut rounds = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -307,12 +312,19 @@ fn main() -> ExitCode {
             "--only" => only.extend(args.next().map(String::as_str)),
             "--real-host" => real_host_only = true,
             "--instructions" => instructions = true,
+            "--rounds" => match args.next().and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) if n > 0 => rounds = Some(n),
+                _ => {
+                    eprintln!("bench: --rounds takes a number of rounds, at least 1");
+                    return ExitCode::from(2);
+                }
+            },
             _ => paths.push(Path::new(arg)),
         }
     }
     let [baseline, baseline_gatekeeper, null, walk, mutate] = paths[..] else {
         eprintln!(
-            "usage: bench [--quick] [--only TEXT]... [--real-host | --instructions] BASELINE_WASM \
+            "usage: bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM \
              BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM | bench --dump DIR"
         );
         return ExitCode::from(2);
@@ -322,6 +334,7 @@ fn main() -> ExitCode {
         only,
         real_host_only,
         instructions,
+        rounds,
         baseline,
         baseline_gatekeeper,
         null,

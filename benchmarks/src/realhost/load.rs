@@ -7,6 +7,7 @@ use std::process::Command;
 /// What one point measured.
 #[derive(Debug, Clone, Copy)]
 pub struct Point {
+    pub requests: f64,
     pub requests_per_second: f64,
     /// Microseconds.
     pub p99: f64,
@@ -60,6 +61,7 @@ fn figures(stdout: &str) -> Result<Point, String> {
         return Err(format!("{errors} errors in {requests} requests"));
     }
     Ok(Point {
+        requests,
         requests_per_second: requests / (duration / 1e6),
         p99: field("p99_us")?,
     })
@@ -75,6 +77,7 @@ mod tests {
                    connections\ntaintguard-wrk requests=5000 duration_us=2000000 p99_us=4100 \
                    errors=0\n";
         let point = figures(out).unwrap();
+        assert_eq!(point.requests, 5000.0);
         assert_eq!(point.requests_per_second, 2500.0);
         assert_eq!(point.p99, 4100.0);
     }

@@ -109,6 +109,8 @@ pub fn anchor(expect: Expect) -> &'static str {
 pub struct Series {
     pub requests_per_second: Vec<f64>,
     pub p99: Vec<f64>,
+    /// policy-server's CPU time (user and kernel) per request, in microseconds.
+    pub cpu_per_request: Vec<f64>,
 }
 
 pub struct Measured {
@@ -130,6 +132,17 @@ impl Measured {
         pairs
             .zip(&self.series[base].requests_per_second)
             .map(|(m, b)| m / b)
+            .collect()
+    }
+
+    /// Per round, `base`'s CPU time per request over `module`'s in the same round: the share of
+    /// `base`'s throughput `module` keeps where policy-server's CPU is what limits it.
+    pub fn cpu_ratios_to(&self, module: usize, base: usize) -> Vec<f64> {
+        let series = &self.series[module];
+        let pairs = series.cpu_per_request.iter();
+        pairs
+            .zip(&self.series[base].cpu_per_request)
+            .map(|(m, b)| b / m)
             .collect()
     }
 }
@@ -304,9 +317,12 @@ fn measure(
     let mut series: [Series; 4] = Default::default();
     for _ in 0..timing.rounds {
         for (url, series) in urls.iter().zip(&mut series) {
+            let cpu_before = server.cpu_seconds()?;
             let p = point(url, timing.seconds)?;
+            let cpu = server.cpu_seconds()? - cpu_before;
             series.requests_per_second.push(p.requests_per_second);
             series.p99.push(p.p99);
+            series.cpu_per_request.push(cpu * 1e6 / p.requests);
         }
     }
     Ok(Measured {

@@ -47,9 +47,10 @@ pub fn line(m: &Measured) -> String {
     }
     let _ = write!(
         out,
-        "policy/null {:.2}x policy/anchor {:.2}x",
+        "policy/null {:.2}x policy/anchor {:.2}x, CPU per request anchor/policy {:.2}x",
         median(&m.ratios(POLICY)),
-        median(&m.ratios_to(POLICY, ANCHOR))
+        median(&m.ratios_to(POLICY, ANCHOR)),
+        median(&m.cpu_ratios_to(POLICY, ANCHOR))
     );
     out
 }
@@ -91,25 +92,31 @@ fn mark(ratios: &[f64], bound: f64) -> &'static str {
 /// One line per case with a target, for the summary and the report to the terminal.
 pub fn targets(run: &Run) -> String {
     let mut out = String::from(
-        "| input | verdict | anchor | policy ÷ anchor: median (rounds' range) | target | anchor ÷ null | policy ÷ null |\n\
-         |---|---|---|---|---|---|---|\n",
+        "| input | verdict | anchor | policy ÷ anchor: median (rounds' range) | target | policy-server CPU per request, anchor ÷ policy (range) | anchor ÷ null | policy ÷ null |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     for case in &run.cases {
         let point = saturated(case);
         let ratios = point.ratios_to(POLICY, ANCHOR);
         let (min, max) = range(&ratios);
-        let bound = match target(case) {
-            Some(bound) => format!("≥ {bound:.2}x: {}", mark(&ratios, bound)),
-            None => "none (diagnostic)".to_owned(),
+        let cpu = point.cpu_ratios_to(POLICY, ANCHOR);
+        let (cpu_min, cpu_max) = range(&cpu);
+        let (bound, cpu_bound) = match target(case) {
+            Some(bound) => (
+                format!("≥ {bound:.2}x: {}", mark(&ratios, bound)),
+                format!(": {}", mark(&cpu, bound)),
+            ),
+            None => ("none (diagnostic)".to_owned(), String::new()),
         };
         let _ = writeln!(
             out,
-            "| {} {} | {} | {} | {:.2}x ({min:.2}-{max:.2}) | {bound} | {:.2}x | {:.2}x |",
+            "| {} {} | {} | {} | {:.2}x ({min:.2}-{max:.2}) | {bound} | {:.2}x ({cpu_min:.2}-{cpu_max:.2}){cpu_bound} | {:.2}x | {:.2}x |",
             case.policy,
             case.name,
             verdict(case.expect),
             anchor(case.expect),
             median(&ratios),
+            median(&cpu),
             median(&point.ratios(ANCHOR)),
             median(&point.ratios(POLICY)),
         );
@@ -140,7 +147,16 @@ fn intro(run: &Run) -> String {
          alike. \
          A ratio is the median over rounds of the module's req/s ÷ null's req/s in the same \
          round; the range shows the noise. p99 is the median of the rounds' p99. The machine \
-         is shared with other builds: read the ratios, not the absolutes.\n",
+         is shared with other builds: read the ratios, not the absolutes.\n\n\
+         wrk runs on the same cores as policy-server, so its own cost per request, alike for \
+         every module, pulls the req/s ratios towards 1. Beside them, policy-server's **CPU \
+         time per request** (user and kernel, all its threads, from `/proc/<pid>/stat`, over \
+         each point's requests): what a policy-server on cores of its own is bound by, the \
+         kernel's work for it included (sockets, the instances' memory), which instruction \
+         counts leave out. It moves with the machine's load as req/s do (a CPU second buys \
+         less work while other work shares its caches). Its ratio is the anchor's CPU per \
+         request ÷ the policy's, so that, like the req/s ratio, 1 is the anchor's cost and \
+         lower is costlier.\n",
         run.version,
         run.args.join(" "),
         run.cores,
@@ -163,21 +179,22 @@ pub fn section(outcome: &Outcome) -> String {
     out.push_str(&targets(run));
     out.push_str(
         "\n### Throughput and latency\n\n\
-         | input | verdict | body KiB | connections | req/s policy / null / baseline / anchor | policy ÷ null (range) | policy ÷ anchor (range) | anchor ÷ null | baseline ÷ null | p99 ms policy / null / baseline / anchor |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+         | input | verdict | body KiB | connections | req/s policy / null / baseline / anchor | policy ÷ null (range) | policy ÷ anchor (range) | anchor ÷ null | baseline ÷ null | p99 ms policy / null / baseline / anchor | CPU µs per request policy / null / anchor |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for case in &run.cases {
         for m in &case.points {
             let [null, policy, baseline, anchor_series] = &m.series;
             let rps = |s: &super::Series| median(&s.requests_per_second);
             let p99 = |s: &super::Series| median(&s.p99) / 1000.0;
+            let cpu = |s: &super::Series| median(&s.cpu_per_request);
             let with_range = |ratios: Vec<f64>| {
                 let (min, max) = range(&ratios);
                 format!("{:.2}x ({min:.2}-{max:.2})", median(&ratios))
             };
             let _ = writeln!(
                 out,
-                "| {} {} | {} | {:.1} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {} | {} | {:.2}x | {:.2}x | {:.2} / {:.2} / {:.2} / {:.2} |",
+                "| {} {} | {} | {:.1} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {} | {} | {:.2}x | {:.2}x | {:.2} / {:.2} / {:.2} / {:.2} | {:.0} / {:.0} / {:.0} |",
                 case.policy,
                 case.name,
                 verdict(case.expect),
@@ -195,6 +212,9 @@ pub fn section(outcome: &Outcome) -> String {
                 p99(null),
                 p99(baseline),
                 p99(anchor_series),
+                cpu(policy),
+                cpu(null),
+                cpu(anchor_series),
             );
         }
     }

@@ -187,6 +187,16 @@ impl PolicyServer {
         format!("{} ends with:\n{tail}", self.log.display())
     }
 
+    /// The CPU time the server has used so far, user and kernel, all its threads: what a request
+    /// costs it, its sockets' system calls and its instances' page faults included, whatever
+    /// else runs on the machine. From `/proc/<pid>/stat` (`utime`, `stime`), in the clock ticks
+    /// Linux counts there (`USER_HZ`, 100 a second).
+    pub fn cpu_seconds(&self) -> Result<f64, String> {
+        let path = format!("/proc/{}/stat", self.pid());
+        let stat = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        cpu_seconds(&stat).ok_or_else(|| format!("{path}: no utime and stime in {stat:?}"))
+    }
+
     /// The process id (of the wrapper, which runs the server in its own process).
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -201,5 +211,30 @@ impl Drop for PolicyServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `utime + stime` of a `/proc/<pid>/stat` line, in seconds. The command name (field 2) is in
+/// parentheses and may hold spaces, so fields are counted after its closing parenthesis: the
+/// state is field 3, `utime` and `stime` fields 14 and 15.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    const USER_HZ: f64 = 100.0;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / USER_HZ)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_seconds;
+
+    #[test]
+    fn cpu_time_is_read_after_the_command_name() {
+        let stat = "4242 (policy server) S 1 4242 4242 0 -1 4194560 9000 0 0 0 250 130 0 0 20 0 \
+                    9 0 100 0 0";
+        assert_eq!(cpu_seconds(stat), Some(3.8));
+        assert_eq!(cpu_seconds("4242 (policy-server) S 1"), None);
     }
 }
