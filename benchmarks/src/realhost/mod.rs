@@ -127,22 +127,27 @@ impl Measured {
 
     /// Per round, `module`'s req/s over `base`'s in the same round.
     pub fn ratios_to(&self, module: usize, base: usize) -> Vec<f64> {
-        let series = &self.series[module];
-        let pairs = series.requests_per_second.iter();
-        pairs
-            .zip(&self.series[base].requests_per_second)
-            .map(|(m, b)| m / b)
-            .collect()
+        self.per_round(module, base, |s| &s.requests_per_second, |m, b| m / b)
     }
 
     /// Per round, `base`'s CPU time per request over `module`'s in the same round: the share of
     /// `base`'s throughput `module` keeps where policy-server's CPU is what limits it.
     pub fn cpu_ratios_to(&self, module: usize, base: usize) -> Vec<f64> {
-        let series = &self.series[module];
-        let pairs = series.cpu_per_request.iter();
-        pairs
-            .zip(&self.series[base].cpu_per_request)
-            .map(|(m, b)| b / m)
+        self.per_round(module, base, |s| &s.cpu_per_request, |m, b| b / m)
+    }
+
+    /// `ratio` of `module`'s and `base`'s `figure` in each round.
+    fn per_round(
+        &self,
+        module: usize,
+        base: usize,
+        figure: fn(&Series) -> &Vec<f64>,
+        ratio: fn(f64, f64) -> f64,
+    ) -> Vec<f64> {
+        let modules = figure(&self.series[module]).iter();
+        modules
+            .zip(figure(&self.series[base]))
+            .map(|(m, b)| ratio(*m, *b))
             .collect()
     }
 }
@@ -392,4 +397,31 @@ pub fn run(
         timing,
         cases: results,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Measured, Series, POLICY};
+
+    /// Both ratios say how much of the base's throughput the module keeps: req/s module ÷ base,
+    /// CPU per request base ÷ module, round by round.
+    #[test]
+    fn ratios_pair_each_round_with_the_same_round() {
+        let series = |requests_per_second: [f64; 2], cpu_per_request: [f64; 2]| Series {
+            requests_per_second: requests_per_second.to_vec(),
+            p99: Vec::new(),
+            cpu_per_request: cpu_per_request.to_vec(),
+        };
+        let measured = Measured {
+            connections: 8,
+            series: [
+                series([100.0, 200.0], [10.0, 20.0]),
+                series([50.0, 150.0], [20.0, 25.0]),
+                Series::default(),
+                Series::default(),
+            ],
+        };
+        assert_eq!(measured.ratios(POLICY), [0.5, 0.75]);
+        assert_eq!(measured.cpu_ratios_to(POLICY, 0), [0.5, 0.8]);
+    }
 }
