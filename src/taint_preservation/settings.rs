@@ -72,6 +72,9 @@ const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
     },
 ];
 
+/// The default protected-taint rule's key: every taint the lists above leave alone.
+const PROTECT_EVERYTHING: TaintKeyGlob = TaintKeyGlob::constant("*");
+
 pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
 pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
 pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
@@ -279,7 +282,7 @@ impl Default for Settings {
         Settings {
             mode: Mode::Restore,
             protected_taints: vec![ProtectedRule {
-                key: TaintKeyGlob::constant("*"),
+                key: PROTECT_EVERYTHING,
                 effects: Vec::new(),
                 permitted: PrincipalList::default(),
             }],
