@@ -188,9 +188,10 @@ impl PolicyServer {
     }
 
     /// The CPU time the server has used so far, user and kernel, all its threads: what a request
-    /// costs it, its sockets' system calls and its instances' page faults included, whatever
-    /// else runs on the machine. From `/proc/<pid>/stat` (`utime`, `stime`), in the clock ticks
-    /// Linux counts there (`USER_HZ`, 100 a second).
+    /// costs it, its sockets' system calls and its instances' page faults included, and not the
+    /// time other processes take (though they slow each of its seconds, so it is no steadier
+    /// than req/s on a shared machine). From `/proc/<pid>/stat` (`utime`, `stime`), in the clock
+    /// ticks Linux counts there (`USER_HZ`, 100 a second).
     pub fn cpu_seconds(&self) -> Result<f64, String> {
         let path = format!("/proc/{}/stat", self.pid());
         let stat = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
