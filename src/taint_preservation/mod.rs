@@ -16,7 +16,7 @@ pub mod settings;
 use crate::admission::{AdmissionRequest, Operation};
 use crate::cluster::{AccessQuestion, Cluster};
 use crate::policy::{Asks, Half, Policy};
-use crate::principal::Principal;
+use crate::principal::{Identity, Principal};
 use crate::small_map::{SmallMap, SmallSet};
 use crate::taint::Taint;
 use crate::verdict::{quoted, Verdict};
@@ -77,7 +77,12 @@ enum Finding<'a> {
         old: &'a Taint<'a>,
         new: &'a Taint<'a>,
     },
-    ReaddedOneShot(&'a Taint<'a>),
+    /// A taint whose removal the policy recorded, put back by a requester that may not: a
+    /// one-shot startup taint (`owner: None`), or an owned taint its owner removed.
+    Readded {
+        taint: &'a Taint<'a>,
+        owner: Option<String>,
+    },
     Uncordon {
         owner: Option<String>,
     },
@@ -108,9 +113,19 @@ impl Finding<'_> {
                     new.describe()
                 )
             }
-            Finding::ReaddedOneShot(t) => {
-                ["re-add one-shot startup taint ", &t.describe()].concat()
+            Finding::Readded { taint, owner: None } => {
+                ["re-add one-shot startup taint ", &taint.describe()].concat()
             }
+            Finding::Readded {
+                taint,
+                owner: Some(owner),
+            } => [
+                "re-add protected taint ",
+                &taint.describe(),
+                &quoted(", which its owner ", owner),
+                " removed",
+            ]
+            .concat(),
             Finding::Uncordon { owner } => format!("uncordon node {node} ({})", owner_text(owner)),
             Finding::OwnerRewritten { owner } => {
                 format!(
@@ -133,7 +148,7 @@ impl Finding<'_> {
         match self {
             Finding::RemovedTaint(_) => "this policy's patch puts it back",
             Finding::ChangedTaint { .. } => "this policy's patch keeps the old value",
-            Finding::ReaddedOneShot(_) => "this policy's patch strips it",
+            Finding::Readded { .. } => "this policy's patch strips it",
             Finding::Uncordon { .. } => "this policy's patch keeps the node cordoned",
             Finding::OwnerRewritten { .. }
             | Finding::RecordRewritten
@@ -147,8 +162,10 @@ impl Finding<'_> {
     /// attempted, which stays true in every mode; the `answer` key says what the policy answered.
     fn audit_key(&self) -> &'static str {
         match self {
-            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } => "protected-taints",
-            Finding::ReaddedOneShot(_) => "one-shot-taints",
+            Finding::RemovedTaint(_)
+            | Finding::ChangedTaint { .. }
+            | Finding::Readded { owner: Some(_), .. } => "protected-taints",
+            Finding::Readded { owner: None, .. } => "one-shot-taints",
             Finding::Uncordon { .. } => "cordon",
             Finding::OwnerRewritten { .. }
             | Finding::RecordRewritten
@@ -305,18 +322,11 @@ fn judge(
         let record = settings.one_shot_record_annotation.as_str();
         let before = RemovalRecord::parse(old.annotation(record)?.as_deref());
         if !permission.taints {
-            // The record never names the empty username (`OwnerRecord::parse`), so a request
-            // without a requester owns nothing.
-            let owned = |t: &Taint<'_>| owners_before.owner(t) == Some(who.username);
-            taint_findings(
-                settings,
-                &who,
-                old,
-                &new,
-                &before,
-                owned,
-                &mut gathered.findings,
-            );
+            let records = Records {
+                removals: &before,
+                owners: &owners_before,
+            };
+            taint_findings(settings, &who, old, &new, records, &mut gathered.findings);
         }
         one_shot_record(
             settings,
@@ -414,7 +424,11 @@ fn owner_record<'v>(
     gathered: &mut Gathered<'_>,
 ) -> Result<(), String> {
     let written = OwnerRecord::parse(new.annotation(key)?.as_deref());
-    let (after, added) = owners_after(
+    let OwnersAfter {
+        record: after,
+        added,
+        forgotten,
+    } = owners_after(
         settings,
         who,
         permitted,
@@ -443,6 +457,12 @@ fn owner_record<'v>(
             "the taint owner record {key:?} is full, so {} is not recorded as the owner of \
              {t}: only permitted principals may remove or change it",
             who.describe()
+        )
+    }));
+    gathered.warnings.extend(forgotten.iter().map(|t| {
+        format!(
+            "the taint owner record {key:?} is full, so the removal of {t} is not kept: a \
+             later re-add by another writer is not stripped"
         )
     }));
     Ok(())
@@ -562,6 +582,12 @@ fn cordon_owner(
                 findings.push(Finding::Uncordon {
                     owner: old_owner.clone(),
                 });
+                // Both attempts are named: the record is kept as well as the cordon.
+                if new_owner != old_owner {
+                    findings.push(Finding::OwnerRewritten {
+                        owner: old_owner.clone(),
+                    });
+                }
                 keep_cordoned = true;
                 Some(old_owner)
             }
@@ -583,12 +609,22 @@ fn cordon_owner(
     })
 }
 
-/// The taint owner record this request leaves (docs/controllers.md), and the protected taints
-/// it added, each with whether the record names the requester as its owner (`false`: the record
-/// is full). The record follows the taints: an entry goes when its taint goes (restored taints
-/// stay, stripped ones go), stays on a value change, and the adder of a protected taint becomes
-/// its owner, a re-add included. A permitted principal's edit of the record stands; anyone
-/// else's starts from the stored record.
+/// The taint owner record a request leaves, what it added, and the removals a full record
+/// could not keep.
+struct OwnersAfter {
+    record: OwnerRecord,
+    /// Each protected taint the request added, with whether the record names the requester as
+    /// its owner (`false`: the record is full).
+    added: Vec<(String, bool)>,
+    /// Owned taints whose standing removal the full record could not keep.
+    forgotten: Vec<String>,
+}
+
+/// The taint owner record this request leaves (docs/controllers.md). The record follows the
+/// taints: an entry stays while its taint is carried (restored taints stay, stripped ones never
+/// get one), becomes a removal when an owned taint's removal stands, and the adder of a protected
+/// taint becomes its owner, the owner's own re-add after a removal included. A permitted
+/// principal's edit of the record stands; anyone else's starts from the stored record.
 fn owners_after(
     settings: &Settings,
     who: &Principal<'_>,
@@ -597,12 +633,12 @@ fn owners_after(
     new: &NodeView<'_>,
     findings: &[Finding<'_>],
     (before, written): (&OwnerRecord, &OwnerRecord),
-) -> (OwnerRecord, Vec<(String, bool)>) {
-    let mut after = if permitted { written } else { before }.clone();
+) -> OwnersAfter {
+    let mut record = if permitted { written } else { before }.clone();
     let stripped: SmallSet<(&str, &str)> = findings
         .iter()
         .filter_map(|f| match f {
-            Finding::ReaddedOneShot(t) => Some((t.identity(), ())),
+            Finding::Readded { taint, .. } => Some((taint.identity(), ())),
             _ => None,
         })
         .collect();
@@ -618,35 +654,66 @@ fn owners_after(
             carried.insert(t.identity(), ());
         }
     }
-    after.retain(|key, effect| carried.contains(&(key, effect)));
+    let old_taints = old.map(|old| old.taints.as_slice()).unwrap_or_default();
+    let mut forgotten = Vec::new();
+    for taint in old_taints {
+        let live = record.claim(taint).is_some_and(|c| !c.removed);
+        if live && !carried.contains(&taint.identity()) {
+            let (key, effect) = taint.identity();
+            if !record.mark_removed(key, effect) {
+                forgotten.push(taint.describe());
+            }
+        }
+    }
+    record.retain(|key, effect, claim| claim.removed || carried.contains(&(key, effect)));
     let mut added = Vec::new();
     if who.username.is_empty() {
-        return (after, added);
+        return OwnersAfter {
+            record,
+            added,
+            forgotten,
+        };
     }
-    let had: SmallSet<(&str, &str)> = old
-        .map(|old| old.taints.iter().map(|t| (t.identity(), ())).collect())
-        .unwrap_or_default();
+    let had: SmallSet<(&str, &str)> = old_taints.iter().map(|t| (t.identity(), ())).collect();
     for taint in &new.taints {
-        if had.contains(&taint.identity()) || settings.protecting_rule(taint).is_none() {
+        let id = taint.identity();
+        if had.contains(&id) || stripped.contains(&id) || settings.protecting_rule(taint).is_none()
+        {
             continue;
         }
-        added.push((taint.describe(), after.set(taint, who.username)));
+        added.push((taint.describe(), record.set(taint, who.username)));
     }
-    (after, added)
+    OwnersAfter {
+        record,
+        added,
+        forgotten,
+    }
+}
+
+/// The records a request's taint changes are judged against, as stored before it.
+#[derive(Clone, Copy)]
+struct Records<'r> {
+    removals: &'r RemovalRecord,
+    owners: &'r OwnerRecord,
 }
 
 /// Protected taints removed or changed by a requester whom neither the rule nor the owner record
-/// permits, and one-shot taints re-added. A one-shot taint added by an UPDATE is a re-add when
-/// only registration sets it, or when `recorded` holds its removal.
+/// permits, and taints re-added after a recorded removal. A one-shot taint added by an UPDATE is
+/// a re-add when only registration sets it, or when the removal record holds it. An owned
+/// protected taint whose removal the owner record keeps may come back from its owner, from a
+/// principal its rule permits, or from a person (a person never writes from a controller's stale
+/// cache, so their re-add is deliberate); from anyone else it is a stale re-add.
 fn taint_findings<'a>(
     settings: &Settings,
     who: &Principal<'_>,
     old: &'a NodeView<'a>,
     new: &'a NodeView<'a>,
-    recorded: &RemovalRecord,
-    owned: impl Fn(&Taint<'_>) -> bool,
+    records: Records<'_>,
     findings: &mut Vec<Finding<'a>>,
 ) {
+    // The record never names the empty username (`OwnerRecord::parse`), so a request without a
+    // requester owns nothing.
+    let owned = |t: &Taint<'_>| records.owners.owner(t) == Some(who.username);
     // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and pairwise
     // comparison took seconds, past the policy timeout.
     let mut new_by_identity: SmallMap<(&str, &str), &'a Taint<'a>> = SmallMap::default();
@@ -676,14 +743,26 @@ fn taint_findings<'a>(
             Some(_) => {}
         }
     }
-    for new_taint in &new.taints {
-        if seen.contains(&new_taint.identity()) {
+    let person = who.identity() == Identity::Person;
+    for taint in &new.taints {
+        if seen.contains(&taint.identity()) {
             continue;
         }
-        let rule = settings.one_shot_rule(new_taint);
-        if rule.is_some_and(|r| r.only_at_registration || recorded.contains(new_taint)) {
-            findings.push(Finding::ReaddedOneShot(new_taint));
-        }
+        let owner = match settings.one_shot_rule(taint) {
+            Some(rule) if rule.only_at_registration || records.removals.contains(taint) => None,
+            Some(_) => continue,
+            None => match records.owners.removed_by(taint) {
+                Some(owner) if owner != who.username && !person => {
+                    let rule = settings.protecting_rule(taint);
+                    if !rule.is_some_and(|r| !r.permitted.allows(who)) {
+                        continue;
+                    }
+                    Some(owner.to_owned())
+                }
+                _ => continue,
+            },
+        };
+        findings.push(Finding::Readded { taint, owner });
     }
 }
 
@@ -753,7 +832,7 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
     let touches = findings.iter().any(|f| {
         matches!(
             f,
-            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } | Finding::ReaddedOneShot(_)
+            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } | Finding::Readded { .. }
         )
     });
     if !touches {
@@ -766,8 +845,8 @@ fn restored_taints(new: &NodeView<'_>, findings: &[Finding<'_>]) -> Option<Strin
             Finding::ChangedTaint { old, new } => {
                 replaced.insert(*new as *const Taint<'_>, Some(old.raw));
             }
-            Finding::ReaddedOneShot(t) => {
-                replaced.insert(*t as *const Taint<'_>, None);
+            Finding::Readded { taint, .. } => {
+                replaced.insert(*taint as *const Taint<'_>, None);
             }
             _ => {}
         }

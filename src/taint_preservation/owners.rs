@@ -1,39 +1,75 @@
-//! The taint owner record: who added each protected taint of a node, kept in an annotation the
-//! policy owns (docs/controllers.md). The adder may later change the taint's value or remove it.
+//! The taint owner record: who added each protected taint of a node, and which owned taints were
+//! removed for good, kept in an annotation the policy owns (docs/controllers.md). The adder may
+//! later change the taint's value or remove it; once a removal of an owned taint stands, only its
+//! owner (or a permitted principal, or a person) may put it back.
 //!
-//! The annotation's value is a JSON object from `key:Effect` to the adder's username, keys
-//! sorted: usernames may hold any character (`,`, `:`, `=`, quotes), and JSON reads back exactly
-//! what was written, whatever they hold. Valid taint keys and effects hold no `:`, so the entry
-//! key splits unambiguously too.
+//! The annotation's value is a JSON object from `key:Effect`, keys sorted, to either the adder's
+//! username (the node carries the taint) or `{"owner": <username>, "removed": true}` (the taint
+//! was removed and stays removed against other writers). Usernames may hold any character (`,`,
+//! `:`, `=`, quotes), and JSON reads back exactly what was written, whatever they hold. Valid
+//! taint keys and effects hold no `:`, so the entry key splits unambiguously too.
+
+use serde::Deserialize;
 
 use super::record::entry;
 use crate::json::{members, JsonStr};
 use crate::taint::Taint;
 
-/// Past this size a new owner is not recorded (the taint stays unowned, so protected as without
-/// the record) rather than have the API server refuse the write: Kubernetes limits all of an
-/// object's annotations together to 256 KiB.
+/// Past this size a new owner or removal is not recorded (the taint stays unowned, so protected
+/// as without the record; a removal is then forgotten) rather than have the API server refuse the
+/// write: Kubernetes limits all of an object's annotations together to 256 KiB.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 
-/// Entries (`key:Effect`, owner), sorted by entry key. A sorted vector rather than a map: a node
+/// What the record says of one taint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub owner: String,
+    /// The taint's removal by its owner or a permitted principal stood: other writers that put
+    /// it back are stale, and their re-add is stripped (or denied).
+    pub removed: bool,
+}
+
+/// A removal entry as the annotation holds it; anything else in an object is not the policy's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemovedEntry<'a> {
+    #[serde(borrow)]
+    owner: JsonStr<'a>,
+    removed: bool,
+}
+
+/// Entries (`key:Effect`, claim), sorted by entry key. A sorted vector rather than a map: a node
 /// has a handful of owned taints, and the module reuses the object reader the other annotations
 /// take instead of linking a map type and its deserialiser, which made the module 11 KB larger.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OwnerRecord(Vec<(String, String)>);
+pub struct OwnerRecord(Vec<(String, Claim)>);
+
+/// Bytes a removal entry takes beyond a live one: `{"owner":` and `,"removed":true}`.
+const REMOVED_OVERHEAD: usize = 26;
 
 impl OwnerRecord {
     /// Reads the annotation's value; absent is the empty record. A value that is not an object
-    /// of strings was not written by the policy: it names no owner, so every taint it would
-    /// cover is judged as an unowned one, never more leniently. Empty usernames own nothing.
+    /// of the two entry forms was not written by the policy: it names no owner and no removal,
+    /// so every taint it would cover is judged as an unowned one. Empty usernames own nothing.
     pub fn parse(annotation: Option<&str>) -> OwnerRecord {
-        let read = |text: &str| -> Option<Vec<(String, String)>> {
+        let claim = |value: &str| -> Option<Claim> {
+            if let Ok(owner) = serde_json::from_str::<JsonStr<'_>>(value) {
+                return Some(Claim {
+                    owner: owner.0.into_owned(),
+                    removed: false,
+                });
+            }
+            let entry: RemovedEntry<'_> = serde_json::from_str(value).ok()?;
+            entry.removed.then(|| Claim {
+                owner: entry.owner.0.into_owned(),
+                removed: true,
+            })
+        };
+        let read = |text: &str| -> Option<Vec<(String, Claim)>> {
             members(text)
                 .ok()?
                 .into_iter()
-                .map(|(key, value)| {
-                    let owner: JsonStr = serde_json::from_str(value.get()).ok()?;
-                    Some((key.0.into_owned(), owner.0.into_owned()))
-                })
+                .map(|(key, value)| Some((key.0.into_owned(), claim(value.get())?)))
                 .collect()
         };
         let mut entries = annotation.and_then(read).unwrap_or_default();
@@ -42,7 +78,7 @@ impl OwnerRecord {
         if entries.windows(2).any(|pair| pair[0].0 == pair[1].0) {
             return OwnerRecord::default();
         }
-        entries.retain(|(_, owner)| !owner.is_empty());
+        entries.retain(|(_, claim)| !claim.owner.is_empty());
         OwnerRecord(entries)
     }
 
@@ -50,35 +86,69 @@ impl OwnerRecord {
         self.0.binary_search_by(|(e, _)| e.as_str().cmp(entry))
     }
 
-    /// The recorded owner of `taint`.
-    pub fn owner(&self, taint: &Taint<'_>) -> Option<&str> {
+    /// What the record says of `taint`.
+    pub fn claim(&self, taint: &Taint<'_>) -> Option<&Claim> {
         let e = entry(taint)?;
-        self.find(&e).ok().map(|i| self.0[i].1.as_str())
+        self.find(&e).ok().map(|i| &self.0[i].1)
     }
 
-    /// Records `owner` as the adder of `taint`, unless the record would grow past
-    /// [`MAX_RECORD_BYTES`]; whether it was recorded.
+    /// The recorded owner of `taint`, carried or removed: the owner of a removed taint that a
+    /// stale write slipped back (monitor mode) may still remove it.
+    pub fn owner(&self, taint: &Taint<'_>) -> Option<&str> {
+        self.claim(taint).map(|c| c.owner.as_str())
+    }
+
+    /// The owner whose taint's removal stands, when the record keeps one for `taint`.
+    pub fn removed_by(&self, taint: &Taint<'_>) -> Option<&str> {
+        self.claim(taint)
+            .filter(|c| c.removed)
+            .map(|c| c.owner.as_str())
+    }
+
+    /// Records `owner` as the adder of `taint` (a removal entry becomes a live one), unless the
+    /// record would grow past [`MAX_RECORD_BYTES`]; whether it was recorded.
     pub fn set(&mut self, taint: &Taint<'_>, owner: &str) -> bool {
         let Some(e) = entry(taint) else {
             return false;
         };
+        let claim = Claim {
+            owner: owner.to_owned(),
+            removed: false,
+        };
         match self.find(&e) {
-            Ok(i) => self.0[i].1 = owner.to_owned(),
+            Ok(i) => self.0[i].1 = claim,
             Err(i) => {
                 if self.text_len() + e.len() + owner.len() + 8 > MAX_RECORD_BYTES {
                     return false;
                 }
-                self.0.insert(i, (e, owner.to_owned()));
+                self.0.insert(i, (e, claim));
             }
         }
         true
     }
 
-    /// Keeps the entries of the taints `keep` says the node still carries.
-    pub fn retain(&mut self, keep: impl Fn(&str, &str) -> bool) {
-        self.0.retain(|(e, _)| {
+    /// Marks the owned taint `key:effect` removed, keeping its owner; a record that would grow
+    /// past [`MAX_RECORD_BYTES`] forgets the entry instead. Whether the removal was recorded.
+    pub fn mark_removed(&mut self, key: &str, effect: &str) -> bool {
+        let Ok(i) = self.find(&[key, ":", effect].concat()) else {
+            return false;
+        };
+        if self.0[i].1.removed {
+            return true;
+        }
+        if self.text_len() + REMOVED_OVERHEAD > MAX_RECORD_BYTES {
+            self.0.remove(i);
+            return false;
+        }
+        self.0[i].1.removed = true;
+        true
+    }
+
+    /// Keeps the entries `keep` says to keep, given each entry's key, effect and claim.
+    pub fn retain(&mut self, keep: impl Fn(&str, &str, &Claim) -> bool) {
+        self.0.retain(|(e, claim)| {
             let (key, effect) = e.rsplit_once(':').unwrap_or((e, ""));
-            keep(key, effect)
+            keep(key, effect, claim)
         });
     }
 
@@ -86,7 +156,7 @@ impl OwnerRecord {
     fn text_len(&self) -> usize {
         self.0
             .iter()
-            .map(|(k, v)| k.len() + v.len() + 8)
+            .map(|(k, c)| k.len() + c.owner.len() + 8 + usize::from(c.removed) * REMOVED_OVERHEAD)
             .sum::<usize>()
             + 2
     }
@@ -97,13 +167,19 @@ impl OwnerRecord {
             return None;
         }
         let mut out = String::from("{");
-        for (i, (key, owner)) in self.0.iter().enumerate() {
+        for (i, (key, claim)) in self.0.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
             crate::json::write_str(&mut out, key);
             out.push(':');
-            crate::json::write_str(&mut out, owner);
+            if claim.removed {
+                out.push_str("{\"owner\":");
+                crate::json::write_str(&mut out, &claim.owner);
+                out.push_str(",\"removed\":true}");
+            } else {
+                crate::json::write_str(&mut out, &claim.owner);
+            }
         }
         out.push('}');
         Some(out)
@@ -136,9 +212,50 @@ mod tests {
             None
         );
         let mut kept = read.clone();
-        kept.retain(|key, _| key != "feature.node.kubernetes.io/gpu");
+        kept.retain(|key, _, _| key != "feature.node.kubernetes.io/gpu");
         assert_eq!(kept.owner(&nfd), None);
         assert!(kept.owner(&kured).is_some());
+    }
+
+    #[test]
+    fn a_removal_keeps_its_owner_and_reads_back() {
+        let kured = Taint::of("weave.works/kured-node-reboot", "PreferNoSchedule");
+        let nfd = Taint::of("feature.node.kubernetes.io/gpu", "NoSchedule");
+        let mut record = OwnerRecord::default();
+        assert!(record.set(&kured, "system:serviceaccount:kube-system:kured"));
+        assert!(record.set(&nfd, "nfd"));
+        assert!(record.mark_removed("weave.works/kured-node-reboot", "PreferNoSchedule"));
+        assert!(!record.mark_removed("example.com/never-owned", "NoSchedule"));
+        let text = record.to_annotation().unwrap();
+        assert_eq!(
+            text,
+            r#"{"feature.node.kubernetes.io/gpu:NoSchedule":"nfd","weave.works/kured-node-reboot:PreferNoSchedule":{"owner":"system:serviceaccount:kube-system:kured","removed":true}}"#
+        );
+        let read = OwnerRecord::parse(Some(&text));
+        assert_eq!(read, record);
+        assert_eq!(
+            read.removed_by(&kured),
+            Some("system:serviceaccount:kube-system:kured")
+        );
+        assert_eq!(read.owner(&kured), read.removed_by(&kured));
+        assert_eq!(read.removed_by(&nfd), None);
+        // The owner's re-add makes the entry live again.
+        let mut readded = read.clone();
+        assert!(readded.set(&kured, "system:serviceaccount:kube-system:kured"));
+        assert_eq!(readded.removed_by(&kured), None);
+        // Anything but the two forms is not the policy's: no owner, no removal.
+        for foreign in [
+            r#"{"weave.works/kured-node-reboot:PreferNoSchedule":{"owner":"kured","removed":false}}"#,
+            r#"{"weave.works/kured-node-reboot:PreferNoSchedule":{"owner":"kured"}}"#,
+            r#"{"weave.works/kured-node-reboot:PreferNoSchedule":{"owner":"kured","removed":true,"by":"x"}}"#,
+            r#"{"weave.works/kured-node-reboot:PreferNoSchedule":{"owner":"","removed":true}}"#,
+        ] {
+            assert_eq!(
+                OwnerRecord::parse(Some(foreign)).claim(&kured),
+                None,
+                "{foreign}"
+            );
+        }
     }
 
     #[test]

@@ -936,6 +936,11 @@ const NFD_GPU: &str =
 const NFD_GPU_H100: &str =
     r#"{"key":"feature.node.kubernetes.io/gpu","value":"h100","effect":"NoSchedule"}"#;
 const NFD_ENTRY: &str = "feature.node.kubernetes.io/gpu:NoSchedule";
+
+/// `node` with the record of kured's standing removal of its taint.
+fn kured_removed(node: Value) -> Value {
+    owners_record(node, &[], &[(KURED_ENTRY, KURED.0)])
+}
 const DEDICATED_ENTRY: &str = "example.com/dedicated:NoSchedule";
 const FSX_NOT_READY: &str = r#"{"key":"fsx.csi.aws.com/agent-not-ready","effect":"NoExecute"}"#;
 const READINESS: &str = r#"{"key":"readiness.k8s.io/network-ready","effect":"NoSchedule"}"#;
@@ -944,8 +949,20 @@ const ISTIO_NOT_READY: &str = r#"{"key":"cni.istio.io/not-ready","effect":"NoSch
 
 /// `node` with the taint owner record holding `entries` (`key:Effect`, owner), as the policy
 /// writes it: a JSON object, keys sorted.
-fn owned(mut node: Value, entries: &[(&str, &str)]) -> Value {
-    let record: std::collections::BTreeMap<&str, &str> = entries.iter().copied().collect();
+fn owned(node: Value, entries: &[(&str, &str)]) -> Value {
+    owners_record(node, entries, &[])
+}
+
+/// `node` with the taint owner record holding the live `entries` and the owners' standing
+/// `removals` (`key:Effect`, owner), as the policy writes them.
+fn owners_record(mut node: Value, entries: &[(&str, &str)], removals: &[(&str, &str)]) -> Value {
+    let mut record: std::collections::BTreeMap<&str, Value> =
+        entries.iter().map(|(e, o)| (*e, json!(o))).collect();
+    record.extend(
+        removals
+            .iter()
+            .map(|(e, o)| (*e, json!({"owner": o, "removed": true}))),
+    );
     node["metadata"]["annotations"]["taintguard.io/taint-owners"] =
         json!(serde_json::to_string(&record).unwrap());
     node
@@ -975,16 +992,16 @@ fn ownership_and_readiness_cases() {
             Want::Mutated(owned(n(&[KURED_TAINT]), &kured_owns)),
         ),
         (
-            "kured removes its own taint: accepted, the record goes",
+            "kured removes its own taint: accepted, the record keeps the removal",
             restore.clone(),
             request("UPDATE", KURED, Some(&owned(n(&[DEDICATED, KURED_TAINT]), &kured_owns)), &owned(n(&[DEDICATED]), &kured_owns)),
-            Want::Mutated(n(&[DEDICATED])),
+            Want::Mutated(kured_removed(n(&[DEDICATED]))),
         ),
         (
             "kured removes its own taint in deny mode",
             deny.clone(),
             request("UPDATE", KURED, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
-            Want::Mutated(n(&[])),
+            Want::Mutated(kured_removed(n(&[]))),
         ),
         (
             "node-controller's stale whole-list patch drops an owned taint: restored, record kept",
@@ -1023,10 +1040,10 @@ fn ownership_and_readiness_cases() {
             Want::Mutated(owned(n(&[NFD_GPU]), &nfd_owns)),
         ),
         (
-            "NFD removes its taint with a strategic merge patch of the list: the record goes",
+            "NFD removes its taint with a strategic merge patch of the list: the removal is kept",
             restore.clone(),
             request("UPDATE", NFD_MASTER, Some(&owned(n(&[DEDICATED, NFD_GPU]), &nfd_owns)), &owned(n(&[DEDICATED]), &nfd_owns)),
-            Want::Mutated(n(&[DEDICATED])),
+            Want::Mutated(owners_record(n(&[DEDICATED]), &[], &nfd_owns)),
         ),
         (
             "a tampered record claiming a person's taint is undone, and the claim grants nothing",
@@ -1062,7 +1079,67 @@ fn ownership_and_readiness_cases() {
             "but its owner may",
             json!({"permitted": {"people": false}}),
             request("UPDATE", ALICE, Some(&owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])), &owned(n(&[]), &[(DEDICATED_ENTRY, ALICE.0)])),
-            Want::Mutated(n(&[])),
+            Want::Mutated(owners_record(n(&[]), &[], &[(DEDICATED_ENTRY, ALICE.0)])),
+        ),
+        (
+            "a permitted principal removes kured's taint: kured keeps the right to add it back",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
+            Want::Mutated(kured_removed(n(&[]))),
+        ),
+        (
+            "after kured's removal, the node controller's stale whole-list patch puts it back: stripped",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&kured_removed(n(&[DEDICATED]))), &kured_removed(n(&[DEDICATED, NOT_READY_NS, KURED_TAINT]))),
+            Want::Mutated(kured_removed(n(&[DEDICATED, NOT_READY_NS]))),
+        ),
+        (
+            "the stale re-add in deny mode",
+            deny.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&kured_removed(n(&[]))), &kured_removed(n(&[KURED_TAINT]))),
+            Want::Denied(&["re-add protected taint weave.works/kured-node-reboot:PreferNoSchedule, which its owner \"system:serviceaccount:kube-system:kured\" removed"]),
+        ),
+        (
+            "a stale whole-object write with the live record of before: the taint is stripped, the removal kept",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&kured_removed(n(&[]))), &owned(n(&[KURED_TAINT]), &kured_owns)),
+            Want::Mutated(kured_removed(n(&[]))),
+        ),
+        (
+            "kured adds its taint again on its next reboot: the owner's own re-add stands",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&kured_removed(n(&[DEDICATED]))), &kured_removed(n(&[DEDICATED, KURED_TAINT]))),
+            Want::Mutated(owned(n(&[DEDICATED, KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "a person re-adds it by hand, even where people are not permitted: deliberate, and theirs",
+            json!({"permitted": {"people": false}}),
+            request("UPDATE", BOB, Some(&kured_removed(n(&[]))), &kured_removed(n(&[KURED_TAINT]))),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, BOB.0)])),
+        ),
+        (
+            "a service account the rule permits re-adds it: it stands, in its name",
+            json!({"protectedTaints": [{"key": "weave.works/*", "permitted": {"serviceAccounts": ["node-feature-discovery/nfd-master"]}}]}),
+            request("UPDATE", NFD_MASTER, Some(&kured_removed(n(&[]))), &kured_removed(n(&[KURED_TAINT]))),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, NFD_MASTER.0)])),
+        ),
+        (
+            "a globally permitted principal re-adds it",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&kured_removed(n(&[]))), &kured_removed(n(&[KURED_TAINT]))),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, ADMIN.0)])),
+        ),
+        (
+            "the same key with another effect is another taint: its addition stands",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&kured_removed(n(&[]))), &kured_removed(n(&[r#"{"key":"weave.works/kured-node-reboot","effect":"NoSchedule"}"#]))),
+            Want::Mutated(owners_record(n(&[r#"{"key":"weave.works/kured-node-reboot","effect":"NoSchedule"}"#]), &[("weave.works/kured-node-reboot:NoSchedule", NODE_CONTROLLER.0)], &kured_owns)),
+        ),
+        (
+            "a removal slipped back in monitor mode: its owner may still remove it, and the removal stays",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&kured_removed(n(&[KURED_TAINT]))), &kured_removed(n(&[]))),
+            Want::Untouched,
         ),
         (
             "a re-add by another writer re-creates the record in its name",
@@ -1165,5 +1242,28 @@ fn warnings_say_what_the_patch_does() {
              policy runs in monitor mode",
             NODE_CONTROLLER.0
         )]
+    );
+    // One write that uncordons and rewrites the cordon owner record: both attempts are named.
+    let req = request(
+        "UPDATE",
+        GPU_OPERATOR,
+        Some(&node(&[], Some(true), Some("alice"), "a")),
+        &node(&[], Some(false), Some(GPU_OPERATOR.0), "a"),
+    );
+    let verdict = run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
+    let attempts: Vec<&str> = verdict
+        .warnings
+        .iter()
+        .map(|w| w.split(" may not ").nth(1).unwrap_or(w))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            "uncordon node worker-1 (cordoned by \"alice\"); this policy's patch keeps the node \
+             cordoned unless the policy runs in monitor mode",
+            "rewrite the cordon owner record of node worker-1 (cordoned by \"alice\"); this \
+             policy's patch keeps the record as the policy keeps it unless the policy runs in \
+             monitor mode"
+        ]
     );
 }
