@@ -753,8 +753,9 @@ fn taint_findings<'a>(
             Some(_) => continue,
             None => match records.owners.removed_by(taint) {
                 Some(owner) if owner != who.username && !person => {
+                    // No longer protected, or its rule permits the requester: it may come back.
                     let rule = settings.protecting_rule(taint);
-                    if !rule.is_some_and(|r| !r.permitted.allows(who)) {
+                    if rule.is_none_or(|r| r.permitted.allows(who)) {
                         continue;
                     }
                     Some(owner.to_owned())
