@@ -8,6 +8,7 @@
 //! and accepts with warnings; in `deny` mode it rejects. Either way audit annotations say what
 //! the request attempted, what the policy answered and who tried.
 
+mod controllers;
 mod node;
 mod owners;
 mod record;
@@ -91,6 +92,11 @@ enum Finding<'a> {
     },
     RecordRewritten,
     OwnersRewritten,
+    /// A controller's own ownership record, changed by a requester that is neither its writer
+    /// nor permitted.
+    ControllerRecordRewritten {
+        annotation: String,
+    },
 }
 
 impl Finding<'_> {
@@ -139,6 +145,9 @@ impl Finding<'_> {
             Finding::OwnersRewritten => {
                 format!("rewrite the taint owner record of node {node}")
             }
+            Finding::ControllerRecordRewritten { annotation } => {
+                format!("rewrite the controller's taint record {annotation} of node {node}")
+            }
         }
     }
 
@@ -155,6 +164,9 @@ impl Finding<'_> {
             | Finding::OwnersRewritten => {
                 "this policy's patch keeps the record as the policy keeps it"
             }
+            Finding::ControllerRecordRewritten { .. } => {
+                "this policy's patch keeps the record as it was"
+            }
         }
     }
 
@@ -169,7 +181,8 @@ impl Finding<'_> {
             Finding::Uncordon { .. } => "cordon",
             Finding::OwnerRewritten { .. }
             | Finding::RecordRewritten
-            | Finding::OwnersRewritten => "records",
+            | Finding::OwnersRewritten
+            | Finding::ControllerRecordRewritten { .. } => "records",
         }
     }
 }
@@ -318,6 +331,12 @@ fn judge(
     };
 
     let mut gathered = Gathered::default();
+    let by_controller = match &old {
+        Some(old) => {
+            controller_records(settings, &who, permission.taints, old, &new, &mut gathered)?
+        }
+        None => SmallSet::default(),
+    };
     if let Some(old) = &old {
         let record = settings.one_shot_record_annotation.as_str();
         let before = RemovalRecord::parse(old.annotation(record)?.as_deref());
@@ -325,6 +344,7 @@ fn judge(
             let records = Records {
                 removals: &before,
                 owners: &owners_before,
+                by_controller: &by_controller,
             };
             taint_findings(settings, &who, old, &new, records, &mut gathered.findings);
         }
@@ -343,7 +363,7 @@ fn judge(
             &who,
             permission.taints,
             (old.as_ref(), &new),
-            (key, &owners_before),
+            (key, &owners_before, &by_controller),
             &mut gathered,
         )?;
     }
@@ -420,7 +440,7 @@ fn owner_record<'v>(
     who: &Principal<'_>,
     permitted: bool,
     (old, new): (Option<&'v NodeView<'v>>, &'v NodeView<'v>),
-    (key, before): (&str, &OwnerRecord),
+    (key, before, by_controller): (&str, &OwnerRecord, &ByController<'_>),
     gathered: &mut Gathered<'_>,
 ) -> Result<(), String> {
     let written = OwnerRecord::parse(new.annotation(key)?.as_deref());
@@ -432,10 +452,10 @@ fn owner_record<'v>(
         settings,
         who,
         permitted,
-        old,
-        new,
+        (old, new),
         &gathered.findings,
         (before, &written),
+        by_controller,
     );
     if !permitted && written != *before && written != after {
         gathered.findings.push(Finding::OwnersRewritten);
@@ -629,10 +649,10 @@ fn owners_after(
     settings: &Settings,
     who: &Principal<'_>,
     permitted: bool,
-    old: Option<&NodeView<'_>>,
-    new: &NodeView<'_>,
+    (old, new): (Option<&NodeView<'_>>, &NodeView<'_>),
     findings: &[Finding<'_>],
     (before, written): (&OwnerRecord, &OwnerRecord),
+    by_controller: &ByController<'_>,
 ) -> OwnersAfter {
     let mut record = if permitted { written } else { before }.clone();
     let stripped: SmallSet<(&str, &str)> = findings
@@ -657,12 +677,23 @@ fn owners_after(
     let old_taints = old.map(|old| old.taints.as_slice()).unwrap_or_default();
     let mut forgotten = Vec::new();
     for taint in old_taints {
-        let live = record.claim(taint).is_some_and(|c| !c.removed);
-        if live && !carried.contains(&taint.identity()) {
-            let (key, effect) = taint.identity();
-            if !record.mark_removed(key, effect) {
-                forgotten.push(taint.describe());
-            }
+        let id = taint.identity();
+        if carried.contains(&id) {
+            continue;
+        }
+        let claim = record.claim(taint).map(|c| c.removed);
+        // A controller's record made the requester the owner of a taint the policy never saw
+        // added: its removal is kept in the requester's name, as an owner's is.
+        let by_record = claim.is_none()
+            && !who.username.is_empty()
+            && by_controller.contains(&id)
+            && settings.protecting_rule(taint).is_some();
+        if by_record && !record.set(taint, who.username) {
+            forgotten.push(taint.describe());
+            continue;
+        }
+        if (claim == Some(false) || by_record) && !record.mark_removed(id.0, id.1) {
+            forgotten.push(taint.describe());
         }
     }
     record.retain(|key, effect, claim| claim.removed || carried.contains(&(key, effect)));
@@ -695,6 +726,40 @@ fn owners_after(
 struct Records<'r> {
     removals: &'r RemovalRecord,
     owners: &'r OwnerRecord,
+    by_controller: &'r ByController<'r>,
+}
+
+/// The stored taints that controllers' own records give the requester, by identity.
+type ByController<'v> = SmallSet<(&'v str, &'v str)>;
+
+/// Controllers' own ownership records (docs/controllers.md): the stored taints they give the
+/// requester, and a finding, with the stored value to keep, for each record that a requester
+/// neither its writer nor permitted changed.
+fn controller_records<'v>(
+    settings: &Settings,
+    who: &Principal<'_>,
+    permitted: bool,
+    old: &'v NodeView<'v>,
+    new: &NodeView<'_>,
+    gathered: &mut Gathered<'_>,
+) -> Result<ByController<'v>, String> {
+    let mut owned = ByController::default();
+    for record in &settings.controller_records {
+        let key = record.annotation.as_str();
+        let stored = old.annotation(key)?;
+        if record.owner.allows(who) {
+            let listed = record.listed(stored.as_deref());
+            for taint in old.taints.iter().filter(|t| listed.lists(t)) {
+                owned.insert(taint.identity(), ());
+            }
+        } else if !permitted && new.annotation(key)? != stored {
+            gathered.findings.push(Finding::ControllerRecordRewritten {
+                annotation: key.to_owned(),
+            });
+            gathered.annotations.push((key.to_owned(), stored));
+        }
+    }
+    Ok(owned)
 }
 
 /// Protected taints removed or changed by a requester whom neither the rule nor the owner record
@@ -713,7 +778,10 @@ fn taint_findings<'a>(
 ) {
     // The record never names the empty username (`OwnerRecord::parse`), so a request without a
     // requester owns nothing.
-    let owned = |t: &Taint<'_>| records.owners.owner(t) == Some(who.username);
+    let owned = |t: &Taint<'_>| {
+        records.owners.owner(t) == Some(who.username)
+            || records.by_controller.contains(&t.identity())
+    };
     // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and pairwise
     // comparison took seconds, past the policy timeout.
     let mut new_by_identity: SmallMap<(&str, &str), &'a Taint<'a>> = SmallMap::default();

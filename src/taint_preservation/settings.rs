@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::k8s_names::{AnnotationKey, ApiGroup, RbacName};
-use crate::principal::PrincipalList;
+use crate::principal::{NameGlob, PrincipalList, ServiceAccountGlob};
 use crate::settings::{settings_object, string_enum, At, PolicySettings, SettingsError};
 use crate::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
@@ -78,6 +78,47 @@ const PROTECT_EVERYTHING: TaintKeyGlob = TaintKeyGlob::constant("*");
 pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
 pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
 pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
+
+/// The ownership records controllers keep of their own taints, each with its writer in that
+/// component's default install (docs/controllers.md has the sources read).
+fn default_controller_records() -> Vec<ControllerRecord> {
+    let users = |names: &[&'static str]| PrincipalList {
+        users: names.iter().map(|n| NameGlob::builtin(n)).collect(),
+        ..PrincipalList::default()
+    };
+    vec![
+        // nfd-master: kustomize's `nfd-master`, Helm's `<release>-node-feature-discovery` for
+        // the documented release `nfd`, both in namespace `node-feature-discovery`.
+        ControllerRecord {
+            annotation: AnnotationKey::builtin("nfd.node.kubernetes.io/taints"),
+            format: RecordFormat::Taints,
+            owner: PrincipalList {
+                service_accounts: vec![
+                    ServiceAccountGlob::builtin("node-feature-discovery/nfd-master"),
+                    ServiceAccountGlob::builtin(
+                        "node-feature-discovery/nfd-node-feature-discovery",
+                    ),
+                ],
+                ..PrincipalList::default()
+            },
+        },
+        // Cluster API's machine controller writes the workload cluster's Nodes with the
+        // kubeconfig it generates: client certificate `kubernetes-admin` in `system:masters`.
+        ControllerRecord {
+            annotation: AnnotationKey::builtin("cluster.x-k8s.io/taints-from-machine"),
+            format: RecordFormat::Taints,
+            owner: users(&["kubernetes-admin"]),
+        },
+        // Talos' machined on a control-plane node: a short-lived certificate `admin` in
+        // `system:masters` (workers write with the kubelet's identity, which NodeRestriction
+        // keeps from changing taints).
+        ControllerRecord {
+            annotation: AnnotationKey::builtin("talos.dev/owned-taints"),
+            format: RecordFormat::Keys,
+            owner: users(&["admin"]),
+        },
+    ]
+}
 
 string_enum! {
     #[derive(Default)]
@@ -162,6 +203,30 @@ impl OneShotRule {
         self.matches(taint) && !self.except.iter().any(|g| g.matches(taint.key.as_str()))
     }
 }
+
+string_enum! {
+    /// How a controller's ownership record lists its taints.
+    pub enum RecordFormat {
+        /// Comma-separated `key=value:Effect` or `key:Effect` (node-feature-discovery, Cluster
+        /// API): the listed key and effect.
+        Taints = "taints",
+        /// A JSON array of keys (Talos): every effect of each key.
+        Keys = "keys",
+    }
+    unknown = "format", expected = "\"taints\" or \"keys\"";
+}
+
+/// A controller's own record of the taints it manages: the taints it lists belong to `owner`,
+/// and only `owner` or a permitted principal may change the annotation.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct ControllerRecord {
+    pub annotation: AnnotationKey,
+    pub format: RecordFormat,
+    pub owner: PrincipalList,
+}
+
+settings_object!(ControllerRecord);
 
 /// The record of the cordon's owner (docs/incidents.md, incident 2).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -272,6 +337,8 @@ pub struct Settings {
     pub permitted: PrincipalList<true>,
     pub cordon: Cordon,
     pub taint_owners: TaintOwners,
+    /// Controllers' own ownership records; a list in the settings replaces the default whole.
+    pub controller_records: Vec<ControllerRecord>,
     pub rbac: Rbac,
 }
 
@@ -300,6 +367,7 @@ impl Default for Settings {
             permitted: PrincipalList::default(),
             cordon: Cordon::default(),
             taint_owners: TaintOwners::default(),
+            controller_records: default_controller_records(),
             rbac: Rbac::default(),
         }
     }
@@ -340,6 +408,31 @@ impl PolicySettings for Settings {
                         other.1
                     )));
                 }
+            }
+        }
+        let list = at.field("controllerRecords");
+        for (i, record) in self.controller_records.iter().enumerate() {
+            let item = list.index(i);
+            if record.owner.is_empty() {
+                return Err(item.field("owner").error(
+                    "names no principal; a record must name the controller that writes it",
+                ));
+            }
+            let taken = records.iter().find(|r| r.0 && *r.2 == record.annotation);
+            let earlier = self.controller_records[..i]
+                .iter()
+                .any(|r| r.annotation == record.annotation);
+            if let Some(policy_record) = taken {
+                return Err(item.field("annotation").error(format!(
+                    "{:?} is the policy's own `{}`",
+                    record.annotation.as_str(),
+                    policy_record.1
+                )));
+            }
+            if earlier {
+                return Err(item
+                    .field("annotation")
+                    .error(format!("{:?} is listed twice", record.annotation.as_str())));
             }
         }
         Ok(())

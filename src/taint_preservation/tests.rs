@@ -551,6 +551,28 @@ fn settings_errors_name_the_field() {
             "`taintOwners.enabled`: expected a boolean",
         ),
         (
+            json!({"controllerRecords": [{"annotation": "example.com/owned", "format": "keys", "owner": {}}]}),
+            "`controllerRecords[0].owner`: names no principal",
+        ),
+        (
+            json!({"controllerRecords": [{"annotation": "example.com/owned", "format": "csv", "owner": {"people": true}}]}),
+            "`controllerRecords[0].format`: unknown format \"csv\"; expected \"taints\" or \"keys\"",
+        ),
+        (
+            json!({"controllerRecords": [{"annotation": "example.com/owned", "owner": {"people": true}}]}),
+            "`controllerRecords[0].format`: required field is missing",
+        ),
+        (
+            json!({"controllerRecords": [{"annotation": "taintguard.io/taint-owners", "format": "taints", "owner": {"users": ["a"]}}]}),
+            "`controllerRecords[0].annotation`: \"taintguard.io/taint-owners\" is the policy's own `taintOwners.annotation`",
+        ),
+        (
+            json!({"controllerRecords": [
+                {"annotation": "example.com/owned", "format": "taints", "owner": {"users": ["a"]}},
+                {"annotation": "example.com/owned", "format": "keys", "owner": {"users": ["b"]}}]}),
+            "`controllerRecords[1].annotation`: \"example.com/owned\" is listed twice",
+        ),
+        (
             json!({"oneShotTaints": [{"key": "*/agent-not-ready", "except": ["node.cilium.io/agent not ready"]}]}),
             "`oneShotTaints[0].except[0]`: \"node.cilium.io/agent not ready\" is not a taint key glob",
         ),
@@ -937,6 +959,22 @@ const NFD_GPU_H100: &str =
     r#"{"key":"feature.node.kubernetes.io/gpu","value":"h100","effect":"NoSchedule"}"#;
 const NFD_ENTRY: &str = "feature.node.kubernetes.io/gpu:NoSchedule";
 
+/// `node` with annotation `key` set to `value`.
+fn annotated(mut node: Value, key: &str, value: &str) -> Value {
+    node["metadata"]["annotations"][key] = json!(value);
+    node
+}
+
+/// `node` with node-feature-discovery's record of its taints.
+fn nfd_lists(node: Value, taints: &str) -> Value {
+    annotated(node, "nfd.node.kubernetes.io/taints", taints)
+}
+
+/// `node` with Talos' record of the taint keys it owns.
+fn talos_lists(node: Value, keys: &str) -> Value {
+    annotated(node, "talos.dev/owned-taints", keys)
+}
+
 /// `node` with the record of kured's standing removal of its taint.
 fn kured_removed(node: Value) -> Value {
     owners_record(node, &[], &[(KURED_ENTRY, KURED.0)])
@@ -1176,6 +1214,78 @@ fn ownership_and_readiness_cases() {
             json!({"taintOwners": {"enabled": false}}),
             request("UPDATE", KURED, Some(&owned(n(&[KURED_TAINT]), &kured_owns)), &owned(n(&[]), &kured_owns)),
             Want::Mutated(owned(n(&[KURED_TAINT]), &kured_owns)),
+        ),
+        (
+            "a taint from before the install that NFD's record lists: nfd-master's removal stands, kept in its name",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[DEDICATED, NFD_GPU]), "feature.node.kubernetes.io/gpu=a100:NoSchedule")), &nfd_lists(n(&[DEDICATED]), "feature.node.kubernetes.io/gpu=a100:NoSchedule")),
+            Want::Mutated(owners_record(nfd_lists(n(&[DEDICATED]), "feature.node.kubernetes.io/gpu=a100:NoSchedule"), &[], &nfd_owns)),
+        ),
+        (
+            "then nfd-master's JSON patch of its record drops the taint from it",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[DEDICATED]), "feature.node.kubernetes.io/gpu=a100:NoSchedule")), &n(&[DEDICATED])),
+            Want::Untouched,
+        ),
+        (
+            "NFD's record in deny mode: nfd-master's removal stands",
+            deny.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoSchedule")), &nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+            Want::Mutated(owners_record(nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule"), &[], &nfd_owns)),
+        ),
+        (
+            "NFD's record gives nothing to another writer: the node controller's stale drop is restored",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoSchedule")), &nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+            Want::Mutated(nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+        ),
+        (
+            "a record of another effect gives nothing",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoExecute")), &nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoExecute")),
+            Want::Mutated(nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoExecute")),
+        ),
+        (
+            "a forged controller record is undone, and grants nothing",
+            restore.clone(),
+            request("UPDATE", KURED, Some(&n(&[DEDICATED])), &nfd_lists(n(&[]), "example.com/dedicated:NoSchedule")),
+            Want::Mutated(n(&[DEDICATED])),
+        ),
+        (
+            "a forged controller record in deny mode",
+            deny.clone(),
+            request("UPDATE", KURED, Some(&n(&[DEDICATED])), &nfd_lists(n(&[DEDICATED]), "example.com/dedicated:NoSchedule")),
+            Want::Denied(&["rewrite the controller's taint record nfd.node.kubernetes.io/taints of node worker-1"]),
+        ),
+        (
+            "a stale whole-object write that carries an older controller record: the stored one is kept",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&nfd_lists(n(&[]), "")), &nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+            Want::Mutated(nfd_lists(n(&[]), "")),
+        ),
+        (
+            "a permitted principal may edit a controller's record",
+            restore.clone(),
+            request("UPDATE", ADMIN, Some(&n(&[])), &nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+            Want::Untouched,
+        ),
+        (
+            "Talos' record lists keys: every effect of the key belongs to its writer",
+            json!({"permitted": {"people": false, "groups": []}}),
+            request("UPDATE", ("admin", &["system:masters"]), Some(&talos_lists(n(&[NFD_GPU, DEDICATED]), r#"["example.com/dedicated","feature.node.kubernetes.io/gpu"]"#)), &talos_lists(n(&[]), r#"["example.com/dedicated","feature.node.kubernetes.io/gpu"]"#)),
+            Want::Mutated(owners_record(talos_lists(n(&[]), r#"["example.com/dedicated","feature.node.kubernetes.io/gpu"]"#), &[], &[(DEDICATED_ENTRY, "admin"), (NFD_ENTRY, "admin")])),
+        ),
+        (
+            "a record's writer is configurable",
+            json!({"controllerRecords": [{"annotation": "example.com/owned-taints", "format": "keys", "owner": {"serviceAccounts": ["kube-system/kured"]}}]}),
+            request("UPDATE", KURED, Some(&annotated(n(&[DEDICATED]), "example.com/owned-taints", r#"["example.com/dedicated"]"#)), &annotated(n(&[]), "example.com/owned-taints", r#"["example.com/dedicated"]"#)),
+            Want::Mutated(owners_record(annotated(n(&[]), "example.com/owned-taints", r#"["example.com/dedicated"]"#), &[], &[(DEDICATED_ENTRY, KURED.0)])),
+        ),
+        (
+            "with the records left out of the settings, NFD's record grants nothing",
+            json!({"controllerRecords": []}),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoSchedule")), &nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+            Want::Mutated(nfd_lists(n(&[NFD_GPU]), "feature.node.kubernetes.io/gpu:NoSchedule")),
         ),
         (
             "controllers' own taints are not recorded",

@@ -1,0 +1,118 @@
+//! Ownership records that controllers keep of their own taints, read from the stored Node
+//! (docs/controllers.md, "Controllers' own records"). A taint such a record lists belongs to the
+//! record's principals, including taints applied before this policy was installed, which the
+//! policy's own owner record never saw being added.
+//!
+//! Each record is read only as its writer writes it; a value in another form lists nothing, so
+//! a garbled record can only make the policy stricter.
+
+use super::settings::{ControllerRecord, RecordFormat};
+use crate::taint::Taint;
+
+/// The taints one controller record lists: `(key, Some(effect))`, or `(key, None)` for every
+/// effect of the key.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Listed(Vec<(String, Option<String>)>);
+
+impl RecordFormat {
+    /// Reads an annotation's value as this format writes it.
+    pub fn read(self, text: &str) -> Listed {
+        match self {
+            // `key=value:Effect` or `key:Effect`, comma-separated: node-feature-discovery joins
+            // `Taint.ToString()` with `,`; Cluster API joins sorted `key:Effect` with `,`.
+            RecordFormat::Taints => Listed(
+                text.split(',')
+                    .map(str::trim)
+                    .filter_map(|item| item.rsplit_once(':'))
+                    .map(|(spec, effect)| {
+                        let key = spec.split_once('=').map_or(spec, |(key, _)| key);
+                        (key.to_owned(), Some(effect.to_owned()))
+                    })
+                    .filter(|(key, _)| !key.is_empty())
+                    .collect(),
+            ),
+            // Talos: a JSON array of taint keys, every effect of each.
+            RecordFormat::Keys => Listed(
+                serde_json::from_str::<Vec<String>>(text)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|key| !key.is_empty())
+                    .map(|key| (key, None))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Listed {
+    pub fn lists(&self, taint: &Taint<'_>) -> bool {
+        let (key, effect) = taint.identity();
+        self.0
+            .iter()
+            .any(|(k, e)| k == key && e.as_deref().is_none_or(|e| e == effect))
+    }
+}
+
+impl ControllerRecord {
+    /// What this record, stored as `annotation` (absent: `None`), lists.
+    pub fn listed(&self, annotation: Option<&str>) -> Listed {
+        annotation
+            .map(|text| self.format.read(text))
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_each_writers_form() {
+        let gpu = Taint::of("feature.node.kubernetes.io/gpu", "NoSchedule");
+        let gpu_exec = Taint::of("feature.node.kubernetes.io/gpu", "NoExecute");
+        let capi = Taint::of("example.com/pool", "NoSchedule");
+        // (format, stored value, lists [gpu, gpu NoExecute, pool])
+        let cases: &[(RecordFormat, &str, [bool; 3])] = &[
+            // node-feature-discovery 0.19: `Taint.ToString()` joined with `,`, rule order.
+            (
+                RecordFormat::Taints,
+                "feature.node.kubernetes.io/gpu=a100:NoSchedule,example.com/pool:NoSchedule",
+                [true, false, true],
+            ),
+            // Cluster API 1.12: sorted `key:Effect`; `""` once initialised with nothing owned.
+            (
+                RecordFormat::Taints,
+                "example.com/pool:NoSchedule",
+                [false, false, true],
+            ),
+            (RecordFormat::Taints, "", [false, false, false]),
+            (
+                RecordFormat::Taints,
+                "feature.node.kubernetes.io/gpu",
+                [false, false, false],
+            ),
+            (RecordFormat::Taints, "=x:NoSchedule", [false, false, false]),
+            // Talos: a JSON array of keys; every effect of a key.
+            (
+                RecordFormat::Keys,
+                r#"["feature.node.kubernetes.io/gpu"]"#,
+                [true, true, false],
+            ),
+            (
+                RecordFormat::Keys,
+                "feature.node.kubernetes.io/gpu",
+                [false, false, false],
+            ),
+            (RecordFormat::Keys, r#"{"a": 1}"#, [false, false, false]),
+        ];
+        for (format, text, want) in cases {
+            let listed = format.read(text);
+            let got = [
+                listed.lists(&gpu),
+                listed.lists(&gpu_exec),
+                listed.lists(&capi),
+            ];
+            assert_eq!(got, *want, "{format:?} {text:?}");
+        }
+    }
+}
