@@ -596,7 +596,11 @@ fn cordon_owner(
         // A request without a requester (a background audit, docs/admission.md) names no owner.
         (false, true) if !who.username.is_empty() => Some(Some(who.username.to_owned())),
         (true, false) => {
-            if permitted || old_owner.as_deref() == Some(who.username) {
+            let lifts_own = match old_owner.as_deref() {
+                Some(owner) => owner == who.username,
+                None => settings.cordon.unrecorded_permitted.allows(who),
+            };
+            if permitted || lifts_own {
                 Some(None)
             } else {
                 findings.push(Finding::Uncordon {

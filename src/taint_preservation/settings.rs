@@ -239,6 +239,10 @@ settings_object!(ControllerRecord);
 pub struct Cordon {
     pub enabled: bool,
     pub owner_annotation: AnnotationKey,
+    /// Who, besides the permitted principals, may lift a cordon whose owner is not recorded: a
+    /// cordon from before the install, or any cordon where only the gatekeeper build runs, which
+    /// cannot write the record. Default: nobody.
+    pub unrecorded_permitted: PrincipalList,
 }
 
 settings_object!(Cordon);
@@ -248,6 +252,7 @@ impl Default for Cordon {
         Cordon {
             enabled: true,
             owner_annotation: AnnotationKey::builtin(DEFAULT_OWNER_ANNOTATION),
+            unrecorded_permitted: PrincipalList::default(),
         }
     }
 }
@@ -413,11 +418,6 @@ impl PolicySettings for Settings {
         let list = at.field("controllerRecords");
         for (i, record) in self.controller_records.iter().enumerate() {
             let item = list.index(i);
-            if record.owner.is_empty() {
-                return Err(item.field("owner").error(
-                    "names no principal; a record must name the controller that writes it",
-                ));
-            }
             let taken = records.iter().find(|r| r.0 && *r.2 == record.annotation);
             let earlier = self.controller_records[..i]
                 .iter()

@@ -551,10 +551,6 @@ fn settings_errors_name_the_field() {
             "`taintOwners.enabled`: expected a boolean",
         ),
         (
-            json!({"controllerRecords": [{"annotation": "example.com/owned", "format": "keys", "owner": {}}]}),
-            "`controllerRecords[0].owner`: names no principal",
-        ),
-        (
             json!({"controllerRecords": [{"annotation": "example.com/owned", "format": "csv", "owner": {"people": true}}]}),
             "`controllerRecords[0].format`: unknown format \"csv\"; expected \"taints\" or \"keys\"",
         ),
@@ -659,6 +655,149 @@ fn validating_half_reports_what_restore_would_repair() {
         );
         assert_eq!(verdict.accepted(), accepted, "{verdict:?}");
         assert_eq!(verdict.mutated_object(), None);
+    }
+}
+
+/// The gatekeeper build records no cordon owner, so every cordon it sees is unrecorded. The
+/// components that cordon and uncordon their own nodes, each in its real request's shape
+/// (docs/controllers.md): refused with `{}` settings, through when `cordon.unrecordedPermitted`
+/// names them; a recorded owner still binds them.
+#[test]
+fn gatekeeper_build_and_controllers_cordons() {
+    const TO_BE_DELETED: &str =
+        r#"{"key":"ToBeDeletedByClusterAutoscaler","value":"1767225600","effect":"NoSchedule"}"#;
+    const CLUSTER_AUTOSCALER: (&str, &[&str]) =
+        ("system:serviceaccount:kube-system:cluster-autoscaler", &[]);
+    const SYSTEM_UPGRADE: (&str, &[&str]) =
+        ("system:serviceaccount:system-upgrade:system-upgrade", &[]);
+    const NODE_MAINTENANCE: (&str, &[&str]) = (
+        "system:serviceaccount:node-maintenance-operator-system:node-maintenance-operator-controller-manager",
+        &[],
+    );
+    let controllers = json!({"cordon": {"unrecordedPermitted": {"serviceAccounts": [
+        "kube-system/cluster-autoscaler", "kube-system/kured", "system-upgrade/system-upgrade",
+        "node-maintenance-operator-system/node-maintenance-operator-controller-manager"]}}});
+    let anyone = json!({"cordon": {"unrecordedPermitted": {"people": true, "users": ["*"]}}});
+    let cordoned = |taints: &[&str], owner: Option<&str>| node(taints, Some(true), owner, "a");
+    let lifted = |taints: &[&str], label: &str| node(taints, None, None, label);
+    // cluster-autoscaler's aborted scale-down: one PUT removes its taint and the cordon.
+    let ca_abort = request(
+        "UPDATE",
+        CLUSTER_AUTOSCALER,
+        Some(&cordoned(&[TO_BE_DELETED], None)),
+        &lifted(&[], "a"),
+    );
+    // kured and node-maintenance-operator: kubectl's drain helper, a strategic merge patch
+    // `{"spec":{"unschedulable":null}}`.
+    let kured = request(
+        "UPDATE",
+        KURED,
+        Some(&cordoned(&[], None)),
+        &lifted(&[], "a"),
+    );
+    let nmo = request(
+        "UPDATE",
+        NODE_MAINTENANCE,
+        Some(&cordoned(&[], None)),
+        &lifted(&[], "a"),
+    );
+    // system-upgrade-controller: a PUT from its cache with the plan's label and the uncordon.
+    let suc = request(
+        "UPDATE",
+        SYSTEM_UPGRADE,
+        Some(&cordoned(&[], None)),
+        &lifted(&[], "plan-hash"),
+    );
+    // (case, settings, request, accepted)
+    let cases: Vec<(&str, Value, String, bool)> = vec![
+        (
+            "cluster-autoscaler's aborted scale-down, {} settings",
+            json!({}),
+            ca_abort.clone(),
+            false,
+        ),
+        (
+            "cluster-autoscaler's aborted scale-down, listed",
+            controllers.clone(),
+            ca_abort,
+            true,
+        ),
+        ("kured, {} settings", json!({}), kured.clone(), false),
+        ("kured, listed", controllers.clone(), kured.clone(), true),
+        ("kured, anyone may", anyone.clone(), kured, true),
+        (
+            "system-upgrade-controller, {} settings",
+            json!({}),
+            suc.clone(),
+            false,
+        ),
+        (
+            "system-upgrade-controller, listed",
+            controllers.clone(),
+            suc,
+            true,
+        ),
+        (
+            "node-maintenance-operator, {} settings",
+            json!({}),
+            nmo.clone(),
+            false,
+        ),
+        (
+            "node-maintenance-operator, listed",
+            controllers.clone(),
+            nmo,
+            true,
+        ),
+        (
+            "a listed controller may not lift a recorded person's cordon (incident 2)",
+            controllers.clone(),
+            request(
+                "UPDATE",
+                CLUSTER_AUTOSCALER,
+                Some(&cordoned(&[TO_BE_DELETED], Some(ALICE.0))),
+                &node(&[], None, Some(ALICE.0), "a"),
+            ),
+            false,
+        ),
+        (
+            "another controller, not listed, is refused",
+            controllers,
+            request(
+                "UPDATE",
+                GPU_OPERATOR,
+                Some(&cordoned(&[], None)),
+                &lifted(&[], "a"),
+            ),
+            false,
+        ),
+        (
+            "a person lifts an unrecorded cordon: permitted by default",
+            json!({}),
+            request(
+                "UPDATE",
+                ALICE,
+                Some(&cordoned(&[], None)),
+                &lifted(&[], "a"),
+            ),
+            true,
+        ),
+    ];
+    for (name, settings, req, accepted) in cases {
+        for half in [Half::Validating, Half::Mutating] {
+            let verdict = run::<TaintPreservation>(
+                &req,
+                &settings.to_string(),
+                half,
+                &crate::NoCluster("test"),
+            );
+            // The waPC build answers a refusal by keeping the node cordoned.
+            let through = match half {
+                Half::Validating => verdict.accepted(),
+                Half::Mutating => verdict.warnings.is_empty(),
+            };
+            assert_eq!(through, accepted, "{name} ({half:?}): {verdict:?}");
+        }
     }
 }
 
