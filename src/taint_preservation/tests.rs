@@ -1343,6 +1343,18 @@ fn ownership_and_readiness_cases() {
             Want::Untouched,
         ),
         (
+            "the audit scanner's review of a stored Node keeps the record it carries",
+            restore.clone(),
+            request("CREATE", ("", &[]), None, &kured_removed(owned(n(&[DEDICATED, KURED_TAINT]), &[(DEDICATED_ENTRY, ALICE.0)]))),
+            Want::Untouched,
+        ),
+        (
+            "a CREATE by a requester that carries a record it may not write: the record goes",
+            restore.clone(),
+            request("CREATE", KUBELET, None, &owned(n(&[]), &[(DEDICATED_ENTRY, KUBELET.0)])),
+            Want::Mutated(n(&[])),
+        ),
+        (
             "ownership disabled: nothing is recorded",
             json!({"taintOwners": {"enabled": false}}),
             request("UPDATE", KURED, Some(&n(&[])), &n(&[KURED_TAINT])),

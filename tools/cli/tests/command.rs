@@ -261,6 +261,61 @@ fn what_if_judges_stored_objects_as_the_audit_scanner_does() {
     );
 }
 
+/// Before the install: the owners of the protected taints of Nodes as `kubectl get nodes -o json`
+/// lists them, with `managedFields`, and what would let each taint's writer keep managing it.
+#[test]
+fn what_if_over_nodes_names_the_taints_without_an_owner() {
+    let (code, stdout, stderr) = taintguard(&[
+        "what-if",
+        "--policy",
+        "../../dist/taint-preservation.wasm",
+        "../../policies/taint-preservation/examples/objects/nodes-before-install.json",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let owners = &stdout[stdout.find("\nNode ").unwrap_or_else(|| panic!("{stdout}")) + 1..];
+    let wanted = [
+        "Node worker-1",
+        "  owned    feature.node.kubernetes.io/gpu=a100:NoSchedule: the writer of nfd.node.kubernetes.io/taints",
+        "  owned    weave.works/kured-node-reboot:PreferNoSchedule: \"system:serviceaccount:kube-system:kured\" (the policy's record)",
+        "Node worker-2",
+        "  unowned  example.com/pool=batch:NoSchedule: only permitted principals may remove or change it",
+        "           spec.taints is managed by \"pool-operator\" (Update, 2026-11-10T12:00:00Z): if that writer manages this taint, permit its service account: {\"effects\":[\"NoSchedule\"],\"key\":\"example.com/pool\",\"permitted\":{\"serviceAccounts\":[\"<namespace>/<name>\"]}}",
+        "Node worker-3",
+        "  unowned  example.com/maintenance=planned:NoSchedule: only permitted principals may remove or change it",
+        "           spec.taints is managed by \"kubectl-taint\" (Update, 2026-11-12T15:30:00Z): a person with kubectl, whom the settings permit to remove it",
+        "Node worker-4",
+        "  unowned  company.io/reboot-needed:PreferNoSchedule: only permitted principals may remove or change it",
+        "           spec.taints is managed by \"kured\" (Update, 2026-11-25T03:00:00Z): by default the service account kube-system/kured",
+        "  or, as a permitted principal, record those owners:",
+        "    kubectl annotate node worker-4 --overwrite taintguard.io/taint-owners='{\"company.io/reboot-needed:PreferNoSchedule\":\"system:serviceaccount:kube-system:kured\"}'",
+        "settings that let those writers keep managing their taints (before the rule that protects them, `{\"key\": \"*\"}` by default):",
+        "  \"protectedTaints\": [{\"effects\":[\"PreferNoSchedule\"],\"key\":\"company.io/reboot-needed\",\"permitted\":{\"serviceAccounts\":[\"kube-system/kured\"]}}]",
+        "5 protected taints: 2 owned, 3 without an owner",
+    ];
+    assert_eq!(owners.lines().collect::<Vec<_>>(), wanted, "{stdout}");
+    // The suggested settings are settings the policy takes, and they let kured remove its taint.
+    let (code, stdout, _) = taintguard(&[
+        "what-if",
+        "--policy",
+        "../../dist/taint-preservation.wasm",
+        "-s",
+        "tests/suites/what-if-suggested.json",
+        "../../policies/taint-preservation/examples/objects/nodes-before-install.json",
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "\"kured\" (Update, 2026-11-25T03:00:00Z): by default the service account \
+             kube-system/kured, which the settings permit to remove it\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("kubectl annotate node worker-4"),
+        "{stdout}"
+    );
+}
+
 /// The README's worked examples, as a user would run them: a node without protected taints and
 /// flannel's DaemonSet as `kubectl get -o yaml` gives them, and the suites as the README writes
 /// them.

@@ -3,7 +3,7 @@
 //! `kubectl get -o yaml` prints them: [`object`]), a suite's cluster ([`cluster`]), the run of a
 //! suite's cases and sequences through a [`run::Judge`] ([`run`]) against their expectations
 //! ([`expect`]), the reports ([`report`]), and what a policy would do to a cluster's objects
-//! ([`what_if`]).
+//! ([`what_if`]), with the owners of the Nodes' protected taints ([`owners`]).
 //!
 //! The `taintguard` command (tools/cli) judges in the hosts Kubewarden runs; the npm package
 //! (abi/js) in its own build. Both call [`test`].
@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod expect;
 pub mod files;
 pub mod object;
+pub mod owners;
 pub mod report;
 pub mod review;
 pub mod run;

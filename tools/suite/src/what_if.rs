@@ -88,6 +88,10 @@ pub fn report(
         counts[1],
         counts[2]
     ));
+    if let Some(owners) = crate::owners::report(judge, settings, objects)? {
+        out.push('\n');
+        out.push_str(&owners);
+    }
     Ok(out)
 }
 

@@ -1,0 +1,127 @@
+//! The owners of a stored Node's taints as the policy finds them: what `taintguard what-if`
+//! reports before a platform team installs the policy on a running cluster (README, "Installing
+//! on a running cluster"). Taints applied before the install have no entry in the policy's own
+//! record; a controller's own record may still name their writer.
+
+use super::node::NodeView;
+use super::owners::OwnerRecord;
+use super::settings::Settings;
+use crate::json::Object;
+
+/// Where the owner of a stored taint is known from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// The policy's owner record names this username.
+    Recorded(String),
+    /// The controller record kept in this annotation lists the taint.
+    Controller(String),
+    /// Nothing names an owner: only principals the settings permit may remove or change it.
+    Unknown,
+}
+
+/// One taint a stored Node carries, and its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTaint {
+    /// `key=value:Effect`, as messages name taints.
+    pub text: String,
+    pub key: String,
+    pub effect: String,
+    pub owner: Owner,
+}
+
+fn read_node<'a>(object: &'a Object<'a>) -> Result<NodeView<'a>, String> {
+    NodeView::read(object, "node")
+}
+
+fn parse(node: &str) -> Result<Object<'_>, String> {
+    serde_json::from_str(node).map_err(|e| format!("node: {e}"))
+}
+
+/// The owner of each taint `node` (a Node's JSON text) carries, in the node's order.
+///
+/// # Errors
+///
+/// `node` is not a Node object the policy can read.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::taint_preservation::stored::{taint_owners, Owner};
+/// use taintguard::taint_preservation::Settings;
+///
+/// let node = r#"{"kind": "Node", "metadata": {"name": "n1",
+///     "annotations": {"nfd.node.kubernetes.io/taints": "feature.node.kubernetes.io/gpu:NoSchedule"}},
+///     "spec": {"taints": [{"key": "feature.node.kubernetes.io/gpu", "effect": "NoSchedule"},
+///                         {"key": "example.com/dedicated", "effect": "NoSchedule"}]}}"#;
+/// let owners = taint_owners(node, &Settings::default()).unwrap();
+/// assert_eq!(owners[0].owner, Owner::Controller("nfd.node.kubernetes.io/taints".into()));
+/// assert_eq!(owners[1].owner, Owner::Unknown);
+/// ```
+pub fn taint_owners(node: &str, settings: &Settings) -> Result<Vec<StoredTaint>, String> {
+    let object = parse(node)?;
+    let view = read_node(&object)?;
+    let record = owner_record(&view, settings)?;
+    let mut listed = Vec::new();
+    for controller in &settings.controller_records {
+        let key = controller.annotation.as_str();
+        listed.push((key, controller.listed(view.annotation(key)?.as_deref())));
+    }
+    Ok(view
+        .taints
+        .iter()
+        .map(|taint| {
+            let owner = match record.owner(taint) {
+                Some(owner) => Owner::Recorded(owner.to_owned()),
+                None => listed
+                    .iter()
+                    .find(|(_, listed)| listed.lists(taint))
+                    .map_or(Owner::Unknown, |(key, _)| {
+                        Owner::Controller((*key).to_owned())
+                    }),
+            };
+            let (key, effect) = taint.identity();
+            StoredTaint {
+                text: taint.describe(),
+                key: key.to_owned(),
+                effect: effect.to_owned(),
+                owner,
+            }
+        })
+        .collect())
+}
+
+fn owner_record(view: &NodeView<'_>, settings: &Settings) -> Result<OwnerRecord, String> {
+    if !settings.taint_owners.enabled {
+        return Ok(OwnerRecord::default());
+    }
+    let key = settings.taint_owners.annotation.as_str();
+    Ok(OwnerRecord::parse(view.annotation(key)?.as_deref()))
+}
+
+/// The value of the policy's owner record on `node` with `owners` (`key`, `effect`, username)
+/// added to what it holds: what a permitted principal writes into the annotation
+/// `taintOwners.annotation` so that each writer keeps managing its taint. `None` when taint
+/// ownership is off or nothing can be recorded.
+///
+/// # Errors
+///
+/// `node` is not a Node object the policy can read.
+pub fn record_with_owners(
+    node: &str,
+    settings: &Settings,
+    owners: &[(&str, &str, &str)],
+) -> Result<Option<String>, String> {
+    if !settings.taint_owners.enabled {
+        return Ok(None);
+    }
+    let object = parse(node)?;
+    let view = read_node(&object)?;
+    let mut record = owner_record(&view, settings)?;
+    for (key, effect, owner) in owners {
+        let taint = view.taints.iter().find(|t| t.identity() == (*key, *effect));
+        if let Some(taint) = taint {
+            record.set(taint, owner);
+        }
+    }
+    Ok(record.to_annotation())
+}
