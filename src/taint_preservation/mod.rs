@@ -690,9 +690,9 @@ fn owners_after(
             continue;
         }
         let claim = record.claim(taint).map(|c| c.removed);
-        // A controller's record made the requester the owner of a taint the policy never saw
-        // added: its removal is kept in the requester's name, as an owner's is.
-        let by_record = claim.is_none()
+        // The controller whose own record lists the taint removed it: the removal is kept in
+        // its name, so that it, which re-adds the taint when its rule matches again, may.
+        let by_record = claim != Some(true)
             && !who.username.is_empty()
             && by_controller.contains(&id)
             && settings.protecting_rule(taint).is_some();

@@ -1373,6 +1373,18 @@ fn ownership_and_readiness_cases() {
             Want::Mutated(owners_record(nfd_lists(n(&[DEDICATED]), "feature.node.kubernetes.io/gpu=a100:NoSchedule"), &[], &nfd_owns)),
         ),
         (
+            "the rule matches again: nfd-master's re-add after its own removal stands",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&owners_record(n(&[DEDICATED]), &[], &nfd_owns)), &owners_record(n(&[DEDICATED, NFD_GPU_H100]), &[], &nfd_owns)),
+            Want::Mutated(owned(n(&[DEDICATED, NFD_GPU_H100]), &nfd_owns)),
+        ),
+        (
+            "nfd-master removes a taint a person added that its record lists: the removal is kept in its name",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &[(NFD_ENTRY, ALICE.0)]), "feature.node.kubernetes.io/gpu:NoSchedule")), &nfd_lists(owned(n(&[]), &[(NFD_ENTRY, ALICE.0)]), "feature.node.kubernetes.io/gpu:NoSchedule")),
+            Want::Mutated(owners_record(nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule"), &[], &nfd_owns)),
+        ),
+        (
             "then nfd-master's JSON patch of its record drops the taint from it",
             restore.clone(),
             request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[DEDICATED]), "feature.node.kubernetes.io/gpu=a100:NoSchedule")), &n(&[DEDICATED])),
