@@ -13,14 +13,29 @@ use crate::Env;
 const OWNERS: &str = "taintguard.io/taint-owners";
 const ONE_SHOT_RECORD: &str = "taintguard.io/removed-startup-taints";
 
-/// The owner record stored on `node`, as `key:Effect` → username pairs.
+/// The owner record stored on `node`, as `key:Effect` → username pairs; an owned taint whose
+/// removal the record keeps is `removed by <username>`.
 fn owners(node: &Value) -> Result<Vec<(String, String)>, String> {
     let Some(text) = annotation(node, OWNERS) else {
         return Ok(Vec::new());
     };
-    let record: std::collections::BTreeMap<String, String> =
+    let record: std::collections::BTreeMap<String, Value> =
         serde_json::from_str(text).map_err(|e| format!("owner record {text:?}: {e}"))?;
-    Ok(record.into_iter().collect())
+    record
+        .into_iter()
+        .map(|(entry, claim)| match (&claim, claim["owner"].as_str()) {
+            (Value::String(owner), _) => Ok((entry, owner.clone())),
+            (_, Some(owner)) if claim["removed"] == true => {
+                Ok((entry, format!("removed by {owner}")))
+            }
+            _ => Err(format!("owner record {text:?}: entry {entry} is {claim}")),
+        })
+        .collect()
+}
+
+/// How [`owners`] names the standing removal of `owner`'s taint.
+fn removed_by(owner: &str) -> String {
+    format!("removed by {owner}")
 }
 
 fn owners_are(what: &str, node: &Value, want: &[(&str, &str)]) -> Result<(), String> {
@@ -161,20 +176,44 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     check(owners(&stored)?.len() == 2, || {
         format!("after the stale patch: owner record {:?}", owners(&stored))
     })?;
-    // After the reboot kured removes its own taint: it stands, and its entry goes.
+    // node-controller's cache as it is now, before kured's removal.
+    let before_removal = k.get("node", name, None)?;
+    // After the reboot kured removes its own taint: it stands, and the record keeps the removal.
     let out = kured_remove(k, name)?;
     not_warned(&out, "kured's removal")?;
+    let removed = [
+        ("example.com/dedicated:NoSchedule", ALICE.user.to_owned()),
+        (
+            "weave.works/kured-node-reboot:PreferNoSchedule",
+            removed_by(KURED.user),
+        ),
+    ];
+    let removed: Vec<(&str, &str)> = removed.iter().map(|(e, o)| (*e, o.as_str())).collect();
     let stored = k.get("node", name, None)?;
     stored_taints_are(
         "after kured's removal",
         &stored,
         &[stale[0].clone(), dedicated()],
     )?;
-    owners_are(
-        "after kured's removal",
-        &stored,
-        &[("example.com/dedicated:NoSchedule", ALICE.user)],
+    owners_are("after kured's removal", &stored, &removed)?;
+    // node-controller's strategic merge patch of the whole list, from its copy taken before
+    // kured's removal, puts the taint back. kured never retries, so it is stripped, and the
+    // record never names the stale writer.
+    let body = json!({"spec": {"taints": before_removal["spec"]["taints"]}}).to_string();
+    let out = k.patch_node(NODE_CONTROLLER, name, "strategic", &body)?;
+    told(
+        &out,
+        "may not re-add protected taint weave.works/kured-node-reboot:PreferNoSchedule, which its \
+         owner \"system:serviceaccount:kube-system:kured\" removed; this policy's patch strips it",
+        "node-controller's stale re-add",
     )?;
+    let stored = k.get("node", name, None)?;
+    stored_taints_are(
+        "after the stale re-add",
+        &stored,
+        &[stale[0].clone(), dedicated()],
+    )?;
+    owners_are("after the stale re-add", &stored, &removed)?;
     // Another reboot: kured adds it again (the non-empty-list form) and owns it again.
     kured_add(k, name)?;
     let stored = k.get("node", name, None)?;
@@ -225,14 +264,94 @@ pub fn node_feature_discovery(env: &mut Env) -> Result<(), String> {
         check(nfd_record == described(&taints).join(","), || {
             format!("{step}: NFD's annotation {nfd_record:?} disagrees with the taints")
         })?;
+        let removed = removed_by(NFD_MASTER.user);
         let owned: &[(&str, &str)] = if taints.is_empty() {
-            &[]
+            &[(entry, &removed)]
         } else {
             &[(entry, NFD_MASTER.user)]
         };
         owners_are(step, &stored, owned)?;
     }
     Ok(())
+}
+
+/// NFD started against a node whose feature taint, and NFD's own record of it, were there
+/// before the policy was installed: the policy never saw the taint added, and NFD's record
+/// (`nfd.node.kubernetes.io/taints`) names its writer. The node is created without the label
+/// that selects it for the policy, then labelled: the install, as far as this node can tell.
+pub fn nfd_before_the_install(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctl-nfd-preinstall";
+    let gpu = taint("feature.node.kubernetes.io/gpu", "a100", "NoSchedule");
+    let mut before = node(name, "restore", &[gpu.clone(), dedicated()]);
+    before["metadata"]["labels"]
+        .as_object_mut()
+        .ok_or("a node has labels")?
+        .remove(crate::deploy::VARIANT_LABEL);
+    before["metadata"]["annotations"] = json!({
+        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+        "nfd.node.kubernetes.io/taints": described(std::slice::from_ref(&gpu)).join(","),
+    });
+    k.ok(None, &["create", "-f", "-"], Some(&before.to_string()))?;
+    k.ok(
+        None,
+        &[
+            "label",
+            "node",
+            name,
+            &format!("{}=restore", crate::deploy::VARIANT_LABEL),
+        ],
+        None,
+    )?;
+    let stored = k.get("node", name, None)?;
+    owners_are("after the install", &stored, &[])?;
+    // The NodeFeatureRule no longer matches: nfd-master's pass (`setTaints`) drops its taint
+    // from the list, keeping the others, then its record's entry, the record's last.
+    let read = k.get("node", name, None)?;
+    let out = list_patch(k, NFD_MASTER, &read, "strategic", &[dedicated()])?;
+    not_warned(
+        &out,
+        "nfd-master's removal of a taint from before the install",
+    )?;
+    let path = "/metadata/annotations/nfd.node.kubernetes.io~1taints";
+    let out = json_patch(
+        k,
+        NFD_MASTER,
+        name,
+        &json!([{"op": "remove", "path": path}]),
+    )?;
+    not_warned(&out, "nfd-master's record update")?;
+    let stored = k.get("node", name, None)?;
+    stored_taints_are("after nfd-master's pass", &stored, &[dedicated()])?;
+    let nfd_record = annotation(&stored, "nfd.node.kubernetes.io/taints");
+    check(nfd_record.is_none(), || {
+        format!("NFD's annotation {nfd_record:?} disagrees with the taints")
+    })?;
+    let removed = removed_by(NFD_MASTER.user);
+    owners_are(
+        "after nfd-master's pass",
+        &stored,
+        &[("feature.node.kubernetes.io/gpu:NoSchedule", &removed)],
+    )?;
+    // Another writer's change of NFD's record is undone.
+    let forged = json!({"metadata": {"annotations": {
+        "nfd.node.kubernetes.io/taints": "example.com/dedicated=gpu:NoSchedule"}}});
+    let out = k.patch_node(KURED, name, "merge", &forged.to_string())?;
+    told(
+        &out,
+        "may not rewrite the controller's taint record nfd.node.kubernetes.io/taints",
+        "a forged NFD record",
+    )?;
+    let stored = k.get("node", name, None)?;
+    check(
+        annotation(&stored, "nfd.node.kubernetes.io/taints").is_none(),
+        || {
+            format!(
+                "NFD's record after the forgery: {:?}",
+                annotation(&stored, "nfd.node.kubernetes.io/taints")
+            )
+        },
+    )
 }
 
 /// The FSx for Lustre node plugin (`removeNotReadyTaint`): a fresh GET, then a JSON patch that

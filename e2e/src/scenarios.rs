@@ -103,6 +103,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::controllers::node_feature_discovery,
     },
     Scenario {
+        name: "node-feature-discovery against a feature taint from before the install",
+        run: crate::controllers::nfd_before_the_install,
+    },
+    Scenario {
         name: "CSI node plugin: agent-not-ready removed by FSx's plugin, a stale re-add stripped",
         run: crate::controllers::csi_agent_not_ready,
     },
