@@ -6,8 +6,14 @@
 //! Each record is read only as its writer writes it; a value in another form lists nothing, so
 //! a garbled record can only make the policy stricter.
 
+use super::findings::Finding;
+use super::judging::{Gathered, Judging};
 use super::settings::{ControllerRecord, RecordFormat};
+use crate::small_map::SmallSet;
 use crate::taint::Taint;
+
+/// The stored taints that controllers' own records give the requester, by identity.
+pub(super) type ByController<'v> = SmallSet<(&'v str, &'v str)>;
 
 /// The taints one controller record lists: `(key, Some(effect))`, or `(key, None)` for every
 /// effect of the key.
@@ -59,6 +65,37 @@ impl ControllerRecord {
         annotation
             .map(|text| self.format.read(text))
             .unwrap_or_default()
+    }
+}
+
+impl Judging<'_> {
+    /// The stored taints controllers' records give the requester, and a finding, with the
+    /// stored value to keep, for each record that a requester neither its writer nor permitted
+    /// changed. A CREATE has no stored records.
+    pub(super) fn controller_records(
+        &self,
+        gathered: &mut Gathered<'_>,
+    ) -> Result<ByController<'_>, String> {
+        let mut owned = ByController::default();
+        let Some(old) = &self.old else {
+            return Ok(owned);
+        };
+        for record in &self.settings.controller_records {
+            let key = record.annotation.as_str();
+            let stored = old.annotation(key)?;
+            if record.owner.allows(&self.who) {
+                let listed = record.listed(stored.as_deref());
+                for taint in old.taints.iter().filter(|t| listed.lists(t)) {
+                    owned.insert(taint.identity(), ());
+                }
+            } else if !self.permission.taints && self.new.annotation(key)? != stored {
+                gathered.findings.push(Finding::ControllerRecordRewritten {
+                    annotation: key.to_owned(),
+                });
+                gathered.annotations.push((key.to_owned(), stored));
+            }
+        }
+        Ok(owned)
     }
 }
 

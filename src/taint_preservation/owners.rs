@@ -11,8 +11,12 @@
 
 use serde::Deserialize;
 
+use super::controllers::ByController;
+use super::findings::Finding;
+use super::judging::{Gathered, Judging};
 use super::record::entry;
 use crate::json::{members, JsonStr};
+use crate::small_map::SmallSet;
 use crate::taint::Taint;
 
 /// Past this size a new owner or removal is not recorded (the taint stays unowned, so protected
@@ -183,6 +187,191 @@ impl OwnerRecord {
         }
         out.push('}');
         Some(out)
+    }
+}
+
+/// The taint owner record a request leaves, what it added, and the removals a full record
+/// could not keep.
+struct OwnersAfter {
+    record: OwnerRecord,
+    /// Each protected taint the request added, with whether the record names the requester as
+    /// its owner (`false`: the record is full).
+    added: Vec<(String, bool)>,
+    /// Owned taints whose standing removal the full record could not keep.
+    forgotten: Vec<String>,
+}
+
+/// Taint identities, as a request's taints borrow them.
+type Identities<'t> = SmallSet<(&'t str, &'t str)>;
+
+impl Judging<'_> {
+    /// The owner record's edit, its audit annotation and its warnings; `before` is the stored
+    /// record, `by_controller` the stored taints controllers' records give the requester.
+    pub(super) fn owner_record(
+        &self,
+        before: &OwnerRecord,
+        by_controller: &ByController<'_>,
+        gathered: &mut Gathered<'_>,
+    ) -> Result<(), String> {
+        let Some(key) = self.owners_key() else {
+            return Ok(());
+        };
+        let written = OwnerRecord::parse(self.new.annotation(key)?.as_deref());
+        // The audit scanner's review of a stored Node (a CREATE without a requester; the API
+        // server always names one) rewrites nothing: the record it carries is the one stored.
+        let permitted =
+            self.permission.taints || (self.old.is_none() && self.who.username.is_empty());
+        let base = if permitted { &written } else { before }.clone();
+        let after = self.owners_after(base, &gathered.findings, by_controller);
+        if !permitted && written != *before && written != after.record {
+            gathered.findings.push(Finding::OwnersRewritten);
+        }
+        if after.record != written {
+            gathered
+                .annotations
+                .push((key.to_owned(), after.record.to_annotation()));
+        }
+        self.report_owners(key, after, gathered);
+        Ok(())
+    }
+
+    /// The audit annotation of the taints the record names the requester the owner of, and a
+    /// warning for each addition or removal the full record could not take.
+    fn report_owners(&self, key: &str, after: OwnersAfter, gathered: &mut Gathered<'_>) {
+        let (owned, unowned): (Vec<_>, Vec<_>) =
+            after.added.into_iter().partition(|(_, owned)| *owned);
+        if !owned.is_empty() {
+            let owned: Vec<&str> = owned.iter().map(|(t, _)| t.as_str()).collect();
+            gathered
+                .audit
+                .push(("added-protected-taints".to_owned(), owned.join("; ")));
+        }
+        gathered.warnings.extend(unowned.iter().map(|(t, _)| {
+            format!(
+                "the taint owner record {key:?} is full, so {} is not recorded as the owner \
+                 of {t}: only permitted principals may remove or change it",
+                self.who.describe()
+            )
+        }));
+        gathered.warnings.extend(after.forgotten.iter().map(|t| {
+            format!(
+                "the taint owner record {key:?} is full, so the removal of {t} is not kept: a \
+                 later re-add by another writer is not stripped"
+            )
+        }));
+    }
+
+    /// The record this request leaves, from `record` (the stored one, or a permitted
+    /// principal's edit; docs/controllers.md). It follows the taints: an entry stays while its
+    /// taint is carried (restored taints stay, stripped ones never get one), becomes a removal
+    /// when an owned taint's removal stands, and the adder of a protected taint becomes its
+    /// owner, the owner's own re-add after a removal included.
+    fn owners_after(
+        &self,
+        mut record: OwnerRecord,
+        findings: &[Finding<'_>],
+        by_controller: &ByController<'_>,
+    ) -> OwnersAfter {
+        let (carried, stripped) = self.carried(findings);
+        let forgotten = self.keep_removals(&mut record, &carried, by_controller);
+        record.retain(|key, effect, claim| claim.removed || carried.contains(&(key, effect)));
+        let added = self.additions(&mut record, &stripped);
+        OwnersAfter {
+            record,
+            added,
+            forgotten,
+        }
+    }
+
+    /// The taints the Node carries after the request (restored ones included, stripped ones
+    /// not), and those stripped.
+    fn carried<'j>(&'j self, findings: &[Finding<'j>]) -> (Identities<'j>, Identities<'j>) {
+        let stripped: Identities<'_> = findings
+            .iter()
+            .filter_map(|f| match f {
+                Finding::Readded { taint, .. } => Some((taint.identity(), ())),
+                _ => None,
+            })
+            .collect();
+        let mut carried: Identities<'_> = self
+            .new
+            .taints
+            .iter()
+            .map(Taint::identity)
+            .filter(|id| !stripped.contains(id))
+            .map(|id| (id, ()))
+            .collect();
+        for finding in findings {
+            if let Finding::RemovedTaint(t) = finding {
+                carried.insert(t.identity(), ());
+            }
+        }
+        (carried, stripped)
+    }
+
+    /// Marks the owned taints whose removal stands as removed; what the full record could not
+    /// keep.
+    fn keep_removals(
+        &self,
+        record: &mut OwnerRecord,
+        carried: &Identities<'_>,
+        by_controller: &ByController<'_>,
+    ) -> Vec<String> {
+        let Some(old) = &self.old else {
+            return Vec::new();
+        };
+        let mut forgotten = Vec::new();
+        for taint in &old.taints {
+            let id = taint.identity();
+            if carried.contains(&id) {
+                continue;
+            }
+            let claim = record.claim(taint).map(|c| c.removed);
+            // The controller whose own record lists the taint removed it: the removal is kept
+            // in its name, so that it, which re-adds the taint when its rule matches again, may.
+            let by_record = claim != Some(true)
+                && !self.who.username.is_empty()
+                && by_controller.contains(&id)
+                && self.settings.protecting_rule(taint).is_some();
+            if by_record && !record.set(taint, self.who.username) {
+                forgotten.push(taint.describe());
+                continue;
+            }
+            if (claim == Some(false) || by_record) && !record.mark_removed(id.0, id.1) {
+                forgotten.push(taint.describe());
+            }
+        }
+        forgotten
+    }
+
+    /// Records the requester as the owner of each protected taint it adds (stripped ones
+    /// aside); each added taint, with whether the record took it.
+    fn additions(
+        &self,
+        record: &mut OwnerRecord,
+        stripped: &Identities<'_>,
+    ) -> Vec<(String, bool)> {
+        if self.who.username.is_empty() {
+            return Vec::new();
+        }
+        let had: Identities<'_> = self
+            .old
+            .iter()
+            .flat_map(|old| &old.taints)
+            .map(|t| (t.identity(), ()))
+            .collect();
+        let mut added = Vec::new();
+        for taint in &self.new.taints {
+            let id = taint.identity();
+            if had.contains(&id)
+                || stripped.contains(&id)
+                || self.settings.protecting_rule(taint).is_none()
+            {
+                continue;
+            }
+            added.push((taint.describe(), record.set(taint, self.who.username)));
+        }
+        added
     }
 }
 

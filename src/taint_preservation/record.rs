@@ -5,6 +5,9 @@
 //! startup taints in an UPDATE after registration. Only a removal the policy observed makes a
 //! later addition a re-add (docs/incidents.md, incident 3).
 
+use super::findings::Finding;
+use super::judging::{Gathered, Judging};
+use crate::small_map::SmallSet;
 use crate::taint::{Effect, Taint};
 
 /// The annotation's entries, `key:Effect`, in the order they were recorded. Valid taint keys
@@ -65,6 +68,65 @@ impl RemovalRecord {
     /// The annotation's value; `None` (no annotation) for the empty record.
     pub fn to_annotation(&self) -> Option<String> {
         (!self.0.is_empty()).then(|| self.0.join(","))
+    }
+}
+
+impl Judging<'_> {
+    /// The one-shot removal record after the request: the policy owns it, so a permitted
+    /// principal may edit it and anyone else's edit is undone; the removals this request makes
+    /// are added whoever made them. `before` is the stored record.
+    pub(super) fn one_shot_record(
+        &self,
+        before: RemovalRecord,
+        gathered: &mut Gathered<'_>,
+    ) -> Result<(), String> {
+        let key = self.settings.one_shot_record_annotation.as_str();
+        let written = RemovalRecord::parse(self.new.annotation(key)?.as_deref());
+        let permitted = self.permission.taints;
+        let mut after = if permitted {
+            written.clone()
+        } else {
+            before.clone()
+        };
+        let recorded: Vec<String> = self
+            .removed_one_shot_taints()
+            .into_iter()
+            .filter(|taint| after.insert(taint))
+            .map(Taint::describe)
+            .collect();
+        if !permitted && !written.same_entries(&before) && !written.same_entries(&after) {
+            gathered.findings.push(Finding::RecordRewritten);
+        }
+        if !after.same_entries(&written) {
+            gathered
+                .annotations
+                .push((key.to_owned(), after.to_annotation()));
+        }
+        if !recorded.is_empty() {
+            gathered
+                .audit
+                .push(("removed-one-shot-taints".to_owned(), recorded.join("; ")));
+        }
+        Ok(())
+    }
+
+    /// The stored one-shot taints the request removes, whose removal the record keeps. Those
+    /// only registration sets need no record: any later addition of theirs is a re-add.
+    fn removed_one_shot_taints(&self) -> Vec<&Taint<'_>> {
+        let Some(old) = &self.old else {
+            return Vec::new();
+        };
+        let kept: SmallSet<(&str, &str)> =
+            self.new.taints.iter().map(|t| (t.identity(), ())).collect();
+        old.taints
+            .iter()
+            .filter(|t| !kept.contains(&t.identity()))
+            .filter(|t| {
+                self.settings
+                    .one_shot_rule(t)
+                    .is_some_and(|r| !r.only_at_registration)
+            })
+            .collect()
     }
 }
 

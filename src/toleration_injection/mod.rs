@@ -78,7 +78,10 @@ fn judge_request(
             Err(message) => malformed(&message),
         };
     }
-    judge(request, settings, &workload, half, cluster)
+    match matching(request, settings, &workload) {
+        Ok(matched) => judge(&matched, half, cluster),
+        Err(rejection) => rejection,
+    }
 }
 
 fn malformed(message: &str) -> Verdict {
@@ -145,13 +148,21 @@ impl Subject<'_> {
     }
 }
 
+/// A request's subject, the rules that match it and the settings they come from: what judging
+/// a workload reads.
+struct Matched<'s> {
+    settings: &'s Settings,
+    subject: Subject<'s>,
+    rules: Vec<&'s Rule>,
+}
+
 /// The subject of a request and the rules that match it; the rejection of an object that
 /// JSONPath conditions cannot read.
 fn matching<'s>(
     request: &'s AdmissionRequest<'_>,
     settings: &'s Settings,
     workload: &'s Workload<'s>,
-) -> Result<(Subject<'s>, Vec<&'s Rule>), Verdict> {
+) -> Result<Matched<'s>, Verdict> {
     let namespace = request
         .namespace
         .as_ref()
@@ -173,7 +184,11 @@ fn matching<'s>(
             "object cannot be read for JSONPath conditions: {problem}"
         )));
     }
-    Ok((subject, rules))
+    Ok(Matched {
+        settings,
+        subject,
+        rules,
+    })
 }
 
 /// The rejection of tolerations that restrictions forbid. A request without a username is what
@@ -218,68 +233,85 @@ fn judge_pod_update(
     if settings.restrictions.is_empty() || !workload.tolerations.iter().any(|t| added(&t)) {
         return Verdict::accept();
     }
-    let (subject, rules) = match matching(request, settings, workload) {
+    let matched = match matching(request, settings, workload) {
         Ok(matched) => matched,
         Err(rejection) => return rejection,
     };
-    let violations = restriction_violations(settings, &subject, &rules, added);
+    let violations = matched.restriction_violations(added);
     if violations.is_empty() {
         Verdict::accept()
     } else {
-        refusal(&subject, &violations, true)
+        refusal(&matched.subject, &violations, true)
     }
 }
 
-fn judge(
-    request: &AdmissionRequest<'_>,
-    settings: &Settings,
-    workload: &Workload<'_>,
-    half: Half,
-    cluster: &dyn Cluster,
-) -> Verdict {
-    let (subject, rules) = match matching(request, settings, workload) {
-        Ok(matched) => matched,
-        Err(rejection) => return rejection,
-    };
-    let violations = restriction_violations(settings, &subject, &rules, |_| true);
+/// A workload CREATE (or an UPDATE of a pod template): restrictions first, then, in the
+/// mutating half, the tolerations the matching rules add.
+fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
+    let violations = matched.restriction_violations(|_| true);
     if !violations.is_empty() {
-        return refusal(&subject, &violations, false);
+        return refusal(&matched.subject, &violations, false);
     }
-
     if half == Half::Validating {
-        return not_injected(&rules);
+        return not_injected(&matched.rules);
     }
+    matched.inject(cluster)
+}
 
-    // A restriction bounds aliasing too: a twin of a toleration the workload brought along is
-    // not added where a restriction forbids it, or a workload tolerating an unrestricted key
-    // would be handed the restricted key of the same group. Twins of what rules inject are the
-    // policy's own work and exempt, as in `restriction_violations`.
-    let applicable = applicable_restrictions(settings, &subject);
-    let allowed_twin = |t: &Toleration<'_>| restriction_hit(&applicable, t).is_none();
-    let (from_nodes, withheld) = match node_tolerations(&rules, cluster, &applicable) {
-        Ok(found) => found,
-        Err(refusal) => return refusal,
-    };
-    let added = additions(
-        settings,
-        &rules,
-        &from_nodes,
-        &workload.tolerations,
-        allowed_twin,
-    );
-    let withheld_warnings = withheld
-        .iter()
-        .map(|w| ["did not add toleration ", w].concat());
-    if added.is_empty() {
-        let mut verdict = Verdict::accept();
-        verdict.warnings.extend(withheld_warnings);
-        return verdict;
+impl Matched<'_> {
+    /// The workload with the tolerations it lacks appended, and the warnings and audit
+    /// annotation that say so.
+    fn inject(&self, cluster: &dyn Cluster) -> Verdict {
+        // A restriction bounds aliasing too: a twin of a toleration the workload brought along
+        // is not added where a restriction forbids it, or a workload tolerating an unrestricted
+        // key would be handed the restricted key of the same group. Twins of what rules inject
+        // are the policy's own work and exempt, as in `restriction_violations`.
+        let applicable = self.applicable_restrictions();
+        let allowed_twin = |t: &Toleration<'_>| restriction_hit(&applicable, t).is_none();
+        let from_nodes = match node_tolerations(&self.rules, cluster, &applicable) {
+            Ok(found) => found,
+            Err(refusal) => return refusal,
+        };
+        let added = self.additions(&from_nodes.found, allowed_twin);
+        let withheld_warnings = from_nodes
+            .withheld
+            .iter()
+            .map(|w| ["did not add toleration ", w].concat());
+        if added.is_empty() {
+            let mut verdict = Verdict::accept();
+            verdict.warnings.extend(withheld_warnings);
+            return verdict;
+        }
+        let texts: Vec<String> = added.iter().map(|(t, _)| t.to_json()).collect();
+        let Some(mutated) = self.subject.workload.with_tolerations(&texts) else {
+            return Verdict::accept();
+        };
+        let described = describe_added(&added);
+        Verdict {
+            // Kubewarden's monitor mode drops the patch and passes warnings and audit
+            // annotations on: both say what the request lacked and what the patch does, never
+            // that it was done.
+            warnings: described
+                .iter()
+                .map(|d| {
+                    [
+                        "missing toleration ",
+                        d,
+                        "; this policy's patch adds it unless the policy runs in monitor mode",
+                    ]
+                    .concat()
+                })
+                .chain(withheld_warnings)
+                .collect(),
+            audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
+            ..Verdict::mutate(mutated)
+        }
     }
-    let texts: Vec<String> = added.iter().map(|(t, _)| t.to_json()).collect();
-    let Some(mutated) = workload.with_tolerations(&texts) else {
-        return Verdict::accept();
-    };
-    let described: Vec<String> = added
+}
+
+/// Each added toleration with why, as warnings and the audit annotation name it.
+fn describe_added(added: &[Explained]) -> Vec<String> {
+    added
         .iter()
         .map(|(t, why)| {
             let mut d = t.describe();
@@ -289,25 +321,7 @@ fn judge(
             d.push(')');
             d
         })
-        .collect();
-    Verdict {
-        // Kubewarden's monitor mode drops the patch and passes warnings and audit annotations
-        // on: both say what the request lacked and what the patch does, never that it was done.
-        warnings: described
-            .iter()
-            .map(|d| {
-                [
-                    "missing toleration ",
-                    d,
-                    "; this policy's patch adds it unless the policy runs in monitor mode",
-                ]
-                .concat()
-            })
-            .chain(withheld_warnings)
-            .collect(),
-        audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
-        ..Verdict::mutate(mutated)
-    }
+        .collect()
 }
 
 /// The validating half's acceptance: it injects nothing, and says so for each rule that matched
@@ -340,19 +354,49 @@ fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [AliasKey]> 
 /// A toleration to add, and why.
 type Explained = (Toleration<'static>, String);
 
-/// The tolerations the matching rules take from the taints nodes carry, each with why (the rule
-/// and a node carrying the taint), and those withheld because a restriction forbids them here.
-/// One list call per distinct node selector. A call that fails refuses the request (500): a rule
-/// that promised these tolerations must not let the workload through without them
-/// (docs/context.md).
-fn node_tolerations(
-    rules: &[&Rule],
-    cluster: &dyn Cluster,
-    restrictions: &[&Restriction],
-) -> Result<(Vec<Explained>, Vec<String>), Verdict> {
-    let mut found: Vec<Explained> = Vec::new();
-    let mut withheld = Vec::new();
-    let sources: Vec<(&Rule, &NodeTaints, String)> = rules
+/// What `nodeTaints` rules take from the nodes: tolerations to add, each with why (the rule and
+/// a node carrying the taint), and those withheld because a restriction forbids them here.
+#[derive(Default)]
+struct FromNodes {
+    found: Vec<Explained>,
+    withheld: Vec<String>,
+}
+
+impl FromNodes {
+    /// The tolerations of the taints `nodes` carry that `rule`'s `source` selects.
+    fn take(
+        &mut self,
+        (rule, source): (&Rule, &NodeTaints),
+        nodes: &[ClusterNode<'_>],
+        restrictions: &[&Restriction],
+    ) {
+        for node in nodes {
+            for taint in &node.taints {
+                let (key, effect) = taint.identity();
+                if !source.selects(key, effect) {
+                    continue;
+                }
+                let toleration = Toleration::exists(key, effect);
+                if self.found.iter().any(|(t, _)| *t == toleration) {
+                    continue;
+                }
+                let why = format!("rule {:?}, node {} carries it", rule.name, node.name);
+                if let Some(hit) = restriction_hit(restrictions, &toleration) {
+                    let message = format!("{hit}, which {}", &why[..]);
+                    if !self.withheld.contains(&message) {
+                        self.withheld.push(message);
+                    }
+                    continue;
+                }
+                self.found.push((toleration, why));
+            }
+        }
+    }
+}
+
+/// The `nodeTaints` rules among `rules`, each with its source and node selector query.
+fn node_sources<'r>(rules: &[&'r Rule]) -> Vec<(&'r Rule, &'r NodeTaints, String)> {
+    rules
         .iter()
         .filter_map(|rule| {
             let source = rule.node_taints.as_ref()?;
@@ -363,7 +407,19 @@ fn node_tolerations(
                 .unwrap_or_default();
             Some((*rule, source, query))
         })
-        .collect();
+        .collect()
+}
+
+/// The tolerations the matching rules take from the taints nodes carry. One list call per
+/// distinct node selector. A call that fails refuses the request (500): a rule that promised
+/// these tolerations must not let the workload through without them (docs/context.md).
+fn node_tolerations(
+    rules: &[&Rule],
+    cluster: &dyn Cluster,
+    restrictions: &[&Restriction],
+) -> Result<FromNodes, Verdict> {
+    let mut from_nodes = FromNodes::default();
+    let sources = node_sources(rules);
     // Each distinct selector is listed and read once, when the first rule with it is judged,
     // whichever rules share it. The nodes borrow the list's text, so both have a cell per
     // selector, set once.
@@ -402,29 +458,9 @@ fn node_tolerations(
                 lists[listed].get_or_init(|| nodes)
             }
         };
-        for node in nodes {
-            for taint in &node.taints {
-                let (key, effect) = taint.identity();
-                if !source.selects(key, effect) {
-                    continue;
-                }
-                let toleration = Toleration::exists(key, effect);
-                if found.iter().any(|(t, _)| *t == toleration) {
-                    continue;
-                }
-                let why = format!("rule {:?}, node {} carries it", rule.name, node.name);
-                if let Some(hit) = restriction_hit(restrictions, &toleration) {
-                    let message = format!("{hit}, which {}", &why[..]);
-                    if !withheld.contains(&message) {
-                        withheld.push(message);
-                    }
-                    continue;
-                }
-                found.push((toleration, why));
-            }
-        }
+        from_nodes.take((rule, source), nodes, restrictions);
     }
-    Ok((found, withheld))
+    Ok(from_nodes)
 }
 
 fn describe_nodes(query: &str) -> String {
@@ -435,88 +471,147 @@ fn describe_nodes(query: &str) -> String {
     }
 }
 
-/// Tolerations to append, each with why: the matching rules' tolerations, those taken from node
-/// taints, then the alias twins of everything the workload will tolerate, each only when nothing
-/// already covers it.
-fn additions<'a>(
-    settings: &Settings,
-    rules: &[&'a Rule],
-    from_nodes: &'a [Explained],
-    existing: &[Toleration<'a>],
-    allowed_twin: impl Fn(&Toleration<'_>) -> bool,
-) -> Vec<Explained> {
-    // Everything the workload will tolerate, borrowed where it can be: a toleration is copied
-    // only once chosen (the last line), not each time it is judged.
-    let mut all: Vec<Toleration<'a>> = existing.to_vec();
-    let mut coverage = Coverage::default();
-    for t in existing {
-        coverage.insert(t);
-    }
-    // Indices into `all`, with why; `why` is only written for what is added.
-    let mut added: Vec<(usize, String)> = Vec::new();
-    let mut add = |all: &mut Vec<Toleration<'a>>, t: Toleration<'a>, why: &dyn Fn() -> String| {
-        if !coverage.covers(&t) {
-            coverage.insert(&t);
-            added.push((all.len(), why()));
-            all.push(t);
-        }
-    };
-    for rule in rules {
-        for t in &rule.tolerations {
-            add(&mut all, t.borrowed(), &|| quoted("rule ", &rule.name));
-        }
-    }
-    for (t, why) in from_nodes {
-        add(&mut all, t.borrowed(), &|| why.clone());
-    }
-    // Twins of twins are covered by construction (a group is one set), so one growing pass ends.
-    let mut i = 0;
-    while i < all.len() {
-        let t = &all[i];
-        i += 1;
-        if t.operator == Operator::Unknown {
-            continue;
-        }
-        let Some(group) = alias_group(settings, &t.key) else {
-            continue;
-        };
-        let own = rules.iter().any(|r| r.tolerations.contains(t));
-        let twins: Vec<Toleration<'static>> = group
-            .iter()
-            .filter(|k| k.as_str() != t.key)
-            .map(|key| t.with_key(key))
-            .filter(|twin| own || allowed_twin(twin))
-            .collect();
-        if twins.is_empty() {
-            continue;
-        }
-        // Written once for the twins of `t`, which `add` borrows `all` away from.
-        let why = ["alias of ", &t.key].concat();
-        for twin in twins {
-            add(&mut all, twin, &|| why.clone());
-        }
-    }
-    added
-        .into_iter()
-        .map(|(at, why)| (all[at].clone().into_owned(), why))
-        .collect()
+/// What the workload will tolerate, growing as tolerations are added: borrowed where it can
+/// be, a toleration is copied only once chosen, not each time it is judged.
+struct Tolerated<'a> {
+    all: Vec<Toleration<'a>>,
+    coverage: Coverage<'a>,
+    /// Indices into `all` of what is added, with why; `why` is only written for what is added.
+    added: Vec<(usize, String)>,
 }
 
-/// The restrictions that apply to this namespace and requester.
-fn applicable_restrictions<'s>(
-    settings: &'s Settings,
-    subject: &Subject<'_>,
-) -> Vec<&'s Restriction> {
-    settings
-        .restrictions
-        .iter()
-        .filter(|r| {
-            !r.allowed_namespaces
+impl<'a> Tolerated<'a> {
+    fn new(existing: &[Toleration<'a>]) -> Self {
+        let mut coverage = Coverage::default();
+        for t in existing {
+            coverage.insert(t);
+        }
+        Tolerated {
+            all: existing.to_vec(),
+            coverage,
+            added: Vec::new(),
+        }
+    }
+
+    /// Adds `t`, unless something tolerated already covers it.
+    fn add(&mut self, t: Toleration<'a>, why: impl FnOnce() -> String) {
+        if !self.coverage.covers(&t) {
+            self.coverage.insert(&t);
+            self.added.push((self.all.len(), why()));
+            self.all.push(t);
+        }
+    }
+
+    fn into_added(self) -> Vec<Explained> {
+        let all = self.all;
+        self.added
+            .into_iter()
+            .map(|(at, why)| (all[at].clone().into_owned(), why))
+            .collect()
+    }
+}
+
+impl Matched<'_> {
+    /// Tolerations to append, each with why: the matching rules' tolerations, those taken from
+    /// node taints, then the alias twins of everything the workload will tolerate, each only
+    /// when nothing already covers it.
+    fn additions(
+        &self,
+        from_nodes: &[Explained],
+        allowed_twin: impl Fn(&Toleration<'_>) -> bool,
+    ) -> Vec<Explained> {
+        let mut tolerated = Tolerated::new(&self.subject.workload.tolerations);
+        for rule in &self.rules {
+            for t in &rule.tolerations {
+                tolerated.add(t.borrowed(), || quoted("rule ", &rule.name));
+            }
+        }
+        for (t, why) in from_nodes {
+            tolerated.add(t.borrowed(), || why.clone());
+        }
+        self.add_twins(&mut tolerated, allowed_twin);
+        tolerated.into_added()
+    }
+
+    /// The alias twins of everything tolerated. Twins of twins are covered by construction (a
+    /// group is one set), so one growing pass ends.
+    fn add_twins(
+        &self,
+        tolerated: &mut Tolerated<'_>,
+        allowed_twin: impl Fn(&Toleration<'_>) -> bool,
+    ) {
+        let mut i = 0;
+        while i < tolerated.all.len() {
+            let t = &tolerated.all[i];
+            i += 1;
+            if t.operator == Operator::Unknown {
+                continue;
+            }
+            let Some(group) = alias_group(self.settings, &t.key) else {
+                continue;
+            };
+            let own = self.rules.iter().any(|r| r.tolerations.contains(t));
+            let twins: Vec<Toleration<'static>> = group
                 .iter()
-                .any(|g| g.matches(subject.namespace))
-                && !r.allowed_principals.allows(&subject.who)
-        })
-        .collect()
+                .filter(|k| k.as_str() != t.key)
+                .map(|key| t.with_key(key))
+                .filter(|twin| own || allowed_twin(twin))
+                .collect();
+            if twins.is_empty() {
+                continue;
+            }
+            // Written once for the twins of `t`, which `add` borrows `all` away from.
+            let why = ["alias of ", &t.key].concat();
+            for twin in twins {
+                tolerated.add(twin, || why.clone());
+            }
+        }
+    }
+
+    /// The restrictions that apply to this namespace and requester.
+    fn applicable_restrictions(&self) -> Vec<&Restriction> {
+        let subject = &self.subject;
+        self.settings
+            .restrictions
+            .iter()
+            .filter(|r| {
+                !r.allowed_namespaces
+                    .iter()
+                    .any(|g| g.matches(subject.namespace))
+                    && !r.allowed_principals.allows(&subject.who)
+            })
+            .collect()
+    }
+
+    /// Tolerations the object has, among those `judged` selects, that a restriction forbids
+    /// here. Tolerations that the matching rules inject (or their alias twins) are exempt: the
+    /// policy never denies its own work, which an UPDATE of a workload it mutated earlier
+    /// carries.
+    fn restriction_violations(&self, judged: impl Fn(&&Toleration<'_>) -> bool) -> Vec<String> {
+        let applicable = self.applicable_restrictions();
+        if applicable.is_empty() {
+            return Vec::new();
+        }
+        let injected: Vec<Toleration<'static>> = self
+            .rules
+            .iter()
+            .flat_map(|r| r.tolerations.iter().cloned())
+            .collect();
+        let own = |t: &Toleration<'_>| {
+            injected.iter().any(|i| {
+                let twin_keys = alias_group(self.settings, &i.key).unwrap_or(&[]);
+                *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
+            })
+        };
+        self.subject
+            .workload
+            .tolerations
+            .iter()
+            .filter(judged)
+            .filter(|t| !own(t))
+            .filter_map(|t| restriction_hit(&applicable, t))
+            .collect()
+    }
 }
 
 /// Why `t` may not be tolerated under `restrictions`, if it may not.
@@ -540,39 +635,6 @@ fn restriction_hit(restrictions: &[&Restriction], t: &Toleration<'_>) -> Option<
             selector.key.as_str()
         ))
     })
-}
-
-/// Tolerations the object has, among those `judged` selects, that a restriction forbids here.
-/// Tolerations that the matching rules inject (or their alias twins) are exempt: the policy never
-/// denies its own work, which an UPDATE of a workload it mutated earlier carries.
-fn restriction_violations(
-    settings: &Settings,
-    subject: &Subject<'_>,
-    rules: &[&Rule],
-    judged: impl Fn(&&Toleration<'_>) -> bool,
-) -> Vec<String> {
-    let applicable = applicable_restrictions(settings, subject);
-    if applicable.is_empty() {
-        return Vec::new();
-    }
-    let injected: Vec<Toleration<'static>> = rules
-        .iter()
-        .flat_map(|r| r.tolerations.iter().cloned())
-        .collect();
-    let own = |t: &Toleration<'_>| {
-        injected.iter().any(|i| {
-            let twin_keys = alias_group(settings, &i.key).unwrap_or(&[]);
-            *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
-        })
-    };
-    subject
-        .workload
-        .tolerations
-        .iter()
-        .filter(judged)
-        .filter(|t| !own(t))
-        .filter_map(|t| restriction_hit(&applicable, t))
-        .collect()
 }
 
 #[cfg(test)]

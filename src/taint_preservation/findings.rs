@@ -1,0 +1,217 @@
+//! What a request attempted that its requester may not do, and how the policy words it: the
+//! warnings, the refusal and the audit annotations. Every text says what the request attempted
+//! and what the policy's answer does, never that something was done, so it stays true in
+//! Kubewarden's monitor mode, which passes warnings and audit annotations on and drops the
+//! answer.
+
+use super::judging::Judging;
+use super::settings::Mode;
+use super::Permission;
+use crate::principal::Principal;
+use crate::taint::Taint;
+use crate::verdict::quoted;
+
+/// Something the requester may not do. A finding about an entry of the written object's
+/// `spec.taints` carries its index there, which the restore splices by.
+#[derive(Debug)]
+pub(super) enum Finding<'a> {
+    RemovedTaint(&'a Taint<'a>),
+    ChangedTaint {
+        old: &'a Taint<'a>,
+        new: &'a Taint<'a>,
+        at: usize,
+    },
+    /// A taint whose removal the policy recorded, put back by a requester that may not: a
+    /// one-shot startup taint (`owner: None`), or an owned taint its owner removed.
+    Readded {
+        taint: &'a Taint<'a>,
+        at: usize,
+        owner: Option<String>,
+    },
+    Uncordon {
+        owner: Option<String>,
+    },
+    OwnerRewritten {
+        owner: Option<String>,
+    },
+    RecordRewritten,
+    OwnersRewritten,
+    /// A controller's own ownership record, changed by a requester that is neither its writer
+    /// nor permitted.
+    ControllerRecordRewritten {
+        annotation: String,
+    },
+}
+
+impl Finding<'_> {
+    /// Whether the `untaint` permission covers this (else it is about a cordon).
+    pub(super) fn wants_untaint(&self) -> bool {
+        !matches!(
+            self,
+            Finding::Uncordon { .. } | Finding::OwnerRewritten { .. }
+        )
+    }
+
+    /// Whether the restore splices `spec.taints` for it.
+    pub(super) fn touches_taints(&self) -> bool {
+        matches!(
+            self,
+            Finding::RemovedTaint(_) | Finding::ChangedTaint { .. } | Finding::Readded { .. }
+        )
+    }
+
+    /// What was attempted, as the end of "may not …".
+    pub(super) fn attempted(&self, node: &str) -> String {
+        match self {
+            Finding::RemovedTaint(t) => ["remove protected taint ", &t.describe()].concat(),
+            Finding::ChangedTaint { old, new, .. } => {
+                format!(
+                    "change protected taint {} to {}",
+                    old.describe(),
+                    new.describe()
+                )
+            }
+            Finding::Readded {
+                taint, owner: None, ..
+            } => ["re-add one-shot startup taint ", &taint.describe()].concat(),
+            Finding::Readded {
+                taint,
+                owner: Some(owner),
+                ..
+            } => [
+                "re-add protected taint ",
+                &taint.describe(),
+                &quoted(", which its owner ", owner),
+                " removed",
+            ]
+            .concat(),
+            Finding::Uncordon { owner } => format!("uncordon node {node} ({})", owner_text(owner)),
+            Finding::OwnerRewritten { owner } => {
+                format!(
+                    "rewrite the cordon owner record of node {node} ({})",
+                    owner_text(owner)
+                )
+            }
+            Finding::RecordRewritten => {
+                format!("rewrite the one-shot taint removal record of node {node}")
+            }
+            Finding::OwnersRewritten => {
+                format!("rewrite the taint owner record of node {node}")
+            }
+            Finding::ControllerRecordRewritten { annotation } => {
+                format!("rewrite the controller's taint record {annotation} of node {node}")
+            }
+        }
+    }
+
+    /// What the restore mode's patch does about it. Kubewarden's monitor mode drops the patch
+    /// but passes warnings on, so the words say what the patch does, not what happened.
+    pub(super) fn remedy(&self) -> &'static str {
+        match self {
+            Finding::RemovedTaint(_) => "this policy's patch puts it back",
+            Finding::ChangedTaint { .. } => "this policy's patch keeps the old value",
+            Finding::Readded { .. } => "this policy's patch strips it",
+            Finding::Uncordon { .. } => "this policy's patch keeps the node cordoned",
+            Finding::OwnerRewritten { .. }
+            | Finding::RecordRewritten
+            | Finding::OwnersRewritten => {
+                "this policy's patch keeps the record as the policy keeps it"
+            }
+            Finding::ControllerRecordRewritten { .. } => {
+                "this policy's patch keeps the record as it was"
+            }
+        }
+    }
+
+    /// The audit annotation this finding is listed under. Keys and values say what the request
+    /// attempted, which stays true in every mode; the `answer` key says what the policy answered.
+    fn audit_key(&self) -> &'static str {
+        match self {
+            Finding::RemovedTaint(_)
+            | Finding::ChangedTaint { .. }
+            | Finding::Readded { owner: Some(_), .. } => "protected-taints",
+            Finding::Readded { owner: None, .. } => "one-shot-taints",
+            Finding::Uncordon { .. } => "cordon",
+            Finding::OwnerRewritten { .. }
+            | Finding::RecordRewritten
+            | Finding::OwnersRewritten
+            | Finding::ControllerRecordRewritten { .. } => "records",
+        }
+    }
+}
+
+fn owner_text(owner: &Option<String>) -> String {
+    match owner {
+        Some(owner) => quoted("cordoned by ", owner),
+        None => "no cordon owner recorded".to_owned(),
+    }
+}
+
+pub(super) fn requested_by(who: &Principal<'_>) -> (String, String) {
+    ("requested-by".to_owned(), who.username.to_owned())
+}
+
+impl Judging<'_> {
+    /// The response's audit annotations: what the request attempted that the requester may
+    /// not do, under one key per kind, the policy's `answer`, what the policy's records learn
+    /// (`records`), and who asked.
+    pub(super) fn audit_annotations(
+        &self,
+        findings: &[Finding<'_>],
+        attempted: Vec<String>,
+        records: Vec<(String, String)>,
+    ) -> Vec<(String, String)> {
+        let mut audit: Vec<(String, String)> = Vec::new();
+        for (finding, text) in findings.iter().zip(attempted) {
+            match audit.iter_mut().find(|(k, _)| k == finding.audit_key()) {
+                Some((_, value)) => {
+                    value.push_str("; ");
+                    value.push_str(&text);
+                }
+                None => audit.push((finding.audit_key().to_owned(), text)),
+            }
+        }
+        if !findings.is_empty() {
+            let answer = match self.mode {
+                Mode::Restore => {
+                    "restore: a patch that keeps the protected state (monitor mode drops it)"
+                }
+                Mode::Deny => {
+                    "deny: rejected with code 403 (monitor mode lets the request through)"
+                }
+            };
+            audit.push(("answer".to_owned(), answer.to_owned()));
+        }
+        audit.extend(records);
+        if !audit.is_empty() {
+            audit.push(requested_by(&self.who));
+        }
+        audit
+    }
+
+    /// The refusal's message: who may not do what, and how to get permission.
+    pub(super) fn deny_message(&self, attempted: &[String], wants: Permission) -> String {
+        let rbac = &self.settings.rbac;
+        let mut message = format!(
+            "{} may not {}. Have a permitted principal make this change (by default any person, \
+             or a member of system:masters), or add the requester to the policy settings \
+             `permitted` (or to the `permitted` list of the matching `protectedTaints` rule)",
+            self.who.describe(),
+            attempted.join("; ")
+        );
+        if rbac.enabled {
+            let verbs: Vec<String> = [
+                (wants.taints, rbac.untaint_verb.as_str()),
+                (wants.cordon, rbac.uncordon_verb.as_str()),
+            ]
+            .iter()
+            .filter(|(wanted, _)| *wanted)
+            .map(|(_, verb)| rbac.describe(verb, &self.node_name))
+            .collect();
+            message.push_str(", or grant the requester by RBAC: ");
+            message.push_str(&verbs.join(" and "));
+        }
+        message.push('.');
+        message
+    }
+}
