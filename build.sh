@@ -83,6 +83,19 @@ build_host_tools() {
   cargo build -q -p wasm-tests --bins
 }
 
+# Each policy crate's engine exports: its `wasm` feature (policies/<name>/Cargo.toml).
+wasm_features() {
+  printf -- '--features %s/wasm ' "$@"
+}
+
+# The cargo command that builds one policy's engine module: its library as a cdylib with its
+# exports, and the build's own account of what it compiled, for the SBOM test
+# (tools/oci/tests/sbom.rs).
+module_build() {
+  printf -- '%s ' rustc --release -p "$1" --features wasm --crate-type cdylib \
+    --message-format=json-render-diagnostics
+}
+
 build_policies() {
   ensure_rust_targets wasm32-wasip1
   mkdir -p dist
@@ -91,8 +104,11 @@ build_policies() {
   say "building ${names[*]} for wasm32-wasip1"
   # The build's own account of what it compiled, for the SBOM test (tools/oci/tests/sbom.rs).
   mkdir -p target/sbom
-  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 --message-format=json-render-diagnostics \
-    $(printf -- '-p %s ' "${names[@]}") >target/sbom/wasm32-wasip1.jsonl
+  : >target/sbom/wasm32-wasip1.jsonl
+  for policy in "${names[@]}"; do
+    "${WASM_CARGO[@]}" $(module_build "$policy") --target wasm32-wasip1 \
+      >>target/sbom/wasm32-wasip1.jsonl
+  done
   build_embed_metadata
   for policy in "${names[@]}"; do
     target/debug/embed-metadata "policies/$policy/metadata.yml" "policies/$policy/README.md" \
@@ -114,9 +130,11 @@ build_gatekeeper_artifacts() {
   local names=() policy
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-unknown-unknown (OPA ABI: Gatekeeper and OPA engines)"
-  "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
-    --message-format=json-render-diagnostics $(printf -- '-p %s ' "${names[@]}") \
-    >target/sbom/wasm32-unknown-unknown.jsonl
+  : >target/sbom/wasm32-unknown-unknown.jsonl
+  for policy in "${names[@]}"; do
+    "${OPA_CARGO[@]}" $(module_build "$policy") --target wasm32-unknown-unknown \
+      --target-dir "$OPA_TARGET_DIR" >>target/sbom/wasm32-unknown-unknown.jsonl
+  done
   for policy in "${names[@]}"; do
     target/debug/embed-metadata --execution-mode gatekeeper \
       "policies/$policy/metadata.yml" "policies/$policy/README.md" \
@@ -318,8 +336,11 @@ run_tests() {
   cargo fmt --all -- --check
   say "cargo clippy"
   cargo clippy -q --workspace --all-targets -- -D warnings
-  # The OPA adapter's ABI half only exists on wasm32.
-  cargo clippy -q -p taintguard-opa $(printf -- '-p %s ' $(policies)) --target wasm32-unknown-unknown -- -D warnings
+  # The policies' engine exports: the waPC wiring on the host, the OPA adapter's ABI half (which
+  # only exists on wasm32) on wasm32.
+  cargo clippy -q $(printf -- '-p %s ' $(policies)) $(wasm_features $(policies)) -- -D warnings
+  cargo clippy -q -p taintguard-opa $(printf -- '-p %s ' $(policies)) $(wasm_features $(policies)) \
+    --target wasm32-unknown-unknown -- -D warnings
   say "unit tests and wasm-tests (built modules in the waPC host)"
   cargo test --workspace
   opa_sdk_tests

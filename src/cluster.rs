@@ -122,8 +122,8 @@ pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode<'_>>, ClusterError> {
 
 /// A cluster that answers from recorded answers, and remembers what it was asked: the core's
 /// tests judge requests against it. The engines' own hosts are tested in `wasm-tests` and `e2e`.
-#[cfg(test)]
-pub(crate) mod recorded {
+#[cfg(any(test, feature = "testing"))]
+pub mod recorded {
     use std::cell::RefCell;
 
     use super::*;

@@ -31,6 +31,14 @@ impl TryFrom<String> for Glob {
 
 crate::settings::from_string!(Glob, into = String);
 
+// Built-in globs of settings defaults (`checked!` types over a glob); here rather than beside
+// the trait, so that settings reading knows nothing of the vocabulary built on it.
+impl crate::settings::Builtin for Glob {
+    fn builtin(text: &'static str) -> Glob {
+        Glob::builtin(text)
+    }
+}
+
 impl From<Glob> for String {
     fn from(glob: Glob) -> String {
         glob.source.into_owned()

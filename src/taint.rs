@@ -48,7 +48,7 @@ impl<'a> Taint<'a> {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Taint<'static> {
     /// A taint with no value and no text of its own, for tests of what reads keys and effects.
     pub fn of(key: &'static str, effect: &'static str) -> Taint<'static> {

@@ -151,10 +151,10 @@ pub fn serialize_pairs<S: Serializer>(
     serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Verdict {
     /// The message and the warnings as one text, for tests that look for what a verdict says.
-    pub(crate) fn said(&self) -> String {
+    pub fn said(&self) -> String {
         format!(
             "{} {}",
             self.message().unwrap_or_default(),

@@ -17,7 +17,7 @@ use serde_json::error::Category;
 
 use crate::json;
 
-pub(crate) use types::{checked, from_string, settings_object, string_enum};
+pub use types::{checked, from_string, settings_object, string_enum};
 pub use types::{
     deserialize_checked, deserialize_keyword, deserialize_object, null_as_default, Builtin,
     SettingsObject,
@@ -109,7 +109,7 @@ pub trait PolicySettings: DeserializeOwned + serde::Serialize + Default {
 ///
 /// ```
 /// use taintguard::settings::parse;
-/// use taintguard::taint_preservation::{Mode, Settings};
+/// use taint_preservation::{Mode, Settings};
 ///
 /// let settings: Settings = parse(r#"{"mode": "deny"}"#).unwrap();
 /// assert_eq!(settings.mode, Mode::Deny);

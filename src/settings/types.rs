@@ -63,9 +63,10 @@ where
 /// ([`deserialize_checked`] unless given: `TryFrom<String, Error = String>`; or
 /// [`deserialize_keyword`]: `TryFrom<&str, Error = String>`); it is written back as
 /// `Into<$text>`.
+#[macro_export]
 macro_rules! from_string {
     ($type:ty, into = $text:ty) => {
-        $crate::settings::from_string!($type, into = $text, read = deserialize_checked);
+        $crate::from_string!($type, into = $text, read = deserialize_checked);
     };
     ($type:ty, into = $text:ty, read = $read:ident) => {
         impl<'de> serde::Deserialize<'de> for $type {
@@ -81,7 +82,7 @@ macro_rules! from_string {
         }
     };
 }
-pub(crate) use from_string;
+pub use from_string;
 
 /// Reads `null` as the type's default, as the API server reads a `null` field of a pod spec;
 /// for the few settings fields written as in one.
@@ -100,6 +101,7 @@ where
 /// An enum settings write as one of a fixed set of strings (`"restore"`, `"NoSchedule"`): its
 /// `as_str`, `ALL`, the conversions from text (the error names what it is and what was
 /// expected) and its serde impls.
+#[macro_export]
 macro_rules! string_enum {
     (
         $(#[$attr:meta])*
@@ -138,21 +140,22 @@ macro_rules! string_enum {
             }
         }
 
-        $crate::settings::from_string!($name, into = &'static str, read = deserialize_keyword);
+        $crate::from_string!($name, into = &'static str, read = deserialize_keyword);
     };
 }
-pub(crate) use string_enum;
+pub use string_enum;
 
 /// A value checked while it is read: a newtype over `$inner` that only `$parse` (text to
 /// `$inner`, or why not) builds, read from and written as a JSON string. Its error is reported at
 /// the field, as every settings error is.
+#[macro_export]
 macro_rules! checked {
     ($(#[$attr:meta])* pub struct $name:ident($inner:ty) = $parse:expr;) => {
         $(#[$attr])*
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub struct $name($inner);
 
-        $crate::settings::from_string!($name, into = String);
+        $crate::from_string!($name, into = String);
 
         impl TryFrom<String> for $name {
             type Error = String;
@@ -180,7 +183,7 @@ macro_rules! checked {
             /// are built on every request, so it is checked in debug builds, which every test
             /// runs, and taken as it is in release builds.
             #[allow(dead_code)]
-            pub(crate) fn builtin(text: &'static str) -> $name {
+            pub fn builtin(text: &'static str) -> $name {
                 let value = $name(<$inner as $crate::settings::Builtin>::builtin(text));
                 debug_assert_eq!(
                     $name::try_from(text.to_owned()).as_ref(),
@@ -193,7 +196,7 @@ macro_rules! checked {
         }
     };
 }
-pub(crate) use checked;
+pub use checked;
 
 /// What a [`checked!`] value holds, built from a literal the code writes without checking it.
 pub trait Builtin {
@@ -203,12 +206,6 @@ pub trait Builtin {
 impl Builtin for String {
     fn builtin(text: &'static str) -> String {
         text.to_owned()
-    }
-}
-
-impl Builtin for crate::glob::Glob {
-    fn builtin(text: &'static str) -> crate::glob::Glob {
-        crate::glob::Glob::builtin(text)
     }
 }
 
@@ -264,12 +261,13 @@ pub fn deserialize_object<'de, D: Deserializer<'de>, T: SettingsObject>(
 /// JSON object only, [`deserialize_object`]) and `Serialize` impls; with `from_str = f`, a bare
 /// string is read as `f` reads it too. A const generic is written as in its declaration:
 /// `settings_object!(PrincipalList<const ADMINS: bool>)`.
+#[macro_export]
 macro_rules! settings_object {
     ($type:ident<const $param:ident: $kind:ty>) => {
-        $crate::settings::settings_object!(@impl [const $param: $kind] $type<$param>);
+        $crate::settings_object!(@impl [const $param: $kind] $type<$param>);
     };
     ($type:ident $(, from_str = $from_str:expr)?) => {
-        $crate::settings::settings_object!(@impl [] $type $(, from_str = $from_str)?);
+        $crate::settings_object!(@impl [] $type $(, from_str = $from_str)?);
     };
     (@impl [$($generics:tt)*] $type:ty $(, from_str = $from_str:expr)?) => {
         impl<$($generics)*> $crate::settings::SettingsObject for $type {
@@ -297,4 +295,4 @@ macro_rules! settings_object {
         }
     };
 }
-pub(crate) use settings_object;
+pub use settings_object;

@@ -8,7 +8,7 @@
 use arbitrary::{Result, Unstructured};
 use serde_json::{json, Map, Value};
 
-use taintguard::taint_preservation::settings::{
+use taint_preservation::settings::{
     DEFAULT_ONE_SHOT_RECORD_ANNOTATION, DEFAULT_TAINT_OWNERS_ANNOTATION,
 };
 

@@ -19,13 +19,13 @@ pub use fixtures::{bundled_requests, bundled_settings};
 pub use k8s_openapi;
 pub use objects::{assert_valid_object, valid_object, KINDS};
 
+use taint_preservation::TaintPreservation;
 use taintguard::admission::AdmissionRequest;
 use taintguard::json::{JsonStr, Raw, Splice};
 use taintguard::policy::{read_settings, run, Half, Policy};
 use taintguard::taint::{SelectsTaints, Taint};
-use taintguard::taint_preservation::TaintPreservation;
-use taintguard::toleration_injection::TolerationInjection;
 use taintguard::verdict::Verdict;
+use toleration_injection::TolerationInjection;
 use tree::Tree;
 
 /// The request's `object` and `oldObject` as they are written (absent when the request does not
@@ -198,7 +198,7 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
 fn protected_taints_survive(
     request: &str,
     verdict: &Verdict,
-    settings: &taintguard::taint_preservation::Settings,
+    settings: &taint_preservation::Settings,
 ) -> Checked {
     let Ok(parsed) = AdmissionRequest::parse(request) else {
         return Ok(());

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{check_taint_preservation, check_toleration_injection, gen, valid_object, KINDS};
 use taintguard::policy::{run, Half};
-use taintguard::toleration_injection::TolerationInjection;
+use toleration_injection::TolerationInjection;
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -119,7 +119,7 @@ fn decodes(request: &str) -> bool {
 /// mutate objects that decode, so that "a mutation keeps the object decodable" is not either.
 #[test]
 fn generated_cases_reach_every_verdict() {
-    use taintguard::taint_preservation::TaintPreservation;
+    use taint_preservation::TaintPreservation;
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut bytes = || {
         (0..1024)

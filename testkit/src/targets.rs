@@ -7,9 +7,9 @@ use taintguard_opa::{evaluate, Entrypoint};
 
 use super::{bundled_requests, bundled_settings, check_both, gen};
 use super::{check_taint_preservation, check_toleration_injection, Checked};
+use taint_preservation::TaintPreservation;
 use taintguard::policy::read_settings;
-use taintguard::taint_preservation::TaintPreservation;
-use taintguard::toleration_injection::TolerationInjection;
+use toleration_injection::TolerationInjection;
 
 /// Both policies on arbitrary request text: the first byte picks one of the bundled settings,
 /// the rest is the request.

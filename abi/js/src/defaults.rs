@@ -15,8 +15,8 @@ pub fn defaults<P: Policy>() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use taintguard::taint_preservation::TaintPreservation;
-    use taintguard::toleration_injection::TolerationInjection;
+    use taint_preservation::TaintPreservation;
+    use toleration_injection::TolerationInjection;
 
     /// Read back, the spelled-out defaults are the settings `{}` reads as.
     fn same_as_empty<P: Policy>()

@@ -1,10 +1,10 @@
 //! The policies the package ships. Adding one is one `entry!` line.
 
 use serde_json::Value;
+use taint_preservation::TaintPreservation;
 use taintguard::policy::Half;
-use taintguard::taint_preservation::TaintPreservation;
-use taintguard::toleration_injection::TolerationInjection;
 use taintguard::{read_settings, try_run, NoCluster, Policy, Verdict};
+use toleration_injection::TolerationInjection;
 
 use crate::defaults::defaults;
 

@@ -3,9 +3,9 @@
 //! for profiling under `valgrind --tool=callgrind`. POLICY is `taint-preservation`,
 //! `toleration-injection`, or `baseline` (what benchmarks/baseline-policy does).
 
-use taintguard::taint_preservation::TaintPreservation;
-use taintguard::toleration_injection::TolerationInjection;
+use taint_preservation::TaintPreservation;
 use taintguard::Policy;
+use toleration_injection::TolerationInjection;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

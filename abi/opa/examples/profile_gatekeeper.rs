@@ -5,9 +5,9 @@
 //! `taint-preservation`, `toleration-injection`, or `baseline` (what
 //! benchmarks/baseline-gatekeeper does).
 
-use taintguard::taint_preservation::TaintPreservation;
-use taintguard::toleration_injection::TolerationInjection;
+use taint_preservation::TaintPreservation;
 use taintguard_opa::{evaluate, Entrypoint};
+use toleration_injection::TolerationInjection;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,14 +1,648 @@
-//! The toleration-injection policy as WebAssembly modules:
-//! * wasm32-wasip1: a Kubewarden waPC module (the default `kubewarden-wapc` execution mode);
-//! * wasm32-unknown-unknown: an OPA-ABI module running the policy's validating half, for
-//!   Kubewarden's `gatekeeper` and `opa` execution modes and the OPA SDKs.
+//! Toleration injection: scoped add-if-missing tolerations for Pods and every pod template,
+//! alias groups (control-plane / master), and restriction of dangerous tolerations.
+//!
+//! Tolerations are only ever appended, never rewritten, and only when nothing the workload
+//! already tolerates covers them: coverage is judged the way the scheduler matches, not by
+//! equality. Workloads are handled at CREATE and UPDATE. A Pod gets its tolerations at CREATE;
+//! a Pod UPDATE may only add tolerations (Kubernetes' pod update validation), and the scheduler
+//! and the taint manager honour the added ones, so restrictions judge what an UPDATE adds
+//! (docs/admission.md).
 
 // The exports (`#[no_mangle]`, the OPA ones `unsafe extern "C"`) come from the adapters'
 // `policy!` macros and are the adapters' code: the lint checks this crate's own source.
 #![forbid(unsafe_code)]
 
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-taintguard_kubewarden::policy!(taintguard::toleration_injection::TolerationInjection);
+#[cfg(feature = "wasm")]
+mod exports;
 
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-taintguard_opa::policy!(taintguard::toleration_injection::TolerationInjection);
+mod conditions;
+pub mod settings;
+mod workload;
+
+use std::cell::OnceCell;
+
+use serde_json::Value;
+
+use taintguard::admission::{AdmissionRequest, Operation};
+use taintguard::cluster::{nodes_of_list, Cluster, ClusterError, ClusterNode};
+use taintguard::policy::{Asks, Half, Policy};
+use taintguard::principal::Principal;
+use taintguard::toleration::{Coverage, Operator, Toleration};
+use taintguard::verdict::{quoted, Verdict};
+
+pub use settings::Settings;
+use settings::{AliasKey, Match, NodeTaints, Restriction, Rule};
+use workload::{Kind, Workload};
+
+pub struct TolerationInjection;
+
+impl Policy for TolerationInjection {
+    const NAME: &'static str = "toleration-injection";
+    type Settings = Settings;
+    /// The nodes' taints, for `nodeTaints` rules.
+    const ASKS: Asks = Asks {
+        nodes: true,
+        access: false,
+    };
+
+    /// Engines that cannot mutate only get the restrictions: computing the tolerations the
+    /// mutating half would add, and the object with them, would be thrown away.
+    fn evaluate(
+        request: &AdmissionRequest<'_>,
+        settings: &Settings,
+        half: Half,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        judge_request(request, settings, half, cluster)
+    }
+}
+
+fn judge_request(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    half: Half,
+    cluster: &dyn Cluster,
+) -> Verdict {
+    let Some(kind) = Kind::of(request) else {
+        return Verdict::accept();
+    };
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
+        return Verdict::accept();
+    }
+    let Some(object) = &request.object else {
+        return malformed("the request has no object");
+    };
+    let workload = match Workload::read(object, kind, "object") {
+        Ok(workload) => workload,
+        Err(message) => return malformed(&message),
+    };
+    if kind == Kind::Pod && request.operation == Operation::Update {
+        let Some(old) = &request.old_object else {
+            return malformed("a Pod UPDATE without oldObject cannot be judged");
+        };
+        return match Workload::read(old, kind, "oldObject") {
+            Ok(old) => judge_pod_update(request, settings, &workload, &old.tolerations),
+            Err(message) => malformed(&message),
+        };
+    }
+    match matching(request, settings, &workload) {
+        Ok(matched) => judge(&matched, half, cluster),
+        Err(rejection) => rejection,
+    }
+}
+
+fn malformed(message: &str) -> Verdict {
+    Verdict::reject(400, format!("malformed request: {message}"))
+}
+
+/// The admitted object and its request, as the matchers see them.
+struct Subject<'s> {
+    workload: &'s Workload<'s>,
+    namespace: &'s str,
+    who: Principal<'s>,
+    /// The object as a `Value`, parsed when the first JSONPath condition is evaluated and shared
+    /// by the others; the parse error when it is not one: nesting deeper than serde_json's
+    /// recursion limit (raw-value capture does not count it), or a string or number a `Value`
+    /// cannot hold.
+    object: OnceCell<Result<Value, String>>,
+}
+
+impl Subject<'_> {
+    /// A condition on an object that does not parse fails; `matching` then rejects the object,
+    /// so that no `exists: false` condition holds on what could not be read.
+    fn condition_holds(&self, c: &conditions::Condition) -> bool {
+        let object = self
+            .object
+            .get_or_init(|| serde_json::from_str(&self.workload.text()).map_err(|e| e.to_string()));
+        object.as_ref().is_ok_and(|object| c.holds(object))
+    }
+
+    fn name_matches(&self, m: &Match) -> bool {
+        let name = self
+            .workload
+            .name
+            .as_ref()
+            .filter(|n| !n.as_str().is_empty())
+            .or(self.workload.generate_name.as_ref());
+        name.is_some_and(|n| m.names.iter().any(|g| g.matches(n.as_str())))
+    }
+
+    /// Cheap tests first; JSONPath conditions (which need the object parsed) last, so that the
+    /// object is parsed only for a rule that matches otherwise.
+    fn matches(&self, m: &Match) -> bool {
+        (m.kinds.is_empty() || m.kinds.contains(&self.workload.kind))
+            && (m.namespaces.is_empty() || m.namespaces.iter().any(|g| g.matches(self.namespace)))
+            && m.principals.as_ref().is_none_or(|p| p.allows(&self.who))
+            && m.labels
+                .as_ref()
+                .is_none_or(|s| s.matches(&self.workload.labels))
+            && (m.names.is_empty() || self.name_matches(m))
+            && m.conditions.iter().all(|c| self.condition_holds(c))
+    }
+
+    fn describe(&self) -> String {
+        let name = self
+            .workload
+            .name
+            .as_ref()
+            .or(self.workload.generate_name.as_ref())
+            .map_or("(unnamed)", |n| n.as_str());
+        if self.namespace.is_empty() {
+            format!("{} {name}", self.workload.kind.as_str())
+        } else {
+            format!("{} {}/{name}", self.workload.kind.as_str(), self.namespace)
+        }
+    }
+}
+
+/// A request's subject, the rules that match it and the settings they come from: what judging
+/// a workload reads.
+struct Matched<'s> {
+    settings: &'s Settings,
+    subject: Subject<'s>,
+    rules: Vec<&'s Rule>,
+}
+
+/// The subject of a request and the rules that match it; the rejection of an object that
+/// JSONPath conditions cannot read.
+fn matching<'s>(
+    request: &'s AdmissionRequest<'_>,
+    settings: &'s Settings,
+    workload: &'s Workload<'s>,
+) -> Result<Matched<'s>, Verdict> {
+    let namespace = request
+        .namespace
+        .as_ref()
+        .or(workload.namespace.as_ref())
+        .map_or("", |n| n.as_str());
+    let subject = Subject {
+        workload,
+        namespace,
+        who: request.principal(),
+        object: OnceCell::new(),
+    };
+    let rules: Vec<&Rule> = settings
+        .rules
+        .iter()
+        .filter(|r| subject.matches(&r.matcher))
+        .collect();
+    if let Some(Err(problem)) = subject.object.get() {
+        return Err(malformed(&format!(
+            "object cannot be read for JSONPath conditions: {problem}"
+        )));
+    }
+    Ok(Matched {
+        settings,
+        subject,
+        rules,
+    })
+}
+
+/// The rejection of tolerations that restrictions forbid. A request without a username is what
+/// Kubewarden's background audit sends (the stored object, an empty `userInfo`): its message says
+/// that the object is reported whoever created it.
+fn refusal(subject: &Subject<'_>, violations: &[String], update: bool) -> Verdict {
+    let what = subject.describe();
+    let violations = violations.join("; ");
+    let message = if subject.who.username.is_empty() {
+        format!(
+            "{what} tolerates {violations}, which only the namespaces and principals each \
+             restriction allows may. The requester is unknown (a background audit judges the stored \
+             object alone), so allowances by principal do not apply and the object is reported \
+             whoever created it.",
+        )
+    } else {
+        let attempt = if update {
+            "may not add a toleration of"
+        } else {
+            "may not tolerate"
+        };
+        format!(
+            "{what} (requested by {}) {attempt} {violations}. Only the namespaces and principals \
+             each restriction allows may; ask a cluster administrator to add them to the policy \
+             settings.",
+            subject.who.describe(),
+        )
+    };
+    Verdict::reject(403, message)
+}
+
+/// A Pod UPDATE: nothing is injected; restrictions judge the tolerations it adds. Tolerations
+/// the Pod already had stay allowed, `tolerationSeconds` aside, which Kubernetes lets an UPDATE
+/// change on an existing toleration.
+fn judge_pod_update(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    workload: &Workload<'_>,
+    before: &[Toleration<'_>],
+) -> Verdict {
+    let added = |t: &&Toleration<'_>| !before.iter().any(|b| b.same_but_seconds(t));
+    if settings.restrictions.is_empty() || !workload.tolerations.iter().any(|t| added(&t)) {
+        return Verdict::accept();
+    }
+    let matched = match matching(request, settings, workload) {
+        Ok(matched) => matched,
+        Err(rejection) => return rejection,
+    };
+    let violations = matched.restriction_violations(added);
+    if violations.is_empty() {
+        Verdict::accept()
+    } else {
+        refusal(&matched.subject, &violations, true)
+    }
+}
+
+/// A workload CREATE (or an UPDATE of a pod template): restrictions first, then, in the
+/// mutating half, the tolerations the matching rules add.
+fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
+    let violations = matched.restriction_violations(|_| true);
+    if !violations.is_empty() {
+        return refusal(&matched.subject, &violations, false);
+    }
+    if half == Half::Validating {
+        return not_injected(&matched.rules);
+    }
+    matched.inject(cluster)
+}
+
+impl Matched<'_> {
+    /// The workload with the tolerations it lacks appended, and the warnings and audit
+    /// annotation that say so.
+    fn inject(&self, cluster: &dyn Cluster) -> Verdict {
+        // A restriction bounds aliasing too: a twin of a toleration the workload brought along
+        // is not added where a restriction forbids it, or a workload tolerating an unrestricted
+        // key would be handed the restricted key of the same group. Twins of what rules inject
+        // are the policy's own work and exempt, as in `restriction_violations`.
+        let applicable = self.applicable_restrictions();
+        let allowed_twin = |t: &Toleration<'_>| restriction_hit(&applicable, t).is_none();
+        let from_nodes = match node_tolerations(&self.rules, cluster, &applicable) {
+            Ok(found) => found,
+            Err(refusal) => return refusal,
+        };
+        let added = self.additions(&from_nodes.found, allowed_twin);
+        let withheld_warnings = from_nodes
+            .withheld
+            .iter()
+            .map(|w| ["did not add toleration ", w].concat());
+        if added.is_empty() {
+            let mut verdict = Verdict::accept();
+            verdict.warnings.extend(withheld_warnings);
+            return verdict;
+        }
+        let texts: Vec<String> = added.iter().map(|(t, _)| t.to_json()).collect();
+        let Some(mutated) = self.subject.workload.with_tolerations(&texts) else {
+            return Verdict::accept();
+        };
+        let described = describe_added(&added);
+        Verdict {
+            // Kubewarden's monitor mode drops the patch and passes warnings and audit
+            // annotations on: both say what the request lacked and what the patch does, never
+            // that it was done.
+            warnings: described
+                .iter()
+                .map(|d| {
+                    [
+                        "missing toleration ",
+                        d,
+                        "; this policy's patch adds it unless the policy runs in monitor mode",
+                    ]
+                    .concat()
+                })
+                .chain(withheld_warnings)
+                .collect(),
+            audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
+            ..Verdict::mutate(mutated)
+        }
+    }
+}
+
+/// Each added toleration with why, as warnings and the audit annotation name it.
+fn describe_added(added: &[Explained]) -> Vec<String> {
+    added
+        .iter()
+        .map(|(t, why)| {
+            let mut d = t.describe();
+            d.reserve(why.len() + 3);
+            d.push_str(" (");
+            d.push_str(why);
+            d.push(')');
+            d
+        })
+        .collect()
+}
+
+/// The validating half's acceptance: it injects nothing, and says so for each rule that matched
+/// (OPA mode returns warnings; without them a rule would seem to work where it cannot).
+fn not_injected(rules: &[&Rule]) -> Verdict {
+    let mut verdict = Verdict::accept();
+    verdict.warnings = rules
+        .iter()
+        .map(|rule| {
+            format!(
+                "rule {:?} matches, but this engine cannot mutate: no toleration is injected \
+                 (the Kubewarden waPC build injects them)",
+                rule.name
+            )
+        })
+        .collect();
+    verdict
+}
+
+/// The alias group `key` belongs to.
+fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [AliasKey]> {
+    settings
+        .aliases
+        .in_force()
+        .iter()
+        .find(|g| g.iter().any(|k| k.as_str() == key))
+        .map(Vec::as_slice)
+}
+
+/// A toleration to add, and why.
+type Explained = (Toleration<'static>, String);
+
+/// What `nodeTaints` rules take from the nodes: tolerations to add, each with why (the rule and
+/// a node carrying the taint), and those withheld because a restriction forbids them here.
+#[derive(Default)]
+struct FromNodes {
+    found: Vec<Explained>,
+    withheld: Vec<String>,
+}
+
+impl FromNodes {
+    /// The tolerations of the taints `nodes` carry that `rule`'s `source` selects.
+    fn take(
+        &mut self,
+        (rule, source): (&Rule, &NodeTaints),
+        nodes: &[ClusterNode<'_>],
+        restrictions: &[&Restriction],
+    ) {
+        for node in nodes {
+            for taint in &node.taints {
+                let (key, effect) = taint.identity();
+                if !source.selects(key, effect) {
+                    continue;
+                }
+                let toleration = Toleration::exists(key, effect);
+                if self.found.iter().any(|(t, _)| *t == toleration) {
+                    continue;
+                }
+                let why = format!("rule {:?}, node {} carries it", rule.name, node.name);
+                if let Some(hit) = restriction_hit(restrictions, &toleration) {
+                    let message = format!("{hit}, which {}", &why[..]);
+                    if !self.withheld.contains(&message) {
+                        self.withheld.push(message);
+                    }
+                    continue;
+                }
+                self.found.push((toleration, why));
+            }
+        }
+    }
+}
+
+/// The `nodeTaints` rules among `rules`, each with its source and node selector query.
+fn node_sources<'r>(rules: &[&'r Rule]) -> Vec<(&'r Rule, &'r NodeTaints, String)> {
+    rules
+        .iter()
+        .filter_map(|rule| {
+            let source = rule.node_taints.as_ref()?;
+            let query = source
+                .nodes
+                .as_ref()
+                .map(taintguard::label_selector::LabelSelector::to_query)
+                .unwrap_or_default();
+            Some((*rule, source, query))
+        })
+        .collect()
+}
+
+/// The tolerations the matching rules take from the taints nodes carry. One list call per
+/// distinct node selector. A call that fails refuses the request (500): a rule that promised
+/// these tolerations must not let the workload through without them (docs/context.md).
+fn node_tolerations(
+    rules: &[&Rule],
+    cluster: &dyn Cluster,
+    restrictions: &[&Restriction],
+) -> Result<FromNodes, Verdict> {
+    let mut from_nodes = FromNodes::default();
+    let sources = node_sources(rules);
+    // Each distinct selector is listed and read once, when the first rule with it is judged,
+    // whichever rules share it. The nodes borrow the list's text, so both have a cell per
+    // selector, set once.
+    let mut queries: Vec<&str> = Vec::new();
+    for (_, _, query) in &sources {
+        if !queries.contains(&query.as_str()) {
+            queries.push(query);
+        }
+    }
+    let texts: Vec<OnceCell<String>> = queries.iter().map(|_| OnceCell::new()).collect();
+    let lists: Vec<OnceCell<Vec<ClusterNode<'_>>>> =
+        queries.iter().map(|_| OnceCell::new()).collect();
+    for (rule, source, query) in &sources {
+        let refused = |e: ClusterError| {
+            Verdict::reject(
+                500,
+                format!(
+                    "rule {:?} tolerates the taints of {}, but {e}. Nothing was \
+                     injected; the request is refused rather than admitted without \
+                     the tolerations the rule promises.",
+                    rule.name,
+                    describe_nodes(query),
+                ),
+            )
+        };
+        let listed = queries
+            .iter()
+            .position(|q| q == query)
+            .expect("every query is listed");
+        let nodes = match lists[listed].get() {
+            Some(nodes) => nodes,
+            None => {
+                let selector = (!query.is_empty()).then_some(query.as_str());
+                let text = cluster.list_nodes(selector).map_err(refused)?;
+                let nodes = nodes_of_list(texts[listed].get_or_init(|| text)).map_err(refused)?;
+                lists[listed].get_or_init(|| nodes)
+            }
+        };
+        from_nodes.take((rule, source), nodes, restrictions);
+    }
+    Ok(from_nodes)
+}
+
+fn describe_nodes(query: &str) -> String {
+    if query.is_empty() {
+        "every node".to_owned()
+    } else {
+        format!("the nodes selected by {query:?}")
+    }
+}
+
+/// What the workload will tolerate, growing as tolerations are added: borrowed where it can
+/// be, a toleration is copied only once chosen, not each time it is judged.
+struct Tolerated<'a> {
+    all: Vec<Toleration<'a>>,
+    coverage: Coverage<'a>,
+    /// Indices into `all` of what is added, with why; `why` is only written for what is added.
+    added: Vec<(usize, String)>,
+}
+
+impl<'a> Tolerated<'a> {
+    fn new(existing: &[Toleration<'a>]) -> Self {
+        let mut coverage = Coverage::default();
+        for t in existing {
+            coverage.insert(t);
+        }
+        Tolerated {
+            all: existing.to_vec(),
+            coverage,
+            added: Vec::new(),
+        }
+    }
+
+    /// Adds `t`, unless something tolerated already covers it.
+    fn add(&mut self, t: Toleration<'a>, why: impl FnOnce() -> String) {
+        if !self.coverage.covers(&t) {
+            self.coverage.insert(&t);
+            self.added.push((self.all.len(), why()));
+            self.all.push(t);
+        }
+    }
+
+    fn into_added(self) -> Vec<Explained> {
+        let all = self.all;
+        self.added
+            .into_iter()
+            .map(|(at, why)| (all[at].clone().into_owned(), why))
+            .collect()
+    }
+}
+
+impl Matched<'_> {
+    /// Tolerations to append, each with why: the matching rules' tolerations, those taken from
+    /// node taints, then the alias twins of everything the workload will tolerate, each only
+    /// when nothing already covers it.
+    fn additions(
+        &self,
+        from_nodes: &[Explained],
+        allowed_twin: impl Fn(&Toleration<'_>) -> bool,
+    ) -> Vec<Explained> {
+        let mut tolerated = Tolerated::new(&self.subject.workload.tolerations);
+        for rule in &self.rules {
+            for t in &rule.tolerations {
+                tolerated.add(t.borrowed(), || quoted("rule ", &rule.name));
+            }
+        }
+        for (t, why) in from_nodes {
+            tolerated.add(t.borrowed(), || why.clone());
+        }
+        self.add_twins(&mut tolerated, allowed_twin);
+        tolerated.into_added()
+    }
+
+    /// The alias twins of everything tolerated. Twins of twins are covered by construction (a
+    /// group is one set), so one growing pass ends.
+    fn add_twins(
+        &self,
+        tolerated: &mut Tolerated<'_>,
+        allowed_twin: impl Fn(&Toleration<'_>) -> bool,
+    ) {
+        let mut i = 0;
+        while i < tolerated.all.len() {
+            let t = &tolerated.all[i];
+            i += 1;
+            if t.operator == Operator::Unknown {
+                continue;
+            }
+            let Some(group) = alias_group(self.settings, &t.key) else {
+                continue;
+            };
+            let own = self.rules.iter().any(|r| r.tolerations.contains(t));
+            let twins: Vec<Toleration<'static>> = group
+                .iter()
+                .filter(|k| k.as_str() != t.key)
+                .map(|key| t.with_key(key))
+                .filter(|twin| own || allowed_twin(twin))
+                .collect();
+            if twins.is_empty() {
+                continue;
+            }
+            // Written once for the twins of `t`, which `add` borrows `all` away from.
+            let why = ["alias of ", &t.key].concat();
+            for twin in twins {
+                tolerated.add(twin, || why.clone());
+            }
+        }
+    }
+
+    /// The restrictions that apply to this namespace and requester.
+    fn applicable_restrictions(&self) -> Vec<&Restriction> {
+        let subject = &self.subject;
+        self.settings
+            .restrictions
+            .iter()
+            .filter(|r| {
+                !r.allowed_namespaces
+                    .iter()
+                    .any(|g| g.matches(subject.namespace))
+                    && !r.allowed_principals.allows(&subject.who)
+            })
+            .collect()
+    }
+
+    /// Tolerations the object has, among those `judged` selects, that a restriction forbids
+    /// here. Tolerations that the matching rules inject (or their alias twins) are exempt: the
+    /// policy never denies its own work, which an UPDATE of a workload it mutated earlier
+    /// carries.
+    fn restriction_violations(&self, judged: impl Fn(&&Toleration<'_>) -> bool) -> Vec<String> {
+        let applicable = self.applicable_restrictions();
+        if applicable.is_empty() {
+            return Vec::new();
+        }
+        let injected: Vec<Toleration<'static>> = self
+            .rules
+            .iter()
+            .flat_map(|r| r.tolerations.iter().cloned())
+            .collect();
+        let own = |t: &Toleration<'_>| {
+            injected.iter().any(|i| {
+                let twin_keys = alias_group(self.settings, &i.key).unwrap_or(&[]);
+                *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
+            })
+        };
+        self.subject
+            .workload
+            .tolerations
+            .iter()
+            .filter(judged)
+            .filter(|t| !own(t))
+            .filter_map(|t| restriction_hit(&applicable, t))
+            .collect()
+    }
+}
+
+/// Why `t` may not be tolerated under `restrictions`, if it may not.
+fn restriction_hit(restrictions: &[&Restriction], t: &Toleration<'_>) -> Option<String> {
+    restrictions.iter().find_map(|restriction| {
+        let selector = restriction.taints.iter().find(|s| {
+            let key = if t.key.is_empty() {
+                t.operator == Operator::Exists
+            } else {
+                s.key.matches(&t.key)
+            };
+            let effect = t.effect.is_empty()
+                || s.effects.is_empty()
+                || s.effects.iter().any(|e| e.as_str() == t.effect);
+            key && effect
+        })?;
+        Some(format!(
+            "{} (restriction {:?} protects taints {})",
+            t.describe(),
+            restriction.name,
+            selector.key.as_str()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -18,12 +18,12 @@ type Reader = fn(&str) -> Result<String, String>;
 /// Every policy with a settings form, and its real settings reader.
 const POLICIES: &[(&str, Reader)] = &[
     ("taint-preservation", |text| {
-        taintguard::settings::parse::<taintguard::taint_preservation::Settings>(text)
+        taintguard::settings::parse::<taint_preservation::Settings>(text)
             .map(|s| format!("{s:?}"))
             .map_err(|e| e.to_string())
     }),
     ("toleration-injection", |text| {
-        taintguard::settings::parse::<taintguard::toleration_injection::Settings>(text)
+        taintguard::settings::parse::<toleration_injection::Settings>(text)
             .map(|s| format!("{s:?}"))
             .map_err(|e| e.to_string())
     }),

@@ -2,11 +2,11 @@
 //! one, who last wrote `spec.taints` and what would let that writer keep managing the taint
 //! (README, "Installing on a running cluster"). A taint counts as protected when the policy
 //! module itself restores or refuses its removal by a principal nothing permits; its owner is
-//! read from the records as the policy reads them (`taintguard::taint_preservation::stored`).
+//! read from the records as the policy reads them (`taint_preservation::stored`).
 
 use serde_json::{json, Value};
-use taintguard::taint_preservation::stored::{record_with_owners, taint_owners, Owner};
-use taintguard::TaintPreservation;
+use taint_preservation::stored::{record_with_owners, taint_owners, Owner};
+use taint_preservation::TaintPreservation;
 
 use crate::expect::verdict;
 use crate::review::{review, Operation, Parts, Requester};

@@ -1,5 +1,5 @@
 use serde_json::{json, Value};
-use taintguard::taint_preservation::TaintPreservation;
+use taint_preservation::TaintPreservation;
 
 use super::*;
 

@@ -6,8 +6,8 @@ use std::cell::OnceCell;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::json::{members, JsonStr, Object, Raw, Splice};
-use crate::taint::{parse_taints, Taint};
+use taintguard::json::{members, JsonStr, Object, Raw, Splice};
+use taintguard::taint::{parse_taints, Taint};
 
 #[derive(Deserialize, Default)]
 struct MetaDoc<'a> {
@@ -75,8 +75,12 @@ impl<'a> NodeView<'a> {
         let spec_doc: SpecDoc = spec.read().map_err(|e| format!("{which}.spec: {e}"))?;
         // Each taint is read from its own text, so serde's position is in that taint, not in
         // the list: the message says what is wrong without a path.
-        let taints = parse_taints(spec_doc.taints.value())
-            .map_err(|e| format!("{which}.spec.taints: {}", crate::json::error::message(&e)))?;
+        let taints = parse_taints(spec_doc.taints.value()).map_err(|e| {
+            format!(
+                "{which}.spec.taints: {}",
+                taintguard::json::error::message(&e)
+            )
+        })?;
         Ok(NodeView {
             object,
             name: meta.name,
@@ -214,7 +218,7 @@ impl<'a> NodeView<'a> {
 
 fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    crate::json::write_str(&mut out, s);
+    taintguard::json::write_str(&mut out, s);
     out
 }
 
@@ -224,7 +228,7 @@ fn object_text<'k>(members: impl IntoIterator<Item = (&'k str, &'k str)>) -> Str
         if i > 0 {
             out.push(',');
         }
-        crate::json::write_str(&mut out, key);
+        taintguard::json::write_str(&mut out, key);
         out.push(':');
         out.push_str(value);
     }

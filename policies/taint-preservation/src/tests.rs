@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::policy::{read_settings, run, Half};
+use taintguard::policy::{read_settings, run, Half};
 
 const ADMIN: (&str, &[&str]) = (
     "kubernetes-admin",
@@ -314,7 +314,7 @@ fn run_cases(cases: Vec<(&str, Value, String, Want)>) {
             &req,
             &settings.to_string(),
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         match want {
             Want::Untouched => {
@@ -357,7 +357,8 @@ fn mutation_keeps_text_outside_the_edit() {
     let req = format!(
         r#"{{"uid":"u","kind":{{"group":"","version":"v1","kind":"Node"}},"operation":"UPDATE","userInfo":{{"username":"system:serviceaccount:a:b"}},"object":{new},"oldObject":{old}}}"#
     );
-    let verdict = run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
+    let verdict =
+        run::<TaintPreservation>(&req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
     assert_eq!(
         verdict.mutated_object(),
         Some(
@@ -411,7 +412,7 @@ fn missing_places_are_created() {
             &request("UPDATE", who, Some(&old), &new),
             "{}",
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         let text = verdict.mutated_object().expect("mutated");
         taintguard_testkit::assert_valid_object("Node", text);
@@ -432,7 +433,7 @@ fn bad_input_is_rejected_with_the_field() {
     ];
     for (req, want) in cases {
         let verdict =
-            run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
+            run::<TaintPreservation>(&req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
         assert!(!verdict.accepted());
         assert_eq!(verdict.code(), Some(400));
         let message = verdict.message().unwrap();
@@ -461,7 +462,7 @@ fn other_requests_pass() {
             &req.to_string(),
             "{}",
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         assert_eq!(verdict, Verdict::accept(), "{req}");
     }
@@ -650,8 +651,8 @@ fn validating_half_reports_what_restore_would_repair() {
         let verdict = run::<TaintPreservation>(
             &req,
             "{}",
-            crate::policy::Half::Validating,
-            &crate::NoCluster("test"),
+            taintguard::policy::Half::Validating,
+            &taintguard::NoCluster("test"),
         );
         assert_eq!(verdict.accepted(), accepted, "{verdict:?}");
         assert_eq!(verdict.mutated_object(), None);
@@ -789,7 +790,7 @@ fn gatekeeper_build_and_controllers_cordons() {
                 &req,
                 &settings.to_string(),
                 half,
-                &crate::NoCluster("test"),
+                &taintguard::NoCluster("test"),
             );
             // The waPC build answers a refusal by keeping the node cordoned.
             let through = match half {
@@ -872,7 +873,7 @@ fn audit_annotations_name_what_was_attempted_and_who_tried() {
             &req,
             &settings.to_string(),
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         let got: Vec<(&str, &str)> = verdict
             .audit_annotations
@@ -888,8 +889,8 @@ fn audit_annotations_name_what_was_attempted_and_who_tried() {
 /// a refusal or a failed question leaves the lists' judgement, which says why.
 #[test]
 fn rbac_permits_what_the_lists_do_not() {
-    use crate::cluster::recorded::Recorded;
-    use crate::cluster::ClusterError;
+    use taintguard::cluster::recorded::Recorded;
+    use taintguard::cluster::ClusterError;
 
     let taints = |t: &[&str]| node(t, None, None, "a");
     let cordoned = node(&[DEDICATED], Some(true), Some(ALICE.0), "a");
@@ -1044,9 +1045,9 @@ fn rbac_permits_what_the_lists_do_not() {
         let label = case.label;
         assert_eq!(*cluster.asked.borrow(), case.asked, "{label}");
         let outcome = match &verdict.decision {
-            crate::Decision::Accept => None,
-            crate::Decision::Mutate(_) => Some(true),
-            crate::Decision::Reject { .. } => Some(false),
+            taintguard::Decision::Accept => None,
+            taintguard::Decision::Mutate(_) => Some(true),
+            taintguard::Decision::Reject { .. } => Some(false),
         };
         assert_eq!(outcome, case.outcome, "{label}: {verdict:?}");
         let said = verdict.said();
@@ -1506,7 +1507,8 @@ fn warnings_say_what_the_patch_does() {
         Some(&node(&[DEDICATED], None, None, "a")),
         &node(&[], None, None, "a"),
     );
-    let verdict = run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
+    let verdict =
+        run::<TaintPreservation>(&req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
     assert_eq!(
         verdict.warnings,
         [format!(
@@ -1523,7 +1525,8 @@ fn warnings_say_what_the_patch_does() {
         Some(&node(&[], Some(true), Some("alice"), "a")),
         &node(&[], Some(false), Some(GPU_OPERATOR.0), "a"),
     );
-    let verdict = run::<TaintPreservation>(&req, "{}", Half::Mutating, &crate::NoCluster("test"));
+    let verdict =
+        run::<TaintPreservation>(&req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
     let attempts: Vec<&str> = verdict
         .warnings
         .iter()

@@ -10,9 +10,9 @@ use super::record::RemovalRecord;
 use super::settings::{Mode, Settings};
 use super::taints::Records;
 use super::{Judgement, Permission};
-use crate::admission::{AdmissionRequest, Operation};
-use crate::principal::Principal;
-use crate::verdict::Verdict;
+use taintguard::admission::{AdmissionRequest, Operation};
+use taintguard::principal::Principal;
+use taintguard::verdict::Verdict;
 
 /// A request to judge, read once: what every step of the judgement needs.
 pub(super) struct Judging<'a> {

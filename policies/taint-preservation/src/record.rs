@@ -7,8 +7,8 @@
 
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
-use crate::small_map::SmallSet;
-use crate::taint::{Effect, Taint};
+use taintguard::small_map::SmallSet;
+use taintguard::taint::{Effect, Taint};
 
 /// The annotation's entries, `key:Effect`, in the order they were recorded. Valid taint keys
 /// and effects contain neither `,` nor `:`, so the comma-separated text reads back unambiguously.
@@ -22,7 +22,7 @@ pub(super) fn entry(taint: &Taint<'_>) -> Option<String> {
     let (key, effect) = taint.identity();
     let valid = Effect::try_from(effect).is_ok()
         && !key.is_empty()
-        && key.chars().all(crate::k8s_names::taint_key_character);
+        && key.chars().all(taintguard::k8s_names::taint_key_character);
     valid.then(|| [key, ":", effect].concat())
 }
 

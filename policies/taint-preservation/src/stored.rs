@@ -6,7 +6,7 @@
 use super::node::NodeView;
 use super::owners::OwnerRecord;
 use super::settings::Settings;
-use crate::json::Object;
+use taintguard::json::Object;
 
 /// Where the owner of a stored taint is known from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,8 +46,8 @@ fn parse(node: &str) -> Result<Object<'_>, String> {
 /// # Examples
 ///
 /// ```
-/// use taintguard::taint_preservation::stored::{taint_owners, Owner};
-/// use taintguard::taint_preservation::Settings;
+/// use taint_preservation::stored::{taint_owners, Owner};
+/// use taint_preservation::Settings;
 ///
 /// let node = r#"{"kind": "Node", "metadata": {"name": "n1",
 ///     "annotations": {"nfd.node.kubernetes.io/taints": "feature.node.kubernetes.io/gpu:NoSchedule"}},

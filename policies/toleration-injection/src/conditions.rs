@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use taintguard_jsonpath::JsonPath;
 
-use crate::glob::Glob;
-use crate::settings::{settings_object, At, SettingsError};
+use taintguard::glob::Glob;
+use taintguard::settings::{settings_object, At, SettingsError};
 
 /// What a condition tests of the values its path selects.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ impl TryFrom<String> for ConditionPath {
     }
 }
 
-crate::settings::from_string!(ConditionPath, into = String);
+taintguard::settings::from_string!(ConditionPath, into = String);
 
 impl From<ConditionPath> for String {
     fn from(path: ConditionPath) -> String {
@@ -130,12 +130,12 @@ mod tests {
         struct Holder {
             c: Option<Condition>,
         }
-        impl crate::settings::PolicySettings for Holder {
+        impl taintguard::settings::PolicySettings for Holder {
             fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
                 self.c.as_ref().map_or(Ok(()), |c| c.check(at.field("c")))
             }
         }
-        crate::settings::parse::<Holder>(&json!({ "c": condition }).to_string())
+        taintguard::settings::parse::<Holder>(&json!({ "c": condition }).to_string())
             .map(|h| h.c.expect("a condition"))
     }
 

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::policy::{read_settings, run, Half};
+use taintguard::policy::{read_settings, run, Half};
 
 const CP: &str = "node-role.kubernetes.io/control-plane";
 const MASTER: &str = "node-role.kubernetes.io/master";
@@ -107,7 +107,7 @@ fn every_kind_gets_alias_twins_in_its_pod_spec() {
             &request("CREATE", "alice", "kube-system", &obj),
             "{}",
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         assert!(verdict.accepted(), "{kind}");
         assert_eq!(
@@ -341,7 +341,7 @@ fn injection_cases() {
             &req,
             &settings.to_string(),
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         assert!(verdict.accepted(), "{name}: {verdict:?}");
         let before: Value = serde_json::from_str::<Value>(&req).unwrap()["object"]
@@ -374,14 +374,14 @@ fn the_validating_half_injects_nothing_and_says_so() {
         &helper,
         &settings,
         Half::Mutating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     assert!(mutating.mutated_object().is_some(), "{mutating:?}");
     let validating = run::<TolerationInjection>(
         &helper,
         &settings,
         Half::Validating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     assert_eq!(
         validating,
@@ -400,7 +400,7 @@ fn the_validating_half_injects_nothing_and_says_so() {
         &other,
         &settings,
         Half::Validating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     assert_eq!(validating, Verdict::accept());
 }
@@ -415,7 +415,7 @@ fn injection_is_idempotent() {
         &request("CREATE", "alice", "ops", &obj),
         "{}",
         Half::Mutating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     let text = first.mutated_object().unwrap();
     taintguard_testkit::assert_valid_object("DaemonSet", text);
@@ -424,7 +424,7 @@ fn injection_is_idempotent() {
         &request("UPDATE", "alice", "ops", &mutated),
         "{}",
         Half::Mutating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     assert_eq!(second, Verdict::accept());
 }
@@ -508,7 +508,7 @@ fn restrictions() {
                 &req.to_string(),
                 &settings.to_string(),
                 half,
-                &crate::NoCluster("test"),
+                &taintguard::NoCluster("test"),
             );
             match denied {
                 Some(part) => {
@@ -622,7 +622,7 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
                 &req.to_string(),
                 &settings,
                 half,
-                &crate::NoCluster("test"),
+                &taintguard::NoCluster("test"),
             );
             match denied {
                 Some(part) => {
@@ -648,7 +648,7 @@ fn pod_updates_are_judged_on_the_tolerations_they_add() {
         &without_old.to_string(),
         &settings,
         Half::Mutating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     assert_eq!(verdict.code(), Some(400), "{verdict:?}");
     assert!(verdict.message().unwrap().contains("without oldObject"));
@@ -680,7 +680,7 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
             &audit("tenant-a"),
             &settings,
             half,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         assert_eq!(verdict.code(), Some(403), "{verdict:?}");
         let message = verdict.message().unwrap();
@@ -696,7 +696,7 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
             &audit("gpu-team"),
             &settings,
             half,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         assert_eq!(allowed, Verdict::accept());
     }
@@ -829,7 +829,7 @@ fn malformed_objects_are_rejected() {
         &request("CREATE", "alice", "ops", &obj),
         "{}",
         Half::Mutating,
-        &crate::NoCluster("test"),
+        &taintguard::NoCluster("test"),
     );
     assert_eq!(verdict.code(), Some(400));
     assert!(verdict
@@ -883,7 +883,7 @@ fn aliasing_does_not_bypass_restrictions() {
             &req,
             &settings.to_string(),
             Half::Mutating,
-            &crate::NoCluster("test"),
+            &taintguard::NoCluster("test"),
         );
         assert!(verdict.accepted(), "{name}: {verdict:?}");
         let keys: Vec<String> = added(&verdict, "DaemonSet", 1)
@@ -896,7 +896,7 @@ fn aliasing_does_not_bypass_restrictions() {
                 &taintguard_testkit::with_object(&req, mutated).unwrap(),
                 &settings.to_string(),
                 Half::Mutating,
-                &crate::NoCluster("test"),
+                &taintguard::NoCluster("test"),
             );
             assert!(
                 again.accepted() && again.mutated_object().is_none(),
@@ -946,7 +946,7 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
                 &req,
                 &settings.to_string(),
                 Half::Mutating,
-                &crate::NoCluster("test"),
+                &taintguard::NoCluster("test"),
             );
             assert!(!verdict.accepted(), "{depth}: {verdict:?}");
             assert_eq!(verdict.code(), Some(400));
@@ -956,7 +956,7 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
                 &req,
                 &settings.to_string(),
                 Half::Validating,
-                &crate::NoCluster("test"),
+                &taintguard::NoCluster("test"),
             );
             match code {
                 Some(_) => {
@@ -982,8 +982,8 @@ fn objects_too_deep_for_jsonpath_are_rejected_not_read_as_null() {
 /// the request rather than admit it without what the rule promises.
 #[test]
 fn node_taint_rules_tolerate_what_nodes_carry() {
-    use crate::cluster::recorded::Recorded;
-    use crate::cluster::ClusterError;
+    use taintguard::cluster::recorded::Recorded;
+    use taintguard::cluster::ClusterError;
 
     let nodes = json!({"apiVersion": "v1", "kind": "List", "items": [
         {"metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},

@@ -4,12 +4,12 @@ use serde::{Deserialize, Serialize};
 
 use super::conditions::Condition;
 use super::workload::Kind;
-use crate::glob::Glob;
-use crate::label_selector::LabelSelector;
-use crate::principal::PrincipalList;
-use crate::settings::{checked, settings_object, At, PolicySettings, SettingsError};
-use crate::taint::{SelectsTaints, TaintKeyGlob, TaintSelector};
-use crate::toleration::Toleration;
+use taintguard::glob::Glob;
+use taintguard::label_selector::LabelSelector;
+use taintguard::principal::PrincipalList;
+use taintguard::settings::{checked, settings_object, At, PolicySettings, SettingsError};
+use taintguard::taint::{SelectsTaints, TaintKeyGlob, TaintSelector};
+use taintguard::toleration::Toleration;
 
 /// On by default: kubeadm 1.24 set both taints, 1.25 dropped `master`, and clusters upgraded
 /// other ways still carry it (docs/incidents.md, incident 5).

@@ -7,9 +7,9 @@
 use super::judging::Judging;
 use super::settings::Mode;
 use super::Permission;
-use crate::principal::Principal;
-use crate::taint::Taint;
-use crate::verdict::quoted;
+use taintguard::principal::Principal;
+use taintguard::taint::Taint;
+use taintguard::verdict::quoted;
 
 /// Something the requester may not do. A finding about an entry of the written object's
 /// `spec.taints` carries its index there, which the restore splices by.

@@ -15,9 +15,9 @@ use super::controllers::ByController;
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
 use super::record::entry;
-use crate::json::{members, JsonStr};
-use crate::small_map::SmallSet;
-use crate::taint::Taint;
+use taintguard::json::{members, JsonStr};
+use taintguard::small_map::SmallSet;
+use taintguard::taint::Taint;
 
 /// Past this size a new owner or removal is not recorded (the taint stays unowned, so protected
 /// as without the record; a removal is then forgotten) rather than have the API server refuse the
@@ -175,14 +175,14 @@ impl OwnerRecord {
             if i > 0 {
                 out.push(',');
             }
-            crate::json::write_str(&mut out, key);
+            taintguard::json::write_str(&mut out, key);
             out.push(':');
             if claim.removed {
                 out.push_str("{\"owner\":");
-                crate::json::write_str(&mut out, &claim.owner);
+                taintguard::json::write_str(&mut out, &claim.owner);
                 out.push_str(",\"removed\":true}");
             } else {
-                crate::json::write_str(&mut out, &claim.owner);
+                taintguard::json::write_str(&mut out, &claim.owner);
             }
         }
         out.push('}');

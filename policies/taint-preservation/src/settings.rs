@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::k8s_names::{AnnotationKey, ApiGroup, RbacName};
-use crate::principal::{NameGlob, PrincipalList, ServiceAccountGlob};
-use crate::settings::{settings_object, string_enum, At, PolicySettings, SettingsError};
-use crate::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
+use taintguard::k8s_names::{AnnotationKey, ApiGroup, RbacName};
+use taintguard::principal::{NameGlob, PrincipalList, ServiceAccountGlob};
+use taintguard::settings::{settings_object, string_enum, At, PolicySettings, SettingsError};
+use taintguard::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
 /// Taints that controllers own: they add and remove them as node conditions change, so
 /// protecting them would fight the controllers. Everything else is protected by default.

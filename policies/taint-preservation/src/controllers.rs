@@ -9,8 +9,8 @@
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
 use super::settings::{ControllerRecord, RecordFormat};
-use crate::small_map::SmallSet;
-use crate::taint::Taint;
+use taintguard::small_map::SmallSet;
+use taintguard::taint::Taint;
 
 /// The stored taints that controllers' own records give the requester, by identity.
 pub(super) type ByController<'v> = SmallSet<(&'v str, &'v str)>;

@@ -7,9 +7,9 @@ use super::judging::Judging;
 use super::node::NodeView;
 use super::owners::OwnerRecord;
 use super::record::RemovalRecord;
-use crate::principal::Identity;
-use crate::small_map::{SmallMap, SmallSet};
-use crate::taint::Taint;
+use taintguard::principal::Identity;
+use taintguard::small_map::{SmallMap, SmallSet};
+use taintguard::taint::Taint;
 
 /// The records a request's taint changes are judged against, as stored before it.
 #[derive(Clone, Copy)]

@@ -1,11 +1,11 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
-use crate::admission::AdmissionRequest;
-use crate::json::{field, JsonStr, Object, Raw, Splice};
-use crate::label_selector::{parse_labels, Labels};
-use crate::toleration::{parse_tolerations, Toleration};
+use taintguard::admission::AdmissionRequest;
+use taintguard::json::{field, JsonStr, Object, Raw, Splice};
+use taintguard::label_selector::{parse_labels, Labels};
+use taintguard::toleration::{parse_tolerations, Toleration};
 
-crate::settings::string_enum! {
+taintguard::settings::string_enum! {
     /// A kind this policy handles; settings name it as Kubernetes does.
     pub enum Kind {
         Pod = "Pod",
@@ -85,7 +85,10 @@ impl<'a> Workload<'a> {
     /// `oldObject`) prefixes error messages.
     pub fn read(object: &'a Object<'a>, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
         let err = |at: &str, text: &str, e: serde_json::Error| {
-            format!("{which}{at}: {}", crate::json::error::describe(text, &e))
+            format!(
+                "{which}{at}: {}",
+                taintguard::json::error::describe(text, &e)
+            )
         };
         let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
         let meta: Meta = member("metadata")?
@@ -96,7 +99,7 @@ impl<'a> Workload<'a> {
         let labels = parse_labels(meta.labels.value()).map_err(|e| {
             format!(
                 "{which}.metadata.labels: {}",
-                crate::json::error::message(&e)
+                taintguard::json::error::message(&e)
             )
         })?;
         let spec = member("spec")?.value();
@@ -121,7 +124,7 @@ impl<'a> Workload<'a> {
             parse_tolerations(tolerations_raw.filter(|t| *t != "null")).map_err(|e| {
                 format!(
                     "{which}{at}.tolerations: {}",
-                    crate::json::error::message(&e)
+                    taintguard::json::error::message(&e)
                 )
             })?;
         Ok(Workload {
