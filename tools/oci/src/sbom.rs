@@ -64,7 +64,8 @@ fn cargo(workspace: &Path, args: &[&str]) -> Result<String, String> {
     String::from_utf8(out.stdout).map_err(|e| format!("`cargo {}`: {e}", args.join(" ")))
 }
 
-/// `cargo tree` of `packages` built together for `target`: one tree per package, each line
+/// `cargo tree` of `packages` built together for `target`, each with its `wasm` feature (the
+/// engine exports, as `./build.sh` builds the modules): one tree per package, each line
 /// `<depth><name> v<version>[ (<path>)]|<licence>`, for [`parse_tree`].
 ///
 /// # Errors
@@ -85,8 +86,9 @@ pub fn tree(workspace: &Path, target: &str, packages: &[String]) -> Result<Strin
         "-f",
         "{p}|{l}",
     ];
-    for package in packages {
-        args.extend(["-p", package.as_str()]);
+    let features: Vec<String> = packages.iter().map(|p| format!("{p}/wasm")).collect();
+    for (package, feature) in packages.iter().zip(&features) {
+        args.extend(["-p", package.as_str(), "--features", feature.as_str()]);
     }
     cargo(workspace, &args)
 }
