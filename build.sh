@@ -27,7 +27,7 @@
 #                       KUBECTL, POLICY_SERVER, KWCTL, else PATH)
 #   ./build.sh settings-ui
 #                       rewrite each policy's questions-ui.yml (the Kubewarden UI's settings form)
-#                       and README settings tables from its settings-fields.yml (tools/settings-ui;
+#                       and README settings tables from its settings-fields.yml (buildtools/settings-ui;
 #                       `./build.sh test` fails while they are stale)
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
@@ -71,7 +71,7 @@ ensure_rust_components() {
 # the name section is 10-15% of a module and only serves debuggers (benchmarks/results.md).
 WASM_CARGO=(cargo --config 'target.wasm32-wasip1.rustflags=["-Dwarnings", "-Cstrip=symbols"]')
 
-# embed-metadata (tools/wasm-metadata) turns a linked module into an artifact. It has no wasm
+# embed-metadata (buildtools/wasm-metadata) turns a linked module into an artifact. It has no wasm
 # host, so building the policies never compiles wasmtime.
 build_embed_metadata() {
   cargo build -q -p taintguard-wasm-metadata --bin embed-metadata
@@ -90,7 +90,7 @@ wasm_features() {
 
 # The cargo command that builds one policy's engine module: its library as a cdylib with its
 # exports, and the build's own account of what it compiled, for the SBOM test
-# (tools/oci/tests/sbom.rs).
+# (buildtools/oci/tests/sbom.rs).
 module_build() {
   printf -- '%s ' rustc --release -p "$1" --features wasm --crate-type cdylib \
     --message-format=json-render-diagnostics
@@ -102,7 +102,7 @@ build_policies() {
   local names=() policy
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-wasip1"
-  # The build's own account of what it compiled, for the SBOM test (tools/oci/tests/sbom.rs).
+  # The build's own account of what it compiled, for the SBOM test (buildtools/oci/tests/sbom.rs).
   mkdir -p target/sbom
   : >target/sbom/wasm32-wasip1.jsonl
   for policy in "${names[@]}"; do
@@ -172,8 +172,11 @@ ensure_wasm_bindgen() {
   [ "$(wasm-bindgen --version 2>/dev/null)" = "wasm-bindgen $want" ] && return
   say "installing wasm-bindgen-cli $want"
   # --locked builds with the CLI's own lock file, unless the registry no longer serves a version
-  # in it (webpki-roots 1.0.11 here); then the newest compatible versions do.
-  cargo install -q --locked wasm-bindgen-cli --version "$want" ||
+  # in it (webpki-roots 1.0.11 here); then the newest compatible versions do. The first attempt's
+  # complaint goes to a log, not the screen: nothing is wrong when the second one succeeds, and
+  # when it fails too, it says why itself.
+  mkdir -p target
+  cargo install -q --locked wasm-bindgen-cli --version "$want" 2>target/wasm-bindgen-cli-locked.log ||
     cargo install -q wasm-bindgen-cli --version "$want"
 }
 
@@ -260,7 +263,7 @@ ensure_apt_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-# The OCI publishing tool (tools/oci): push, manifests, pull, verify-copy.
+# The OCI publishing tool (buildtools/oci): push, manifests, pull, verify-copy.
 oci_tool() {
   cargo build -q -p taintguard-oci
   target/debug/taintguard-oci "$@"
@@ -275,11 +278,11 @@ write_manifests() {
   package_charts
 }
 
-# Helm 3 from tools/helm's npm lock (Debian bookworm packages none), with its caches in target/.
+# Helm 3 from buildtools/helm's npm lock (Debian bookworm packages none), with its caches in target/.
 helm() {
-  ensure_npm_packages tools/helm
+  ensure_npm_packages buildtools/helm
   HELM_CACHE_HOME=$PWD/target/helm/cache HELM_CONFIG_HOME=$PWD/target/helm/config \
-    HELM_DATA_HOME=$PWD/target/helm/data tools/helm/node_modules/.bin/helm "$@"
+    HELM_DATA_HOME=$PWD/target/helm/data buildtools/helm/node_modules/.bin/helm "$@"
 }
 
 # Where the Helm repository (dist/charts/repo: the packaged charts and index.yaml) is served;
@@ -323,14 +326,14 @@ write_settings_ui() {
 registry_roundtrip() {
   ensure_apt_packages docker-registry skopeo openssl
   say "registry round trip: push every artifact to a local docker-registry, pull each back by digest"
-  tools/oci/registry-roundtrip.sh
+  buildtools/oci/registry-roundtrip.sh
 }
 
 run_tests() {
   ensure_rust_components rustfmt clippy
   build_policies
   build_js
-  # The manifests, packages and charts the tests read (tools/oci/tests, shipped_rules).
+  # The manifests, packages and charts the tests read (buildtools/oci/tests, shipped_rules).
   write_manifests
   say "cargo fmt --check"
   cargo fmt --all -- --check

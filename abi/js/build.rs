@@ -1,5 +1,5 @@
 //! Reads each policy's `metadata.yml` with the reader the Kubewarden artifacts are built with
-//! (tools/wasm-metadata), so that the package reports the very title, description and `mutating`
+//! (buildtools/wasm-metadata), so that the package reports the very title, description and `mutating`
 //! the artifacts carry. It runs on the build host: the module holds those three facts, neither
 //! the file nor a YAML parser.
 //!

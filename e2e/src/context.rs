@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use crate::cluster::wait_for;
 use crate::deploy::{node_taints_settings, POOL_LABEL, VARIANT_LABEL};
+use crate::helpers::*;
 use crate::kubectl::*;
 use crate::kwctl;
-use crate::scenarios::*;
 use crate::Env;
 
 /// The break-glass grant as a platform team writes it: the policy's verbs on the policy's

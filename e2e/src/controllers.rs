@@ -4,10 +4,10 @@
 
 use serde_json::{json, Value};
 
-use crate::kubectl::*;
-use crate::scenarios::{
+use crate::helpers::{
     annotation, check, dedicated, described, node, patch, stored_taints_are, taint, told,
 };
+use crate::kubectl::*;
 use crate::Env;
 
 const OWNERS: &str = "taintguard.io/taint-owners";

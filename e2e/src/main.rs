@@ -7,6 +7,7 @@ mod cluster;
 mod context;
 mod controllers;
 mod deploy;
+mod helpers;
 mod kubectl;
 mod kwctl;
 mod scenarios;

@@ -14,8 +14,8 @@ use crate::cluster::wait_for;
 use crate::deploy::{
     cluster_admission_policy, cluster_admission_policy_group, module_url, Deployed, VARIANT_LABEL,
 };
+use crate::helpers::*;
 use crate::kubectl::*;
-use crate::scenarios::*;
 use crate::Env;
 
 /// The variants this module deploys; the suite's other toleration-injection policies leave

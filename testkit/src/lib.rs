@@ -8,16 +8,13 @@
 
 mod fixtures;
 pub mod gen;
-mod objects;
 #[cfg(test)]
 mod properties;
 pub mod targets;
 pub mod tree;
 
 pub use fixtures::{bundled_requests, bundled_settings};
-/// The version the kit decodes with, for tests that build objects with its types.
-pub use k8s_openapi;
-pub use objects::{assert_valid_object, valid_object, KINDS};
+pub use taintguard_kinds::{assert_valid_object, k8s_openapi, valid_object, KINDS};
 
 use taint_preservation::TaintPreservation;
 use taintguard::admission::AdmissionRequest;

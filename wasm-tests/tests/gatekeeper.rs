@@ -2,7 +2,7 @@
 //! the OPA SDKs need, checked statically with exact function signatures, which the JavaScript
 //! tests cannot see; and the metadata derived from the policy's `metadata.yml`. Verdicts are
 //! tested in the real SDK by `wasm-tests/js/opa` (run by `./build.sh test`); the checks
-//! themselves are tested in `tools/wasm-metadata`.
+//! themselves are tested in `buildtools/wasm-metadata`.
 
 use serde_json::Value;
 use taintguard_wasm_metadata::{opa, section};

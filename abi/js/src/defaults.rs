@@ -40,7 +40,7 @@ mod tests {
     }
 
     /// In full: every settings field outside a list that `settings-fields.yml` documents (the
-    /// list `tools/settings-ui` checks against the settings readers) is spelled out. A field left
+    /// list `buildtools/settings-ui` checks against the settings readers) is spelled out. A field left
     /// out still reads as its default, which the test above cannot notice (`rbac` once was).
     #[test]
     fn every_documented_field_is_spelled_out() {

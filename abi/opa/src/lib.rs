@@ -11,7 +11,7 @@
 //! A policy crate built for `wasm32-unknown-unknown` is one line:
 //! `taintguard_opa::policy!(MyPolicy);`. It must be linked with `--import-memory`,
 //! `--export-memory` and a small stack (see `build.sh`), and the ABI version globals need the
-//! post-link rewrite in `tools/wasm-metadata` (`opa::set_abi_globals`): a Rust static can only be
+//! post-link rewrite in `buildtools/wasm-metadata` (`opa::set_abi_globals`): a Rust static can only be
 //! exported as a global holding its address, not its value.
 
 pub mod evaluate;

@@ -5,7 +5,7 @@
 //! ([`expect`]), the reports ([`report`]), and what a policy would do to a cluster's objects
 //! ([`what_if`]), with the owners of the Nodes' protected taints ([`owners`]).
 //!
-//! The `taintguard` command (tools/cli) judges in the hosts Kubewarden runs; the npm package
+//! The `taintguard` command (cli/command) judges in the hosts Kubewarden runs; the npm package
 //! (abi/js) in its own build. Both call [`test`].
 
 #![forbid(unsafe_code)]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Round trip of every built policy module through a real OCI registry.
 #
-#   tools/oci/registry-roundtrip.sh [DIST]      (./build.sh test runs it; DIST defaults to dist)
+#   buildtools/oci/registry-roundtrip.sh [DIST]      (./build.sh test runs it; DIST defaults to dist)
 #
 # Starts Debian's docker-registry (distribution 2.8) on a free loopback port with a temporary
 # storage folder and htpasswd auth, pushes every Kubewarden module of DIST with taintguard-oci,

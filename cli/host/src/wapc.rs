@@ -87,7 +87,7 @@ impl WapcPolicy {
 fn check_mutation(request: &Value, response: &Value) -> Result<(), String> {
     if let Some(mutated) = response.get("mutated_object").filter(|m| !m.is_null()) {
         let kind = request["kind"]["kind"].as_str().unwrap_or_default();
-        taintguard_testkit::valid_object(kind, &mutated.to_string())
+        taintguard_kinds::valid_object(kind, &mutated.to_string())
             .map_err(|e| format!("validate mutated the object into an invalid one: {e}"))?;
     }
     Ok(())
