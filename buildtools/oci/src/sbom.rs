@@ -156,11 +156,11 @@ pub type Checksums = BTreeMap<(String, String), String>;
 pub fn lock_checksums(workspace: &Path) -> Result<Checksums, String> {
     let path = workspace.join("Cargo.lock");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let lock: toml::Value = text
-        .parse()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let lock: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut checksums = BTreeMap::new();
-    for package in lock["package"].as_array().into_iter().flatten() {
+    let packages = lock.get("package").and_then(toml::Value::as_array);
+    for package in packages.into_iter().flatten() {
         let field = |key: &str| package.get(key).and_then(toml::Value::as_str);
         if let (Some(name), Some(version), Some(checksum)) =
             (field("name"), field("version"), field("checksum"))
