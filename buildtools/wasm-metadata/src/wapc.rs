@@ -8,7 +8,7 @@ fn imports_and_exports(wasm: &[u8]) -> Result<(Vec<String>, Vec<String>), String
     for payload in Parser::new(0).parse_all(wasm) {
         match payload.map_err(|e| e.to_string())? {
             Payload::ImportSection(reader) => {
-                for import in reader {
+                for import in reader.into_imports() {
                     let import = import.map_err(|e| e.to_string())?;
                     imports.push(format!("{}.{}", import.module, import.name));
                 }

@@ -12,7 +12,7 @@
 //! memory to the linker's minimum and copies the segments with `memory.init`.
 
 use wasm_encoder::{Encode, RawSection, Section as _};
-use wasmparser::{BinaryReader, DataKind, FunctionBody, Parser, Payload, TypeRef};
+use wasmparser::{BinaryReader, DataKind, FunctionBody, Imports, Parser, Payload, TypeRef};
 
 use super::HOST_PAGES;
 
@@ -76,8 +76,13 @@ pub fn fit_host_memory(wasm: &[u8]) -> Result<Vec<u8>, String> {
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload.map_err(err)?;
         if let Payload::ImportSection(reader) = &payload {
-            for item in reader.clone().into_iter_with_offsets() {
-                let (offset, import) = item.map_err(err)?;
+            for group in reader.clone() {
+                // The minimum is patched in place, so the import's bytes must be the one-import
+                // form (module, name, kind, limits), which is all wasm-ld writes; the grouped
+                // forms of the compact import encoding put them elsewhere.
+                let Imports::Single(offset, import) = group.map_err(err)? else {
+                    return Err("imports in the compact encoding are not supported".to_owned());
+                };
                 match import.ty {
                     TypeRef::Func(_) => imported_functions += 1,
                     TypeRef::Memory(m) => {

@@ -105,7 +105,7 @@ pub fn read_abi(wasm: &[u8]) -> Result<Abi, String> {
                 }
             }
             Payload::ImportSection(reader) => {
-                for import in reader {
+                for import in reader.into_imports() {
                     let import = import.map_err(err)?;
                     let name = format!("{}.{}", import.module, import.name);
                     let ty = match import.ty {
