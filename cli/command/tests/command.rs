@@ -47,7 +47,7 @@ fn the_command_writes_the_review_or_says_what_is_wrong() {
             &["request", "--operation", "UPDATE", "--object", node],
             "UPDATE needs the old object",
         ),
-        (&["request", "--object", node], "--operation is required"),
+        (&["request", "--object", node], "--operation <OPERATION>"),
         (
             &["request", "--operation", "PATCH"],
             "unknown operation \"PATCH\"",
