@@ -247,4 +247,74 @@ mod tests {
             r#"{"valid":false,"message":"x\ny"}"#
         );
     }
+
+    /// The hand-written responses read back as Kubewarden's own SDK types, field for field, and
+    /// use no key those types lack, so the wire format cannot drift from Kubewarden's.
+    #[test]
+    fn responses_read_as_kubewarden_policy_sdk_types() {
+        use kubewarden_policy_sdk::response::ValidationResponse;
+        use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+        use serde_json::Value;
+
+        let keys =
+            |value: &Value| -> Vec<String> { value.as_object().unwrap().keys().cloned().collect() };
+        let verdicts = [
+            Verdict {
+                warnings: vec!["w1".into()],
+                audit_annotations: vec![("k".into(), "v".into())],
+                ..Verdict::mutate(r#"{"kind":"Node","spec":{"taints":[]}}"#.into())
+            },
+            Verdict::accept(),
+            Verdict {
+                warnings: vec!["w".into()],
+                audit_annotations: vec![("who".into(), "alice".into())],
+                ..Verdict::reject(403, "refused")
+            },
+        ];
+        for verdict in verdicts {
+            let text = response(verdict.clone());
+            let sdk: ValidationResponse = serde_json::from_str(&text).unwrap();
+            assert_eq!(sdk.accepted, verdict.accepted(), "{text}");
+            assert_eq!(sdk.message.as_deref(), verdict.message(), "{text}");
+            assert_eq!(sdk.code, verdict.code(), "{text}");
+            let mutated: Option<Value> = verdict
+                .mutated_object()
+                .map(|m| serde_json::from_str(m).unwrap());
+            assert_eq!(sdk.mutated_object, mutated, "{text}");
+            let warnings = (!verdict.warnings.is_empty()).then(|| verdict.warnings.clone());
+            assert_eq!(sdk.warnings, warnings, "{text}");
+            let annotations = (!verdict.audit_annotations.is_empty())
+                .then(|| verdict.audit_annotations.iter().cloned().collect());
+            assert_eq!(sdk.audit_annotations, annotations, "{text}");
+            let ours: Value = serde_json::from_str(&text).unwrap();
+            let theirs = serde_json::to_value(&sdk).unwrap();
+            for key in keys(&ours) {
+                assert!(
+                    theirs.get(&key).is_some(),
+                    "{key} is no field of the SDK's: {text}"
+                );
+            }
+        }
+        for settings in [
+            SettingsResponse {
+                valid: true,
+                message: None,
+            },
+            SettingsResponse {
+                valid: false,
+                message: Some("bad".into()),
+            },
+        ] {
+            let text = String::from_utf8(to_json(&settings)).unwrap();
+            let sdk: SettingsValidationResponse = serde_json::from_str(&text).unwrap();
+            assert_eq!((sdk.valid, sdk.message), (settings.valid, settings.message));
+            let theirs = serde_json::to_value(
+                serde_json::from_str::<SettingsValidationResponse>(&text).unwrap(),
+            )
+            .unwrap();
+            for key in keys(&serde_json::from_str(&text).unwrap()) {
+                assert!(theirs.get(&key).is_some(), "{key}: {text}");
+            }
+        }
+    }
 }
