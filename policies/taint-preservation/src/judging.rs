@@ -82,21 +82,15 @@ impl<'a> Judging<'a> {
         })
     }
 
-    /// The taint owner record's annotation, when taint ownership is on.
-    pub fn owners_key(&self) -> Option<&'a str> {
-        let owners = &self.settings.taint_owners;
-        owners.enabled.then_some(owners.annotation.as_str())
-    }
-
     /// Every step in turn, then the verdict on what they found.
     ///
     /// # Errors
     ///
     /// An annotation or taint list the views cannot read.
     pub fn judge(&self) -> Result<Judgement, String> {
-        let owners_before = match (&self.old, self.owners_key()) {
-            (Some(old), Some(key)) => OwnerRecord::parse(old.annotation(key)?.as_deref()),
-            _ => OwnerRecord::default(),
+        let owners_before = match &self.old {
+            Some(old) => OwnerRecord::on(old, self.settings.taint_owners.key())?,
+            None => OwnerRecord::default(),
         };
         let mut gathered = Gathered::default();
         let by_controller = self.controller_records(&mut gathered)?;
@@ -113,9 +107,7 @@ impl<'a> Judging<'a> {
             }
             self.one_shot_record(removals, &mut gathered)?;
         }
-        if self.owners_key().is_some() {
-            self.owner_record(&owners_before, &by_controller, &mut gathered)?;
-        }
+        self.owner_record(&owners_before, &by_controller, &mut gathered)?;
         let cordon = self.cordon(&mut gathered.findings)?;
         gathered.annotations.extend(cordon.owner_edit);
         self.respond(cordon.keep_cordoned, gathered)

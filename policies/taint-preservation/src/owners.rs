@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::controllers::ByController;
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
+use super::node::NodeView;
 use super::record::entry;
 use taintguard::json::{members, JsonStr};
 use taintguard::small_map::SmallSet;
@@ -84,6 +85,19 @@ impl OwnerRecord {
         }
         entries.retain(|(_, claim)| !claim.owner.is_empty());
         OwnerRecord(entries)
+    }
+
+    /// The record `view` carries under `key`; the empty record without a key (taint ownership
+    /// off).
+    ///
+    /// # Errors
+    ///
+    /// An annotation the view cannot read.
+    pub fn on(view: &NodeView<'_>, key: Option<&str>) -> Result<OwnerRecord, String> {
+        match key {
+            Some(key) => Ok(OwnerRecord::parse(view.annotation(key)?.as_deref())),
+            None => Ok(OwnerRecord::default()),
+        }
     }
 
     fn find(&self, entry: &str) -> Result<usize, usize> {
@@ -213,10 +227,10 @@ impl Judging<'_> {
         by_controller: &ByController<'_>,
         gathered: &mut Gathered<'_>,
     ) -> Result<(), String> {
-        let Some(key) = self.owners_key() else {
+        let Some(key) = self.settings.taint_owners.key() else {
             return Ok(());
         };
-        let written = OwnerRecord::parse(self.new.annotation(key)?.as_deref());
+        let written = OwnerRecord::on(&self.new, Some(key))?;
         // The audit scanner's review of a stored Node (a CREATE without a requester; the API
         // server always names one) rewrites nothing: the record it carries is the one stored.
         let permitted =

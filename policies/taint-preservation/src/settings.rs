@@ -268,6 +268,13 @@ pub struct TaintOwners {
 
 settings_object!(TaintOwners);
 
+impl TaintOwners {
+    /// The record's annotation, when taint ownership is on.
+    pub fn key(&self) -> Option<&str> {
+        self.enabled.then_some(self.annotation.as_str())
+    }
+}
+
 impl Default for TaintOwners {
     fn default() -> TaintOwners {
         TaintOwners {

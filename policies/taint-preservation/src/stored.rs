@@ -60,7 +60,7 @@ fn parse(node: &str) -> Result<Object<'_>, String> {
 pub fn taint_owners(node: &str, settings: &Settings) -> Result<Vec<StoredTaint>, String> {
     let object = parse(node)?;
     let view = read_node(&object)?;
-    let record = owner_record(&view, settings)?;
+    let record = OwnerRecord::on(&view, settings.taint_owners.key())?;
     let mut listed = Vec::new();
     for controller in &settings.controller_records {
         let key = controller.annotation.as_str();
@@ -90,14 +90,6 @@ pub fn taint_owners(node: &str, settings: &Settings) -> Result<Vec<StoredTaint>,
         .collect())
 }
 
-fn owner_record(view: &NodeView<'_>, settings: &Settings) -> Result<OwnerRecord, String> {
-    if !settings.taint_owners.enabled {
-        return Ok(OwnerRecord::default());
-    }
-    let key = settings.taint_owners.annotation.as_str();
-    Ok(OwnerRecord::parse(view.annotation(key)?.as_deref()))
-}
-
 /// The value of the policy's owner record on `node` with `owners` (`key`, `effect`, username)
 /// added to what it holds: what a permitted principal writes into the annotation
 /// `taintOwners.annotation` so that each writer keeps managing its taint. `None` when taint
@@ -111,12 +103,12 @@ pub fn record_with_owners(
     settings: &Settings,
     owners: &[(&str, &str, &str)],
 ) -> Result<Option<String>, String> {
-    if !settings.taint_owners.enabled {
+    let Some(annotation) = settings.taint_owners.key() else {
         return Ok(None);
-    }
+    };
     let object = parse(node)?;
     let view = read_node(&object)?;
-    let mut record = owner_record(&view, settings)?;
+    let mut record = OwnerRecord::on(&view, Some(annotation))?;
     for (key, effect, owner) in owners {
         let taint = view.taints.iter().find(|t| t.identity() == (*key, *effect));
         if let Some(taint) = taint {
