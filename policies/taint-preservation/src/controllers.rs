@@ -81,14 +81,19 @@ impl Judging<'_> {
             return Ok(owned);
         };
         for record in &self.settings.controller_records {
+            let writer = record.owner.allows(&self.who);
+            // A permitted principal may change any record and needs none: nothing to read.
+            if !writer && self.permission.taints {
+                continue;
+            }
             let key = record.annotation.as_str();
             let stored = old.annotation(key)?;
-            if record.owner.allows(&self.who) {
+            if writer {
                 let listed = record.listed(stored.as_deref());
                 for taint in old.taints.iter().filter(|t| listed.lists(t)) {
                     owned.insert(taint.identity(), ());
                 }
-            } else if !self.permission.taints && self.new.annotation(key)? != stored {
+            } else if self.new.annotation(key)? != stored {
                 gathered.findings.push(Finding::ControllerRecordRewritten {
                     annotation: key.to_owned(),
                 });
