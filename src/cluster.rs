@@ -58,6 +58,11 @@ pub trait Cluster {
 
     /// The answer of a SubjectAccessReview.
     fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError>;
+
+    /// The Namespace `name`, as the text of the object, read fresh. A namespace that does not
+    /// exist is an error, as every other failure is: a policy must not read "no annotations"
+    /// into a namespace it could not read.
+    fn get_namespace(&self, name: &str) -> Result<String, ClusterError>;
 }
 
 /// A host that can answer nothing, with the reason given in every error.
@@ -69,6 +74,10 @@ impl Cluster for NoCluster {
     }
 
     fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        Err(ClusterError::Unavailable(self.0.to_owned()))
+    }
+
+    fn get_namespace(&self, _: &str) -> Result<String, ClusterError> {
         Err(ClusterError::Unavailable(self.0.to_owned()))
     }
 }
@@ -135,6 +144,8 @@ pub mod recorded {
         /// `(user, verb)` pairs RBAC allows; `can_i_error` instead answers every question.
         pub grants: Vec<(&'static str, &'static str)>,
         pub can_i_error: Option<ClusterError>,
+        /// The Namespaces `get_namespace` finds, as `(name, object text)`.
+        pub namespaces: Vec<(&'static str, String)>,
         /// One line per question: `list <selector>` or `can_i <user> <verb> <group> <resource>/<name>`.
         pub asked: RefCell<Vec<String>>,
     }
@@ -162,6 +173,17 @@ pub mod recorded {
                 Some(e) => Err(e.clone()),
                 None => Ok(self.grants.contains(&(q.user, q.verb))),
             }
+        }
+
+        fn get_namespace(&self, name: &str) -> Result<String, ClusterError> {
+            self.asked
+                .borrow_mut()
+                .push(format!("get namespace {name}"));
+            self.namespaces
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, text)| text.clone())
+                .ok_or_else(|| ClusterError::Failed(format!("namespace {name:?} not found")))
         }
     }
 }

@@ -25,12 +25,15 @@ pub struct Asks {
     pub nodes: bool,
     /// [`Cluster::can_i`]: Kubewarden's `kubernetes/can_i`.
     pub access: bool,
+    /// [`Cluster::get_namespace`]: Kubewarden's `kubernetes/get_resource` for `v1/Namespace`.
+    pub namespaces: bool,
 }
 
 impl Asks {
     pub const NOTHING: Asks = Asks {
         nodes: false,
         access: false,
+        namespaces: false,
     };
 }
 

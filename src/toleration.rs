@@ -82,19 +82,37 @@ pub struct Toleration<'a> {
 
 settings_object!(@impl [] Toleration<'static>);
 
+/// A toleration's fields as a pod spec writes them, borrowed from its text: what
+/// [`parse_tolerations`] reads, for a reader that needs the operator as written (an empty one
+/// is not `Equal` to the PodTolerationRestriction plugin).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct TolerationFields<'a> {
+pub struct TolerationFields<'a> {
     #[serde(borrow, default)]
-    key: Option<JsonStr<'a>>,
+    pub key: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
-    operator: Option<JsonStr<'a>>,
+    pub operator: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
-    value: Option<JsonStr<'a>>,
+    pub value: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
-    effect: Option<JsonStr<'a>>,
+    pub effect: Option<JsonStr<'a>>,
     #[serde(default)]
-    toleration_seconds: Option<i64>,
+    pub toleration_seconds: Option<i64>,
+}
+
+/// A `tolerations` value's entries as written; absent or `null` is the empty list.
+///
+/// # Errors
+///
+/// serde_json's, when the text is not a list of tolerations.
+pub fn toleration_fields(
+    raw: Option<&str>,
+) -> Result<Vec<TolerationFields<'_>>, serde_json::Error> {
+    match raw {
+        Some(raw) => serde_json::from_str::<Option<Vec<TolerationFields>>>(raw)
+            .map(Option::unwrap_or_default),
+        None => Ok(Vec::new()),
+    }
 }
 
 fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {
@@ -103,11 +121,8 @@ fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {
 
 /// Reads a `tolerations` value; absent or `null` is the empty list.
 pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde_json::Error> {
-    let Some(raw) = raw else {
-        return Ok(Vec::new());
-    };
     // One pass: unlike a taint, a toleration is never copied back as its text.
-    let entries: Vec<TolerationFields> = serde_json::from_str(raw)?;
+    let entries = toleration_fields(raw)?;
     Ok(entries
         .into_iter()
         .map(|f| {
@@ -212,36 +227,42 @@ impl Toleration<'_> {
     /// The toleration as Kubernetes writes it, empty fields left out: the members in the order
     /// its serde derive declares them, strings escaped as serde_json escapes them.
     pub fn to_json(&self) -> String {
-        // Written by hand into a buffer sized for the text: through serde_json's serializer,
-        // the hostpath Pod's four additions cost 3.4% more of that request's wasm operators
-        // (benchmarks/cost.md).
-        let fields = self.key.len() + self.value.len() + self.effect.len();
-        let mut out = String::with_capacity(fields + fields / 8 + 96);
-        out.push('{');
-        let member = |out: &mut String, name: &str, value: &str| {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            out.push_str(name);
-            write_str(out, value);
-        };
-        if !self.key.is_empty() {
-            member(&mut out, r#""key":"#, &self.key);
-        }
-        member(&mut out, r#""operator":"#, self.operator.into());
-        if !self.value.is_empty() {
-            member(&mut out, r#""value":"#, &self.value);
-        }
-        if !self.effect.is_empty() {
-            member(&mut out, r#""effect":"#, &self.effect);
-        }
-        if let Some(seconds) = self.seconds {
-            out.push_str(r#","tolerationSeconds":"#);
-            out.push_str(&seconds.to_string());
-        }
-        out.push('}');
-        out
+        toleration_json(
+            [&self.key, self.operator.into(), &self.value, &self.effect],
+            self.seconds,
+        )
     }
+}
+
+/// A toleration's JSON from its fields as written (`key`, `operator`, `value`, `effect`), empty
+/// ones left out, as the API server writes a `v1.Toleration`.
+pub fn toleration_json(fields: [&str; 4], seconds: Option<i64>) -> String {
+    // Written by hand into a buffer sized for the text: through serde_json's serializer,
+    // the hostpath Pod's four additions cost 3.4% more of that request's wasm operators
+    // (benchmarks/cost.md).
+    let length: usize = fields.iter().map(|f| f.len()).sum();
+    let mut out = String::with_capacity(length + length / 8 + 96);
+    out.push('{');
+    let names = [r#""key":"#, r#""operator":"#, r#""value":"#, r#""effect":"#];
+    for (name, value) in names.into_iter().zip(fields) {
+        if value.is_empty() {
+            continue;
+        }
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(name);
+        write_str(&mut out, value);
+    }
+    if let Some(seconds) = seconds {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(r#""tolerationSeconds":"#);
+        out.push_str(&seconds.to_string());
+    }
+    out.push('}');
+    out
 }
 
 impl Toleration<'static> {

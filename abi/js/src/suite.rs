@@ -60,13 +60,12 @@ impl Judge for PackageJudge {
 
     fn cannot_run(&self, case: &Case) -> Option<String> {
         let cluster = &case.cluster;
-        (!cluster.nodes.is_empty() || !cluster.can_i.is_empty() || cluster.session.is_some()).then(
-            || {
-                "it answers cluster questions, which only the waPC build asks: run it with the \
+        let asks = !cluster.nodes.is_empty() || !cluster.namespaces.is_empty();
+        (asks || !cluster.can_i.is_empty() || cluster.session.is_some()).then(|| {
+            "it answers cluster questions, which only the waPC build asks: run it with the \
                  workspace's `taintguard test`"
-                    .to_owned()
-            },
-        )
+                .to_owned()
+        })
     }
 }
 

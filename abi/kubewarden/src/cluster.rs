@@ -29,6 +29,17 @@ struct ListAll<'a> {
     field_masks: [&'a str; 3],
 }
 
+/// `get_resource`'s request: read fresh, not from policy-server's five-second cache, so that a
+/// whitelist narrowed a moment ago counts (docs/pod-toleration-restriction.md).
+#[derive(Serialize)]
+struct GetResource<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+}
+
 /// `can_i`'s request: a SubjectAccessReview spec, asked fresh (not from the host's cache), since
 /// an RBAC grant or revocation must take effect on the next request.
 #[derive(Serialize)]
@@ -127,5 +138,23 @@ impl<P: Policy> Cluster for HostCluster<P> {
                     "the host's SubjectAccessReview answer cannot be read: {e}"
                 ))
             })
+    }
+
+    fn get_namespace(&self, name: &str) -> Result<String, ClusterError> {
+        if !P::ASKS.namespaces {
+            return Err(not_asked("namespaces"));
+        }
+        let request = GetResource {
+            api_version: "v1",
+            kind: "Namespace",
+            name,
+            namespace: None,
+            disable_cache: true,
+        };
+        let payload = serde_json::to_vec(&request).expect("strings only");
+        let answer = call("get_resource", &payload)?;
+        String::from_utf8(answer).map_err(|_| {
+            ClusterError::Failed(format!("the host's Namespace {name:?} is not UTF-8 text"))
+        })
     }
 }

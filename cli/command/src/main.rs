@@ -17,6 +17,7 @@ use judge::{HostJudge, Modules};
 use taintguard_suite::files::Disk;
 use taintguard_suite::review::{review, Operation, Parts, Requester, RequesterFields};
 use taintguard_suite::run::Judge;
+use taintguard_suite::suite::Cluster;
 use taintguard_suite::{object, what_if, Output};
 
 /// Test suites for your own settings, admission requests built from your objects, and what a
@@ -132,6 +133,10 @@ struct WhatIfArgs {
     /// `kubectl get nodes -o json`, for rules that read the nodes' taints.
     #[arg(long, value_name = "FILE")]
     nodes: Option<PathBuf>,
+    /// `kubectl get namespaces -o json`, for toleration-injection's `podTolerationRestriction`,
+    /// which reads each Pod's Namespace.
+    #[arg(long, value_name = "FILE")]
+    namespaces: Option<PathBuf>,
     #[command(flatten)]
     requester: RequesterArgs,
     /// The objects, `kubectl get … -o json`.
@@ -206,14 +211,19 @@ fn what_if(args: &WhatIfArgs) -> Result<String, String> {
         Some(path) => object::read_any(&Disk, path)?,
         None => serde_json::json!({}),
     };
-    let nodes = match &args.nodes {
+    let listed = |file: &Option<PathBuf>| match file {
         Some(path) => what_if::objects(object::read_any(&Disk, path)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?,
-        None => Vec::new(),
+            .map_err(|e| format!("{}: {e}", path.display())),
+        None => Ok(Vec::new()),
+    };
+    let cluster = Cluster {
+        nodes: listed(&args.nodes)?,
+        namespaces: listed(&args.namespaces)?,
+        ..Cluster::default()
     };
     let file = &args.file;
     let objects = what_if::objects(object::read_any(&Disk, file)?)
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let requester = args.requester.requester()?;
-    what_if::report(&mut judge, &settings, &requester, nodes, &objects)
+    what_if::report(&mut judge, &settings, &requester, &cluster, &objects)
 }

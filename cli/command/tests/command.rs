@@ -261,6 +261,55 @@ fn what_if_judges_stored_objects_as_the_audit_scanner_does() {
     );
 }
 
+/// PodTolerationRestriction before the install: stored Pods judged with their Namespaces'
+/// annotations, as `kubectl get pods,namespaces -o json` lists them.
+#[test]
+fn what_if_over_pods_reads_their_namespaces() {
+    let examples = "../../policies/toleration-injection/examples";
+    let (code, stdout, stderr) = taintguard(&[
+        "what-if",
+        "--policy",
+        "../../dist/toleration-injection.wasm",
+        "-s",
+        &format!("{examples}/what-if/settings.json"),
+        "--namespaces",
+        &format!("{examples}/what-if/namespaces.json"),
+        &format!("{examples}/what-if/pods.json"),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "accepted  Pod team-a/web-0", "{stdout}");
+    assert!(
+        lines[1].starts_with("rejected  Pod team-a/batch-0: toleration-injection: Pod team-a/batch-0: pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist: dedicated=team-b:NoSchedule"),
+        "{stdout}"
+    );
+    assert_eq!(lines[2], "mutated   Pod team-b/gpu-0", "{stdout}");
+    assert!(
+        lines[3].trim_start().starts_with("{\"op\":\"add\"")
+            && lines[3].contains("node.kubernetes.io/memory-pressure"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &"3 objects: 1 accepted, 1 mutated, 1 rejected"
+    );
+    // Without the namespaces, every Pod is refused: the module cannot read them.
+    let (code, stdout, _) = taintguard(&[
+        "what-if",
+        "--policy",
+        "../../dist/toleration-injection.wasm",
+        "-s",
+        &format!("{examples}/what-if/settings.json"),
+        &format!("{examples}/what-if/pods.json"),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        "3 objects: 0 accepted, 0 mutated, 3 rejected",
+        "{stdout}"
+    );
+}
+
 /// Before the install: the owners of the protected taints of Nodes as `kubectl get nodes -o json`
 /// lists them, with `managedFields`, and what would let each taint's writer keep managing it.
 #[test]

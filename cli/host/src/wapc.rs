@@ -132,7 +132,7 @@ struct SessionOperation {
     renamed: Option<(&'static str, &'static str)>,
 }
 
-const SESSION_OPERATIONS: [SessionOperation; 3] = [
+const SESSION_OPERATIONS: [SessionOperation; 4] = [
     SessionOperation {
         tag: "KubernetesCanI",
         operation: "can_i",
@@ -141,6 +141,11 @@ const SESSION_OPERATIONS: [SessionOperation; 3] = [
     SessionOperation {
         tag: "KubernetesListResourceAll",
         operation: "list_resources_all",
+        renamed: None,
+    },
+    SessionOperation {
+        tag: "KubernetesGetResource",
+        operation: "get_resource",
         renamed: None,
     },
     SessionOperation {

@@ -17,6 +17,7 @@ pub fn answer(cluster: &Cluster, operation: &str, request: &Value) -> Result<Val
     match operation {
         "list_resources_all" => list(cluster, request),
         "can_i" => Ok(can_i(cluster, request)),
+        "get_resource" => get(cluster, request),
         other => Err(format!(
             "the test suite's cluster does not answer kubernetes/{other}"
         )),
@@ -41,6 +42,23 @@ fn list(cluster: &Cluster, request: &Value) -> Result<Value, String> {
         })
         .collect();
     Ok(json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}))
+}
+
+/// A Namespace by name; any other resource, or a name the suite does not give, is an error, as
+/// policy-server answers a get of an object that does not exist.
+fn get(cluster: &Cluster, request: &Value) -> Result<Value, String> {
+    let (api_version, kind, name) = (&request["api_version"], &request["kind"], &request["name"]);
+    if api_version != "v1" || kind != "Namespace" {
+        return Err(format!(
+            "the test suite's cluster gets only v1 Namespaces, not {api_version} {kind}"
+        ));
+    }
+    cluster
+        .namespaces
+        .iter()
+        .find(|namespace| namespace["metadata"]["name"] == *name)
+        .cloned()
+        .ok_or_else(|| format!("Cannot find v1/Namespace named {name} (the test suite gives none)"))
 }
 
 fn can_i(cluster: &Cluster, request: &Value) -> Value {

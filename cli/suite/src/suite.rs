@@ -117,6 +117,10 @@ struct ClusterFile {
     /// The nodes a `list_resources_all` of `v1/Node` returns: files or inline objects.
     #[serde(default)]
     nodes: Vec<Value>,
+    /// The Namespaces a `get_resource` of `v1/Namespace` finds, by `metadata.name`: files or
+    /// inline objects.
+    #[serde(default)]
+    namespaces: Vec<Value>,
     /// SubjectAccessReview answers; a question no entry answers is denied.
     #[serde(default)]
     can_i: Vec<CanIFile>,
@@ -191,6 +195,7 @@ pub struct Expect {
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
     pub nodes: Vec<Value>,
+    pub namespaces: Vec<Value>,
     pub can_i: Vec<CanI>,
     /// A kwctl session's text.
     pub session: Option<String>,
@@ -531,6 +536,12 @@ fn cluster(dir: &Base<'_>, file: ClusterFile) -> Result<Cluster, String> {
         .enumerate()
         .map(|(i, node)| source(dir, node, &format!("nodes[{i}]")))
         .collect::<Result<_, _>>()?;
+    let namespaces = file
+        .namespaces
+        .into_iter()
+        .enumerate()
+        .map(|(i, namespace)| source(dir, namespace, &format!("namespaces[{i}]")))
+        .collect::<Result<_, _>>()?;
     let can_i: Vec<CanI> = file
         .can_i
         .into_iter()
@@ -567,6 +578,7 @@ fn cluster(dir: &Base<'_>, file: ClusterFile) -> Result<Cluster, String> {
     }
     Ok(Cluster {
         nodes,
+        namespaces,
         can_i,
         session,
     })

@@ -35,16 +35,12 @@ pub fn report(
     judge: &mut dyn Judge,
     settings: &Value,
     requester: &Requester,
-    nodes: Vec<Value>,
+    cluster: &Cluster,
     objects: &[Value],
 ) -> Result<String, String> {
     if let Some(message) = judge.settings_error(settings)? {
         return Err(format!("the policy refuses the settings: {message}"));
     }
-    let cluster = Cluster {
-        nodes,
-        ..Cluster::default()
-    };
     let mut out = String::new();
     let mut counts = [0usize; 3];
     for (i, object) in objects.iter().enumerate() {
@@ -52,7 +48,7 @@ pub fn report(
         let request = audit_review(object, requester, &format!("taintguard-what-if-{i}"))
             .map_err(|e| format!("items[{i}] ({label}): {e}"))?;
         let (response, _) = judge
-            .validate(&request, settings, &cluster)
+            .validate(&request, settings, cluster)
             .map_err(|e| format!("{label}: {e}"))?;
         match verdict(&response) {
             Verdict::Accepted => {

@@ -46,6 +46,7 @@ impl Policy for TaintPreservation {
     type Settings = Settings;
     /// RBAC, when the settings enable it.
     const ASKS: Asks = Asks {
+        namespaces: false,
         nodes: false,
         access: true,
     };

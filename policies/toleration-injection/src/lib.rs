@@ -16,6 +16,7 @@
 mod exports;
 
 mod conditions;
+mod pod_toleration_restriction;
 pub mod settings;
 mod workload;
 
@@ -30,6 +31,7 @@ use taintguard::principal::Principal;
 use taintguard::toleration::{Coverage, Operator, Toleration};
 use taintguard::verdict::{quoted, Verdict};
 
+use pod_toleration_restriction::{judge_namespace, Outcome, PluginToleration, Pod};
 pub use settings::Settings;
 use settings::{AliasKey, Match, NodeTaints, Restriction, Rule};
 use workload::{Kind, Workload};
@@ -39,10 +41,12 @@ pub struct TolerationInjection;
 impl Policy for TolerationInjection {
     const NAME: &'static str = "toleration-injection";
     type Settings = Settings;
-    /// The nodes' taints, for `nodeTaints` rules.
+    /// The nodes' taints, for `nodeTaints` rules; a Pod's Namespace, for
+    /// `podTolerationRestriction`.
     const ASKS: Asks = Asks {
         nodes: true,
         access: false,
+        namespaces: true,
     };
 
     /// Engines that cannot mutate only get the restrictions: computing the tolerations the
@@ -63,6 +67,9 @@ fn judge_request(
     half: Half,
     cluster: &dyn Cluster,
 ) -> Verdict {
+    if request.kind.kind.as_str() == "Namespace" && request.kind.group.as_str().is_empty() {
+        return judge_namespace(request, &settings.pod_toleration_restriction);
+    }
     let Some(kind) = Kind::of(request) else {
         return Verdict::accept();
     };
@@ -81,7 +88,10 @@ fn judge_request(
             return malformed("a Pod UPDATE without oldObject cannot be judged");
         };
         return match Workload::read(old, kind, "oldObject") {
-            Ok(old) => judge_pod_update(request, settings, &workload, &old.tolerations),
+            Ok(old) => match judge_pod_update(request, settings, &workload, &old.tolerations) {
+                refused if !refused.accepted() => refused,
+                _ => judge_plugin_update(request, settings, &workload, (half, cluster)),
+            },
             Err(message) => malformed(&message),
         };
     }
@@ -252,23 +262,120 @@ fn judge_pod_update(
     }
 }
 
-/// A workload CREATE (or an UPDATE of a pod template): restrictions first, then, in the
-/// mutating half, the tolerations the matching rules add.
+/// A Pod UPDATE under `podTolerationRestriction`: the plugin adds the memory-pressure toleration
+/// to a Pod that is not BestEffort, and holds every toleration to the whitelist again.
+fn judge_plugin_update(
+    request: &AdmissionRequest<'_>,
+    settings: &Settings,
+    workload: &Workload<'_>,
+    (half, cluster): (Half, &dyn Cluster),
+) -> Verdict {
+    if !settings.pod_toleration_restriction.enabled {
+        return Verdict::accept();
+    }
+    let matched = match matching(request, settings, workload) {
+        Ok(matched) => matched,
+        Err(rejection) => return rejection,
+    };
+    let plugin = match matched.plugin_outcome(half, cluster, false) {
+        Ok(plugin) => plugin,
+        Err(refusal) => return refusal,
+    };
+    if half == Half::Validating || plugin.added.is_empty() {
+        return Verdict::accept();
+    }
+    let added = plugin
+        .added
+        .iter()
+        .map(|(t, why)| (t.to_json(), t.describe() + " (" + why + ")"));
+    let (texts, described): (Vec<String>, Vec<String>) = added.unzip();
+    match workload.with_tolerations(&texts) {
+        Some(mutated) => mutation(mutated, &described),
+        None => Verdict::accept(),
+    }
+}
+
+/// A workload CREATE (or an UPDATE of a pod template): restrictions first, then the
+/// PodTolerationRestriction whitelist, then, in the mutating half, the tolerations the plugin's
+/// defaults and the matching rules add.
 fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
     let violations = matched.restriction_violations(|_| true);
     if !violations.is_empty() {
         return refusal(&matched.subject, &violations, false);
     }
+    let plugin = match matched.plugin_outcome(half, cluster, true) {
+        Ok(plugin) => plugin,
+        Err(refusal) => return refusal,
+    };
     if half == Half::Validating {
-        return not_injected(&matched.rules);
+        let mut verdict = not_injected(&matched.rules);
+        if matched.settings.pod_toleration_restriction.enabled
+            && matched.subject.workload.kind == Kind::Pod
+        {
+            verdict.warnings.push(
+                "podTolerationRestriction: this engine cannot read the Pod's Namespace; the Pod is \
+                 held to podTolerationRestriction.whitelist alone and gets no default toleration"
+                    .to_owned(),
+            );
+        }
+        return verdict;
     }
-    matched.inject(cluster)
+    matched.inject(cluster, &plugin.added)
+}
+
+impl Matched<'_> {
+    /// What PodTolerationRestriction makes of a Pod (nothing for other kinds, or with it off);
+    /// the refusal of a Pod its whitelist does not allow. Engines that cannot mutate cannot read
+    /// the cluster either: they hold the Pod to the cluster-wide whitelist alone.
+    fn plugin_outcome(
+        &self,
+        half: Half,
+        cluster: &dyn Cluster,
+        create: bool,
+    ) -> Result<Outcome, Verdict> {
+        let plugin = &self.settings.pod_toleration_restriction;
+        let workload = self.subject.workload;
+        if !plugin.enabled || workload.kind != Kind::Pod {
+            return Ok(Outcome::default());
+        }
+        let describe = self.subject.describe();
+        let (spec, tolerations) = workload.pod_spec();
+        let pod = Pod {
+            namespace: self.subject.namespace,
+            describe: &describe,
+            spec,
+            tolerations,
+            create,
+        };
+        let outcome = plugin.judge_pod(&pod, (half == Half::Mutating).then_some(cluster))?;
+        let exempt = |t: &PluginToleration| self.own(&t.as_core());
+        let twins = |t: &PluginToleration| {
+            let group = alias_group(self.settings, &t.key).unwrap_or(&[]);
+            let twin = |key: &AliasKey| PluginToleration {
+                key: key.as_str().to_owned(),
+                ..t.clone()
+            };
+            group
+                .iter()
+                .filter(|k| k.as_str() != t.key)
+                .map(twin)
+                .collect()
+        };
+        match outcome.whitelist_refusal(&pod, exempt, twins) {
+            Some(refusal) => Err(refusal),
+            None => Ok(outcome),
+        }
+    }
 }
 
 impl Matched<'_> {
     /// The workload with the tolerations it lacks appended, and the warnings and audit
     /// annotation that say so.
-    fn inject(&self, cluster: &dyn Cluster) -> Verdict {
+    fn inject(
+        &self,
+        cluster: &dyn Cluster,
+        plugin_added: &[(PluginToleration, String)],
+    ) -> Verdict {
         // A restriction bounds aliasing too: a twin of a toleration the workload brought along
         // is not added where a restriction forbids it, or a workload tolerating an unrestricted
         // key would be handed the restricted key of the same group. Twins of what rules inject
@@ -279,40 +386,55 @@ impl Matched<'_> {
             Ok(found) => found,
             Err(refusal) => return refusal,
         };
-        let added = self.additions(&from_nodes.found, allowed_twin);
+        let plugin_core: Vec<Toleration<'_>> =
+            plugin_added.iter().map(|(t, _)| t.as_core()).collect();
+        let added = self.additions(&plugin_core, &from_nodes.found, allowed_twin);
         let withheld_warnings = from_nodes
             .withheld
             .iter()
             .map(|w| ["did not add toleration ", w].concat());
-        if added.is_empty() {
+        if added.is_empty() && plugin_added.is_empty() {
             let mut verdict = Verdict::accept();
             verdict.warnings.extend(withheld_warnings);
             return verdict;
         }
-        let texts: Vec<String> = added.iter().map(|(t, _)| t.to_json()).collect();
+        // The plugin's tolerations are written as given (an empty operator stays empty, as the
+        // plugin stores it), before the rules'.
+        let plugin_texts = plugin_added.iter().map(|(t, _)| t.to_json());
+        let texts: Vec<String> = plugin_texts
+            .chain(added.iter().map(|(t, _)| t.to_json()))
+            .collect();
         let Some(mutated) = self.subject.workload.with_tolerations(&texts) else {
             return Verdict::accept();
         };
-        let described = describe_added(&added);
-        Verdict {
-            // Kubewarden's monitor mode drops the patch and passes warnings and audit
-            // annotations on: both say what the request lacked and what the patch does, never
-            // that it was done.
-            warnings: described
-                .iter()
-                .map(|d| {
-                    [
-                        "missing toleration ",
-                        d,
-                        "; this policy's patch adds it unless the policy runs in monitor mode",
-                    ]
-                    .concat()
-                })
-                .chain(withheld_warnings)
-                .collect(),
-            audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
-            ..Verdict::mutate(mutated)
-        }
+        let plugin_described = plugin_added
+            .iter()
+            .map(|(t, why)| t.describe() + " (" + why + ")");
+        let described: Vec<String> = plugin_described.chain(describe_added(&added)).collect();
+        let mut verdict = mutation(mutated, &described);
+        verdict.warnings.extend(withheld_warnings);
+        verdict
+    }
+}
+
+/// The mutation that appends the tolerations `described`. Kubewarden's monitor mode drops the
+/// patch and passes warnings and audit annotations on: both say what the request lacked and what
+/// the patch does, never that it was done.
+fn mutation(mutated: String, described: &[String]) -> Verdict {
+    Verdict {
+        warnings: described
+            .iter()
+            .map(|d| {
+                [
+                    "missing toleration ",
+                    d,
+                    "; this policy's patch adds it unless the policy runs in monitor mode",
+                ]
+                .concat()
+            })
+            .collect(),
+        audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
+        ..Verdict::mutate(mutated)
     }
 }
 
@@ -488,13 +610,14 @@ struct Tolerated<'a> {
 }
 
 impl<'a> Tolerated<'a> {
-    fn new(existing: &[Toleration<'a>]) -> Self {
+    /// The workload's tolerations and those PodTolerationRestriction appends before the rules'.
+    fn new(existing: &[Toleration<'a>], plugin_added: &[Toleration<'a>]) -> Self {
         let mut coverage = Coverage::default();
-        for t in existing {
+        for t in existing.iter().chain(plugin_added) {
             coverage.insert(t);
         }
         Tolerated {
-            all: existing.to_vec(),
+            all: existing.iter().chain(plugin_added).cloned().collect(),
             coverage,
             added: Vec::new(),
         }
@@ -524,10 +647,11 @@ impl Matched<'_> {
     /// when nothing already covers it.
     fn additions(
         &self,
+        plugin_added: &[Toleration<'_>],
         from_nodes: &[Explained],
         allowed_twin: impl Fn(&Toleration<'_>) -> bool,
     ) -> Vec<Explained> {
-        let mut tolerated = Tolerated::new(&self.subject.workload.tolerations);
+        let mut tolerated = Tolerated::new(&self.subject.workload.tolerations, plugin_added);
         for rule in &self.rules {
             for t in &rule.tolerations {
                 tolerated.add(t.borrowed(), || quoted("rule ", &rule.name));
@@ -599,25 +723,23 @@ impl Matched<'_> {
         if applicable.is_empty() {
             return Vec::new();
         }
-        let injected: Vec<Toleration<'static>> = self
-            .rules
-            .iter()
-            .flat_map(|r| r.tolerations.iter().cloned())
-            .collect();
-        let own = |t: &Toleration<'_>| {
-            injected.iter().any(|i| {
-                let twin_keys = alias_group(self.settings, &i.key).unwrap_or(&[]);
-                *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
-            })
-        };
         self.subject
             .workload
             .tolerations
             .iter()
             .filter(judged)
-            .filter(|t| !own(t))
+            .filter(|t| !self.own(t))
             .filter_map(|t| restriction_hit(&applicable, t))
             .collect()
+    }
+
+    /// Whether `t` is a toleration the matching rules inject, or an alias twin of one: the
+    /// policy's own work, which neither restrictions nor the whitelist refuse.
+    fn own(&self, t: &Toleration<'_>) -> bool {
+        self.rules.iter().flat_map(|r| &r.tolerations).any(|i| {
+            let twin_keys = alias_group(self.settings, &i.key).unwrap_or(&[]);
+            *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
+        })
     }
 }
 

@@ -3,10 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::conditions::Condition;
+use super::pod_toleration_restriction::PluginToleration;
 use super::workload::Kind;
 use taintguard::glob::Glob;
+use taintguard::k8s_names;
 use taintguard::label_selector::LabelSelector;
-use taintguard::principal::PrincipalList;
+use taintguard::principal::{NameGlob, PrincipalList};
 use taintguard::settings::{checked, settings_object, At, PolicySettings, SettingsError};
 use taintguard::taint::{SelectsTaints, TaintKeyGlob, TaintSelector};
 use taintguard::toleration::Toleration;
@@ -143,6 +145,75 @@ impl Aliases {
     }
 }
 
+/// The PodTolerationRestriction admission plugin's namespace annotations, with its
+/// configuration file's cluster-wide `default` and `whitelist`, and the two gaps upstream left
+/// open closed unless turned off (docs/pod-toleration-restriction.md).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    default
+)]
+pub struct PodTolerationRestriction {
+    /// Off by default: on, every Pod CREATE reads its Namespace.
+    pub enabled: bool,
+    /// Tolerations for Pods of namespaces without the `defaultTolerations` annotation.
+    pub default: Vec<PluginToleration>,
+    /// What Pods of namespaces without the `tolerationsWhitelist` annotation may tolerate;
+    /// empty: anything.
+    pub whitelist: Vec<PluginToleration>,
+    /// The tolerations Kubernetes adds by itself count as whitelisted (kubernetes#64616).
+    pub implicit_tolerations: bool,
+    /// Only `annotationEditors` may set or change the two annotations (kubernetes#59366).
+    pub guard_annotations: bool,
+    pub annotation_editors: PrincipalList,
+}
+
+settings_object!(PodTolerationRestriction);
+
+impl Default for PodTolerationRestriction {
+    fn default() -> Self {
+        PodTolerationRestriction {
+            enabled: false,
+            default: Vec::new(),
+            whitelist: Vec::new(),
+            implicit_tolerations: true,
+            guard_annotations: true,
+            annotation_editors: PrincipalList {
+                groups: vec![NameGlob::builtin("system:masters")],
+                ..PrincipalList::default()
+            },
+        }
+    }
+}
+
+impl PodTolerationRestriction {
+    fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+        for (field, list) in [("default", &self.default), ("whitelist", &self.whitelist)] {
+            let at = at.field(field);
+            for (i, toleration) in list.iter().enumerate() {
+                check_plugin_toleration(at.index(i), toleration)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The checks of a pod spec's toleration, as the plugin makes of its configuration file's
+/// (`ValidateTolerations`), so that settings copied from a file kube-apiserver refuses are
+/// refused here too: the core's checks, an operator it knows, and a value a label may carry.
+fn check_plugin_toleration(at: At<'_>, t: &PluginToleration) -> Result<(), SettingsError> {
+    if !matches!(t.operator.as_str(), "Equal" | "Exists" | "") {
+        return Err(at.field("operator").error(format!(
+            "unknown operator {:?}; expected \"Equal\" or \"Exists\"",
+            t.operator
+        )));
+    }
+    t.as_core().into_owned().check(at)?;
+    k8s_names::label_value(&t.value).map_err(|m| at.field("value").error(m))
+}
+
 /// The settings; every field has a default, so `{}` is a complete configuration.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(remote = "Self", deny_unknown_fields, default)]
@@ -150,6 +221,8 @@ pub struct Settings {
     pub rules: Vec<Rule>,
     pub aliases: Aliases,
     pub restrictions: Vec<Restriction>,
+    #[serde(rename = "podTolerationRestriction")]
+    pub pod_toleration_restriction: PodTolerationRestriction,
 }
 
 settings_object!(Settings);
@@ -180,7 +253,8 @@ impl PolicySettings for Settings {
                     .error("a restriction needs at least one taint selector"));
             }
         }
-        Ok(())
+        self.pod_toleration_restriction
+            .check(at.field("podTolerationRestriction"))
     }
 }
 

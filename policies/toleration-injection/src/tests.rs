@@ -1160,3 +1160,86 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
         "{verdict:?}"
     );
 }
+
+/// `podTolerationRestriction` asks the cluster for the Pod's Namespace only when it is on and
+/// the half can read the cluster; the half that cannot holds the Pod to the cluster whitelist
+/// alone, and says so.
+#[test]
+fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
+    use taintguard::cluster::recorded::Recorded;
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+        "annotations": {"scheduler.alpha.kubernetes.io/defaultTolerations":
+            r#"[{"key":"dedicated","operator":"Equal","value":"team-a","effect":"NoSchedule"}]"#}}});
+    let on = json!({"podTolerationRestriction": {"enabled": true,
+        "whitelist": [{"key": "dedicated", "operator": "Exists"}]}});
+    let pod = |tolerations: Value| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"},
+               "spec": {"containers": [{"name": "c", "image": "i"}], "tolerations": tolerations}})
+    };
+    let gpu = json!([{"key": "nvidia.com/gpu", "operator": "Exists"}]);
+    let cases = [
+        (
+            "off",
+            json!({}),
+            Half::Mutating,
+            pod(json!([])),
+            vec![],
+            "accepted",
+        ),
+        (
+            "on",
+            on.clone(),
+            Half::Mutating,
+            pod(json!([])),
+            vec!["get namespace team-a"],
+            "mutated",
+        ),
+        (
+            "on, outside",
+            on.clone(),
+            Half::Mutating,
+            pod(gpu.clone()),
+            vec!["get namespace team-a"],
+            "403",
+        ),
+        (
+            "validating, outside",
+            on.clone(),
+            Half::Validating,
+            pod(gpu),
+            vec![],
+            "403",
+        ),
+        (
+            "validating, inside",
+            on,
+            Half::Validating,
+            pod(json!([{"key": "dedicated", "operator": "Exists"}])),
+            vec![],
+            "warned",
+        ),
+    ];
+    for (label, settings, half, object, asked, want) in cases {
+        let cluster = Recorded {
+            namespaces: vec![("team-a", namespace.to_string())],
+            ..Recorded::default()
+        };
+        let req = request("CREATE", "alice", "team-a", &object);
+        let verdict = run::<TolerationInjection>(&req, &settings.to_string(), half, &cluster);
+        assert_eq!(*cluster.asked.borrow(), asked, "{label}");
+        let got = match (verdict.code(), verdict.mutated_object()) {
+            (Some(code), _) => code.to_string(),
+            (None, Some(_)) => "mutated".to_owned(),
+            (None, None)
+                if verdict
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("cannot read the Pod's Namespace")) =>
+            {
+                "warned".to_owned()
+            }
+            (None, None) => "accepted".to_owned(),
+        };
+        assert_eq!(got, want, "{label}: {}", verdict.said());
+    }
+}

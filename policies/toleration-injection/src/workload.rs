@@ -141,6 +141,11 @@ impl<'a> Workload<'a> {
         })
     }
 
+    /// The pod spec's text, and its `tolerations` member's (`null` included).
+    pub fn pod_spec(&self) -> (Option<&'a str>, Option<&'a str>) {
+        (self.pod_spec, self.tolerations_raw)
+    }
+
     /// The whole object's text, for the matchers that read all of it (JSONPath conditions).
     pub fn text(&self) -> String {
         self.object.write(&[])

@@ -1,0 +1,472 @@
+//! Tolerations as the PodTolerationRestriction plugin compares them (docs/pod-toleration-restriction.md,
+//! "How tolerations are compared"). The plugin does not match tolerations the way the scheduler
+//! does: an empty operator counts as `Equal` only in the covering toleration, and
+//! `tolerationSeconds` bounds only a covering `NoExecute` toleration. Its outcomes depend on these
+//! details, so they are kept here apart from the scheduler's coverage
+//! (`taintguard::toleration::Coverage`), which the injection rules use.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use taintguard::json::JsonStr;
+use taintguard::toleration::{toleration_fields, toleration_json, Operator, Toleration};
+
+use taintguard::settings::{null_as_default, settings_object};
+
+/// A toleration with every field as written, the operator included: `""` and `"Equal"` are not
+/// the same to the plugin. Settings (the plugin configuration's `default` and `whitelist`) read it
+/// strictly; a Pod's tolerations are read by [`read_pod_tolerations`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginToleration {
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub key: String,
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub operator: String,
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub value: String,
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub effect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+settings_object!(PluginToleration);
+
+/// A pod spec's `tolerations` text (`None` or `null`: none), every field as written.
+///
+/// # Errors
+///
+/// serde_json's, when the text is not a list of tolerations.
+pub fn read_pod_tolerations(
+    text: Option<&str>,
+) -> Result<Vec<PluginToleration>, serde_json::Error> {
+    let owned = |s: Option<JsonStr<'_>>| s.map(|s| s.as_str().to_owned()).unwrap_or_default();
+    Ok(toleration_fields(text)?
+        .into_iter()
+        .map(|t| PluginToleration {
+            key: owned(t.key),
+            operator: owned(t.operator),
+            value: owned(t.value),
+            effect: owned(t.effect),
+            toleration_seconds: t.toleration_seconds,
+        })
+        .collect())
+}
+
+impl PluginToleration {
+    /// The same toleration as the scheduler and the injection rules read it: an empty operator
+    /// is `Equal`, one Kubernetes does not know tolerates nothing.
+    pub fn as_core(&self) -> Toleration<'_> {
+        Toleration {
+            key: Cow::Borrowed(&self.key),
+            operator: match self.operator.as_str() {
+                "Equal" | "" => Operator::Equal,
+                "Exists" => Operator::Exists,
+                _ => Operator::Unknown,
+            },
+            value: Cow::Borrowed(&self.value),
+            effect: Cow::Borrowed(&self.effect),
+            seconds: self.toleration_seconds,
+        }
+    }
+
+    /// `key` tolerated with `effect`, whatever the value.
+    pub fn exists(key: &str, effect: &str) -> PluginToleration {
+        PluginToleration {
+            key: key.to_owned(),
+            operator: "Exists".to_owned(),
+            effect: effect.to_owned(),
+            ..PluginToleration::default()
+        }
+    }
+
+    /// Whether this toleration tolerates everything `t` does, as the plugin decides it
+    /// (`isSuperset` in Kubernetes' `pkg/util/tolerations`).
+    pub fn covers(&self, t: &PluginToleration) -> bool {
+        if self == t {
+            return true;
+        }
+        if t.key != self.key && (!self.key.is_empty() || self.operator != "Exists") {
+            return false;
+        }
+        if t.effect != self.effect && !self.effect.is_empty() {
+            return false;
+        }
+        if self.effect == "NoExecute" {
+            if let Some(limit) = self.toleration_seconds {
+                if t.toleration_seconds.is_none_or(|s| s > limit) {
+                    return false;
+                }
+            }
+        }
+        match self.operator.as_str() {
+            "Equal" | "" => t.operator == "Equal" && t.value == self.value,
+            "Exists" => true,
+            // The plugin logs an unknown operator and lets it cover nothing.
+            _ => false,
+        }
+    }
+
+    /// As the core describes a toleration (`key=value:Effect`, `key:Effect (Exists)`), with an
+    /// empty operator named, which the plugin tells apart from `Equal`.
+    pub fn describe(&self) -> String {
+        let mut s = self.as_core().describe();
+        if self.operator.is_empty() {
+            s.push_str(" (no operator)");
+        }
+        s
+    }
+
+    /// The toleration as the API server writes a `v1.Toleration`: empty fields left out, so
+    /// a default without an operator is stored without one, as the plugin stores it.
+    pub fn to_json(&self) -> String {
+        toleration_json(
+            [&self.key, &self.operator, &self.value, &self.effect],
+            self.toleration_seconds,
+        )
+    }
+}
+
+/// The tolerations to append to `existing` so that it holds every one of `extra`: those that
+/// nothing already there (or appended before them) covers. The plugin also drops tolerations of
+/// the Pod that a later one covers (`MergeTolerations`); this never removes any
+/// (docs/pod-toleration-restriction.md, "Differences").
+pub fn missing<'e>(
+    existing: &[PluginToleration],
+    extra: &'e [PluginToleration],
+) -> Vec<&'e PluginToleration> {
+    let mut added: Vec<&PluginToleration> = Vec::new();
+    for t in extra {
+        let covered = existing
+            .iter()
+            .chain(added.iter().copied())
+            .any(|c| c.covers(t));
+        if !covered {
+            added.push(t);
+        }
+    }
+    added
+}
+
+/// The first toleration of `tolerations` that no entry of `whitelist` covers. An empty
+/// whitelist restricts nothing (`VerifyAgainstWhitelist`).
+pub fn first_outside<'t>(
+    tolerations: impl IntoIterator<Item = &'t PluginToleration>,
+    whitelist: &[PluginToleration],
+) -> Option<&'t PluginToleration> {
+    if whitelist.is_empty() {
+        return None;
+    }
+    tolerations
+        .into_iter()
+        .find(|t| !whitelist.iter().any(|w| w.covers(t)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(
+        key: &str,
+        operator: &str,
+        value: &str,
+        effect: &str,
+        seconds: Option<i64>,
+    ) -> PluginToleration {
+        PluginToleration {
+            key: key.into(),
+            operator: operator.into(),
+            value: value.into(),
+            effect: effect.into(),
+            toleration_seconds: seconds,
+        }
+    }
+
+    /// The fixtures of Kubernetes' `pkg/util/tolerations/tolerations_test.go` (v1.20 to v1.28),
+    /// by the same names.
+    fn fixture(name: &str) -> PluginToleration {
+        match name {
+            "all" => t("", "Exists", "", "", None),
+            "all-nosched" => t("", "Exists", "", "NoSchedule", None),
+            "all-noexec" => t("", "Exists", "", "NoExecute", None),
+            "foo" => t("foo", "Exists", "", "", None),
+            "foo-bar" => t("foo", "Equal", "bar", "", None),
+            "foo-nosched" => t("foo", "Exists", "", "NoSchedule", None),
+            "foo-prefnosched" => t("foo", "Exists", "", "PreferNoSchedule", None),
+            "foo-noexec" => t("foo", "Exists", "", "NoExecute", None),
+            "foo-bar-nosched" => t("foo", "Equal", "bar", "NoSchedule", None),
+            "foo-bar-prefnosched" => t("foo", "Equal", "bar", "PreferNoSchedule", None),
+            "foo-bar-noexec" => t("foo", "Equal", "bar", "NoExecute", None),
+            "foo-noexec-10" => t("foo", "Exists", "", "NoExecute", Some(10)),
+            "foo-noexec-0" => t("foo", "Exists", "", "NoExecute", Some(0)),
+            "foo-bar-noexec-10" => t("foo", "Equal", "bar", "NoExecute", Some(10)),
+            "foo-baz-nosched" => t("foo", "Equal", "baz", "NoSchedule", None),
+            "foo-baz-noexec" => t("foo", "Equal", "baz", "NoExecute", None),
+            "faz-nosched" => t("faz", "Exists", "", "NoSchedule", None),
+            "faz-baz-nosched" => t("faz", "Equal", "baz", "NoSchedule", None),
+            other => panic!("no fixture {other}"),
+        }
+    }
+
+    const FIXTURES: [&str; 18] = [
+        "all",
+        "all-nosched",
+        "all-noexec",
+        "foo",
+        "foo-bar",
+        "foo-nosched",
+        "foo-prefnosched",
+        "foo-noexec",
+        "foo-bar-nosched",
+        "foo-bar-prefnosched",
+        "foo-bar-noexec",
+        "foo-noexec-10",
+        "foo-noexec-0",
+        "foo-bar-noexec-10",
+        "foo-baz-nosched",
+        "foo-baz-noexec",
+        "faz-nosched",
+        "faz-baz-nosched",
+    ];
+
+    /// `TestIsSuperset`: what each fixture covers besides itself; every other pair is not
+    /// covered.
+    #[test]
+    fn covers_as_the_plugin_decides() {
+        let supersets: [(&str, &[&str]); 11] = [
+            ("all", &FIXTURES),
+            (
+                "all-nosched",
+                &[
+                    "foo-nosched",
+                    "foo-bar-nosched",
+                    "foo-baz-nosched",
+                    "faz-nosched",
+                    "faz-baz-nosched",
+                ],
+            ),
+            (
+                "all-noexec",
+                &[
+                    "foo-noexec",
+                    "foo-bar-noexec",
+                    "foo-noexec-10",
+                    "foo-noexec-0",
+                    "foo-bar-noexec-10",
+                    "foo-baz-noexec",
+                ],
+            ),
+            (
+                "foo",
+                &[
+                    "foo-bar",
+                    "foo-nosched",
+                    "foo-prefnosched",
+                    "foo-noexec",
+                    "foo-bar-nosched",
+                    "foo-bar-prefnosched",
+                    "foo-bar-noexec",
+                    "foo-noexec-10",
+                    "foo-noexec-0",
+                    "foo-bar-noexec-10",
+                    "foo-baz-nosched",
+                    "foo-baz-noexec",
+                ],
+            ),
+            (
+                "foo-bar",
+                &[
+                    "foo-bar-nosched",
+                    "foo-bar-prefnosched",
+                    "foo-bar-noexec",
+                    "foo-bar-noexec-10",
+                ],
+            ),
+            ("foo-nosched", &["foo-bar-nosched", "foo-baz-nosched"]),
+            ("foo-prefnosched", &["foo-bar-prefnosched"]),
+            ("faz-nosched", &["faz-baz-nosched"]),
+            (
+                "foo-noexec",
+                &[
+                    "foo-bar-noexec",
+                    "foo-noexec-10",
+                    "foo-noexec-0",
+                    "foo-bar-noexec-10",
+                    "foo-baz-noexec",
+                ],
+            ),
+            ("foo-bar-noexec", &["foo-bar-noexec-10"]),
+            ("foo-noexec-10", &["foo-noexec-0", "foo-bar-noexec-10"]),
+        ];
+        for ss in FIXTURES {
+            for t in FIXTURES {
+                let listed = supersets
+                    .iter()
+                    .find(|(name, _)| *name == ss)
+                    .is_some_and(|(_, covered)| covered.contains(&t));
+                let want = ss == t || listed;
+                assert_eq!(fixture(ss).covers(&fixture(t)), want, "{ss} covers {t}");
+            }
+        }
+    }
+
+    /// The plugin's quirks: an empty operator is `Equal` only when it covers, and an unknown
+    /// operator covers nothing but itself.
+    #[test]
+    fn an_empty_operator_covers_but_is_not_covered_by_equal() {
+        let empty = t("foo", "", "bar", "NoSchedule", None);
+        let equal = t("foo", "Equal", "bar", "NoSchedule", None);
+        assert!(empty.covers(&equal));
+        assert!(!equal.covers(&empty));
+        assert!(empty.covers(&empty.clone()));
+        let odd = t("foo", "In", "bar", "NoSchedule", None);
+        assert!(!odd.covers(&equal));
+        assert!(odd.covers(&odd.clone()));
+    }
+
+    /// `TestMergeTolerations`, as appends: what the plugin keeps, in its order, except that a
+    /// Pod's own tolerations are never dropped.
+    #[test]
+    fn missing_tolerations_are_those_nothing_covers() {
+        let names = |names: &[&str]| names.iter().map(|n| fixture(n)).collect::<Vec<_>>();
+        // (name, the Pod's, the extra ones, what is appended)
+        type Merge<'n> = (&'n str, &'n [&'n str], &'n [&'n str], &'n [&'n str]);
+        let cases: [Merge; 5] = [
+            (
+                "disjoint",
+                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+                &["foo-prefnosched", "foo-baz-nosched"],
+                &["foo-prefnosched", "foo-baz-nosched"],
+            ),
+            (
+                "duplicate",
+                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+                &[],
+            ),
+            (
+                "merge redundant",
+                &["foo-bar-nosched", "foo-baz-nosched"],
+                &["foo-nosched", "faz-baz-nosched"],
+                &["foo-nosched", "faz-baz-nosched"],
+            ),
+            (
+                "merge all",
+                &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
+                &["all"],
+                &["all"],
+            ),
+            (
+                "merge into all",
+                &["all"],
+                &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
+                &[],
+            ),
+        ];
+        for (name, pod, extra, want) in cases {
+            let extra = names(extra);
+            let got: Vec<PluginToleration> =
+                missing(&names(pod), &extra).into_iter().cloned().collect();
+            assert_eq!(got, names(want), "{name}");
+        }
+    }
+
+    /// `TestVerifyAgainstWhitelist`.
+    #[test]
+    fn the_whitelist_covers_or_names_the_first_outside() {
+        let names = |names: &[&str]| names.iter().map(|n| fixture(n)).collect::<Vec<_>>();
+        let cases: [(&str, &[&str], &[&str], bool); 9] = [
+            (
+                "equal input and whitelist",
+                &["foo-bar-nosched", "foo-baz-noexec"],
+                &["foo-bar-nosched", "foo-baz-noexec"],
+                true,
+            ),
+            (
+                "duplicate input allowed",
+                &["foo-bar-nosched", "foo-bar-nosched"],
+                &["foo-bar-nosched", "foo-baz-noexec"],
+                true,
+            ),
+            (
+                "allow all",
+                &["foo-bar-nosched", "foo-bar-nosched"],
+                &["all"],
+                true,
+            ),
+            (
+                "duplicate input forbidden",
+                &["foo-bar-nosched", "foo-bar-nosched"],
+                &["foo-baz-noexec"],
+                false,
+            ),
+            (
+                "value mismatch",
+                &["foo-bar-nosched", "foo-baz-noexec"],
+                &["foo-baz-noexec"],
+                false,
+            ),
+            (
+                "input does not exist in whitelist",
+                &["foo-bar-nosched"],
+                &["foo-baz-noexec"],
+                false,
+            ),
+            ("disjoint sets", &["foo-bar"], &["foo-nosched"], false),
+            ("empty whitelist", &["foo-bar"], &[], true),
+            ("empty input", &[], &["foo-bar"], true),
+        ];
+        for (name, input, whitelist, want) in cases {
+            let input = names(input);
+            assert_eq!(
+                first_outside(&input, &names(whitelist)).is_none(),
+                want,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn written_as_the_api_server_writes_it() {
+        let cases = [
+            (
+                t("k", "", "v", "NoSchedule", None),
+                r#"{"key":"k","value":"v","effect":"NoSchedule"}"#,
+            ),
+            (t("", "Exists", "", "", None), r#"{"operator":"Exists"}"#),
+            (
+                t("k", "Exists", "", "NoExecute", Some(30)),
+                r#"{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}"#,
+            ),
+            (t("", "", "", "", Some(5)), r#"{"tolerationSeconds":5}"#),
+            (
+                t("a\"b", "Equal", "", "", None),
+                r#"{"key":"a\"b","operator":"Equal"}"#,
+            ),
+        ];
+        for (toleration, want) in cases {
+            assert_eq!(toleration.to_json(), want);
+            let back = read_pod_tolerations(Some(&format!("[{want}]"))).unwrap();
+            assert_eq!(back, std::slice::from_ref(&toleration));
+            assert_eq!(serde_json::to_string(&toleration).unwrap(), want);
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The PodTolerationRestriction admission plugin, for clusters that cannot turn it on
+//! (docs/pod-toleration-restriction.md): each Namespace's default tolerations and whitelist,
+//! from its two annotations or the cluster-wide lists of the settings; the memory-pressure
+//! toleration for every Pod that is not BestEffort; and, unless turned off, the two gaps
+//! upstream left open closed (the tolerations Kubernetes adds by itself are whitelisted, and
+//! only `annotationEditors` may change the annotations).
+
+mod algebra;
+mod annotations;
+mod guard;
+mod qos;
+
+use taintguard::cluster::Cluster;
+use taintguard::json::field;
+use taintguard::label_selector::Labels;
+use taintguard::verdict::Verdict;
+
+use crate::settings::PodTolerationRestriction;
+pub use algebra::{read_pod_tolerations, PluginToleration};
+pub use guard::judge_namespace;
+
+/// The plugin's own toleration for Pods that are not BestEffort.
+const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+
+/// What Kubernetes adds to Pods by itself, whitelisted unless `implicitTolerations` is off: the
+/// DefaultTolerationSeconds plugin's two (before this policy's webhook runs, with whatever
+/// seconds its flags set) and the plugin's own memory-pressure toleration (kubernetes#64616).
+fn implicit() -> [PluginToleration; 3] {
+    [
+        PluginToleration::exists("node.kubernetes.io/not-ready", "NoExecute"),
+        PluginToleration::exists("node.kubernetes.io/unreachable", "NoExecute"),
+        PluginToleration::exists(MEMORY_PRESSURE, "NoSchedule"),
+    ]
+}
+
+/// Where a Pod's whitelist came from, for the message that names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Scope {
+    Namespace,
+    #[default]
+    Cluster,
+}
+
+/// The Pod being judged: what the plugin reads of it.
+pub struct Pod<'p> {
+    pub namespace: &'p str,
+    pub describe: &'p str,
+    /// The pod spec's text and its `tolerations` member's.
+    pub spec: Option<&'p str>,
+    pub tolerations: Option<&'p str>,
+    pub create: bool,
+}
+
+/// What the plugin makes of a Pod: the tolerations it appends (each with why), and what the Pod
+/// then tolerates, which the whitelist must cover. The default is a Pod the plugin leaves alone.
+#[derive(Default)]
+pub struct Outcome {
+    pub added: Vec<(PluginToleration, String)>,
+    pub tolerations: Vec<PluginToleration>,
+    whitelist: Vec<PluginToleration>,
+    scope: Scope,
+}
+
+impl PodTolerationRestriction {
+    /// What the plugin adds to `pod` and the whitelist it holds it to, reading the Pod's
+    /// Namespace through `cluster` (`None`: the engine cannot read the cluster, and only the
+    /// cluster-wide whitelist applies, with nothing added).
+    ///
+    /// # Errors
+    ///
+    /// The refusal of a Pod whose Namespace or spec cannot be read (500 and 400).
+    pub fn judge_pod(
+        &self,
+        pod: &Pod<'_>,
+        cluster: Option<&dyn Cluster>,
+    ) -> Result<Outcome, Verdict> {
+        let own = read_pod_tolerations(pod.tolerations).map_err(|e| {
+            malformed(
+                pod,
+                &format!("spec.tolerations: {}", taintguard::json::error::message(&e)),
+            )
+        })?;
+        let Some(cluster) = cluster else {
+            return Ok(Outcome {
+                added: Vec::new(),
+                tolerations: own,
+                whitelist: self.whitelist_in_force(&self.whitelist),
+                scope: Scope::Cluster,
+            });
+        };
+        let text = read_namespace(pod, cluster)?;
+        let namespace = namespace_annotations(pod, &text)?;
+        let annotation = |key: &str| {
+            let text = annotations::get(&namespace, key);
+            annotations::read(text).map_err(|e| {
+                Verdict::reject(
+                    500,
+                    format!(
+                        "{}: the annotation {key} of namespace {:?} is not a list of \
+                         tolerations ({e})",
+                        pod.describe, pod.namespace
+                    ),
+                )
+            })
+        };
+        let mut extra: Vec<(PluginToleration, String)> = Vec::new();
+        if pod.create {
+            match annotation(annotations::DEFAULTS)? {
+                Some(defaults) => extra.extend(defaults.into_iter().map(|t| {
+                    (
+                        t,
+                        format!("default toleration of namespace {:?}", pod.namespace),
+                    )
+                })),
+                None => extra.extend(self.default.iter().map(|t| {
+                    (
+                        t.clone(),
+                        "podTolerationRestriction.default of this policy".to_owned(),
+                    )
+                })),
+            }
+        }
+        let best_effort = qos::best_effort(pod.spec).map_err(|e| malformed(pod, &e))?;
+        if !best_effort {
+            extra.push((
+                PluginToleration::exists(MEMORY_PRESSURE, "NoSchedule"),
+                "the Pod is not BestEffort".to_owned(),
+            ));
+        }
+        let (whitelist, scope) = match annotation(annotations::WHITELIST)? {
+            Some(list) => (list, Scope::Namespace),
+            None => (self.whitelist.clone(), Scope::Cluster),
+        };
+        let extra_tolerations: Vec<PluginToleration> =
+            extra.iter().map(|(t, _)| t.clone()).collect();
+        let missing = algebra::missing(&own, &extra_tolerations);
+        let added: Vec<(PluginToleration, String)> = extra
+            .into_iter()
+            .filter(|(t, _)| missing.contains(&t))
+            .collect();
+        let mut tolerations = own;
+        tolerations.extend(added.iter().map(|(t, _)| t.clone()));
+        Ok(Outcome {
+            added,
+            tolerations,
+            whitelist: self.whitelist_in_force(&whitelist),
+            scope,
+        })
+    }
+
+    /// `whitelist` with what Kubernetes adds by itself, when it restricts anything and
+    /// `implicitTolerations` is on.
+    fn whitelist_in_force(&self, whitelist: &[PluginToleration]) -> Vec<PluginToleration> {
+        let mut list = whitelist.to_vec();
+        if self.implicit_tolerations && !list.is_empty() {
+            list.extend(implicit());
+        }
+        list
+    }
+}
+
+impl Outcome {
+    /// The refusal of a Pod whose tolerations (its own and those the plugin added) the whitelist
+    /// does not cover, except those `exempt` says this policy's own rules put there.
+    /// A toleration whose alias twin (`twins`) the Pod carries and the whitelist covers passes
+    /// with it: the twin is the same taint under its other name.
+    pub fn whitelist_refusal(
+        &self,
+        pod: &Pod<'_>,
+        exempt: impl Fn(&PluginToleration) -> bool,
+        twins: impl Fn(&PluginToleration) -> Vec<PluginToleration>,
+    ) -> Option<Verdict> {
+        let whitelisted_twin = |t: &PluginToleration| {
+            twins(t).iter().any(|twin| {
+                self.tolerations.contains(twin)
+                    && algebra::first_outside([twin], &self.whitelist).is_none()
+            })
+        };
+        let judged = self
+            .tolerations
+            .iter()
+            .filter(|t| !exempt(t) && !whitelisted_twin(t));
+        let outside = algebra::first_outside(judged, &self.whitelist)?;
+        let (scope, source) = match self.scope {
+            Scope::Namespace => (
+                "namespace",
+                format!(
+                    "the annotation {} of namespace {:?}",
+                    annotations::WHITELIST,
+                    pod.namespace
+                ),
+            ),
+            Scope::Cluster => (
+                "cluster",
+                "podTolerationRestriction.whitelist of this policy".to_owned(),
+            ),
+        };
+        Some(Verdict::reject(
+            403,
+            format!(
+                "{}: pod tolerations (possibly merged with namespace default tolerations) \
+                 conflict with its {scope} whitelist: {} is not covered by {source}",
+                pod.describe,
+                outside.describe()
+            ),
+        ))
+    }
+}
+
+fn malformed(pod: &Pod<'_>, problem: &str) -> Verdict {
+    Verdict::reject(
+        400,
+        format!("malformed request: {}: {problem}", pod.describe),
+    )
+}
+
+fn namespace_refusal(pod: &Pod<'_>, why: &str) -> Verdict {
+    Verdict::reject(
+        500,
+        format!(
+            "{}: the PodTolerationRestriction annotations of namespace {:?} cannot be read: \
+             {why}; the Pod is refused rather than judged without them",
+            pod.describe, pod.namespace
+        ),
+    )
+}
+
+/// The Namespace's text, read fresh through `cluster`. A namespace that cannot be read is
+/// refused (500), never taken to have no annotations.
+fn read_namespace(pod: &Pod<'_>, cluster: &dyn Cluster) -> Result<String, Verdict> {
+    cluster
+        .get_namespace(pod.namespace)
+        .map_err(|e| namespace_refusal(pod, &e.to_string()))
+}
+
+/// The annotations of the Namespace `text`.
+fn namespace_annotations<'t>(pod: &Pod<'_>, text: &'t str) -> Result<Labels<'t>, Verdict> {
+    let unreadable =
+        |e: String| namespace_refusal(pod, &format!("the host's Namespace is not one: {e}"));
+    let metadata = field(text, "metadata").map_err(|e| unreadable(e.to_string()))?;
+    annotations::of_metadata(metadata.value()).map_err(unreadable)
+}
