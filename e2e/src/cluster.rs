@@ -300,12 +300,51 @@ impl Cluster {
     }
 
     fn start_apiserver(&mut self, bins: &Binaries) -> Result<(), String> {
-        let args = [
+        self.launch_apiserver(bins, ("kube-apiserver", self.api_port, "certs"), &[])
+    }
+
+    /// A second kube-apiserver on the same etcd under its own key prefix, so a cluster of its
+    /// own, with `extra` flags (admission plugins this one runs without), for scenarios that
+    /// compare the policies with what Kubernetes' own plugins do. It stops with the suite. The
+    /// kubeconfig to reach it, as the admin.
+    pub fn start_reference_apiserver(
+        &mut self,
+        bins: &Binaries,
+        extra: &[String],
+    ) -> Result<PathBuf, String> {
+        let port = free_port()?;
+        let mut args = vec!["--etcd-prefix=/registry-reference".to_owned()];
+        args.extend_from_slice(extra);
+        self.launch_apiserver(
+            bins,
+            ("reference-apiserver", port, "certs-reference"),
+            &args,
+        )?;
+        let kubeconfig = self.dir.join("kubeconfig-reference");
+        fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: reference\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: reference\n  context: {{cluster: reference, user: admin}}\ncurrent-context: reference\n",
+                self.path("certs-reference/apiserver.crt"),
+                self.token
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(kubeconfig)
+    }
+
+    fn launch_apiserver(
+        &mut self,
+        bins: &Binaries,
+        (name, port, certs): (&'static str, u16, &str),
+        extra: &[String],
+    ) -> Result<(), String> {
+        let mut args = vec![
             format!("--etcd-servers=http://127.0.0.1:{}", self.etcd_port),
             "--bind-address=127.0.0.1".to_owned(),
             "--advertise-address=127.0.0.1".to_owned(),
-            format!("--secure-port={}", self.api_port),
-            format!("--cert-dir={}", self.path("certs")),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", self.path(certs)),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
             format!("--service-account-key-file={}", self.path("sa.key")),
             format!("--service-account-signing-key-file={}", self.path("sa.key")),
@@ -319,14 +358,12 @@ impl Cluster {
             format!("--audit-policy-file={}", self.path("audit-policy.yaml")),
             format!("--audit-log-path={}", self.audit_log.display()),
         ];
-        self.spawn(
-            "kube-apiserver",
-            Command::new(&bins.kube_apiserver).args(&args),
-        )?;
-        let crt = self.dir.join("certs/apiserver.crt");
-        let readyz = format!("https://127.0.0.1:{}/readyz", self.api_port);
+        args.extend_from_slice(extra);
+        self.spawn(name, Command::new(&bins.kube_apiserver).args(&args))?;
+        let crt = self.dir.join(certs).join("apiserver.crt");
+        let readyz = format!("https://127.0.0.1:{port}/readyz");
         let auth = format!("Authorization: Bearer {}", self.token);
-        self.wait_running("kube-apiserver", Duration::from_secs(90), || {
+        self.wait_running(name, Duration::from_secs(90), || {
             crt.is_file()
                 && curl(&[
                     "-sf",

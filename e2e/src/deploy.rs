@@ -181,7 +181,7 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     ti_settings["restrictions"] = restriction["restrictions"].clone();
     // The waPC toleration-injection judges every workload but those of its other variants and
     // of the deployment shapes (crate::shapes), whose webhooks are the subject there.
-    let mut not_ours = vec!["gatekeeper", "nodes"];
+    let mut not_ours = vec!["gatekeeper", "nodes", "ptr"];
     not_ours.extend(crate::shapes::VARIANTS);
     let mut deployed = vec![
         variant(
@@ -241,6 +241,16 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             true,
             ti_settings,
             variant_selector("In", &["gatekeeper"]),
+        )?,
+        // PodTolerationRestriction with the reference API server's plugin configuration
+        // (crate::pod_toleration_restriction).
+        variant(
+            repo,
+            "toleration-injection",
+            "toleration-injection-ptr",
+            false,
+            json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
+            variant_selector("In", &["ptr"]),
         )?,
     ];
     deployed.extend(crate::shapes::deployments(repo));

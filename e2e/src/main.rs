@@ -10,6 +10,7 @@ mod deploy;
 mod helpers;
 mod kubectl;
 mod kwctl;
+mod pod_toleration_restriction;
 mod scenarios;
 mod shapes;
 

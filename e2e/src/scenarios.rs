@@ -135,6 +135,14 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::shapes::reinvocation,
     },
     Scenario {
+        name: "PodTolerationRestriction side by side: kube-apiserver 1.20's plugin and the policy",
+        run: crate::pod_toleration_restriction::side_by_side,
+    },
+    Scenario {
+        name: "PodTolerationRestriction: a tenant may not touch its namespace's annotations",
+        run: crate::pod_toleration_restriction::annotation_guard,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },

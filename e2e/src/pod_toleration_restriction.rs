@@ -1,0 +1,490 @@
+//! PodTolerationRestriction side by side (docs/pod-toleration-restriction.md): the same
+//! Namespaces and Pods sent to a reference kube-apiserver 1.20 running the upstream plugin with its
+//! configuration file, and to the suite's API server, which runs without the plugin and with
+//! toleration-injection's `podTolerationRestriction` through policy-server. What each stores or
+//! refuses must agree, but for the documented differences, each asserted on its own.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::deploy::VARIANT_LABEL;
+use crate::kubectl::{Actor, Kubectl, TENANT};
+use crate::Env;
+
+const DEFAULTS: &str = "scheduler.alpha.kubernetes.io/defaultTolerations";
+const WHITELIST: &str = "scheduler.alpha.kubernetes.io/tolerationsWhitelist";
+/// The plugin's refusal, which the policy's message keeps.
+const CONFLICT: &str =
+    "pod tolerations (possibly merged with namespace default tolerations) conflict with its";
+
+fn t(key: &str, operator: &str, value: &str, effect: &str) -> Value {
+    let mut t = json!({"key": key});
+    for (name, field) in [("operator", operator), ("value", value), ("effect", effect)] {
+        if !field.is_empty() {
+            t[name] = json!(field);
+        }
+    }
+    t
+}
+
+/// What the DefaultTolerationSeconds plugin (on in both API servers) adds to every Pod.
+fn not_ready() -> Value {
+    t("node.kubernetes.io/not-ready", "Exists", "", "NoExecute")
+}
+fn unreachable() -> Value {
+    t("node.kubernetes.io/unreachable", "Exists", "", "NoExecute")
+}
+/// The same as DefaultTolerationSeconds stores them, for 300 seconds.
+fn stored(mut toleration: Value) -> Value {
+    toleration["tolerationSeconds"] = json!(300);
+    toleration
+}
+fn memory_pressure() -> Value {
+    t(
+        "node.kubernetes.io/memory-pressure",
+        "Exists",
+        "",
+        "NoSchedule",
+    )
+}
+
+fn cluster_default() -> Vec<Value> {
+    vec![t("dedicated", "Equal", "shared", "NoSchedule")]
+}
+
+/// The cluster whitelist names what Kubernetes adds, or the plugin would refuse every Pod.
+fn cluster_whitelist() -> Vec<Value> {
+    vec![
+        t("dedicated", "Exists", "", ""),
+        not_ready(),
+        unreachable(),
+        memory_pressure(),
+    ]
+}
+
+/// The settings of the deployed `ptr` variant: the plugin configuration's lists, the gaps closed.
+pub fn settings() -> Value {
+    json!({"enabled": true, "default": cluster_default(), "whitelist": cluster_whitelist()})
+}
+
+/// The reference API server's admission configuration: the plugin with the same lists.
+fn admission_configuration() -> String {
+    let configuration = json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [{
+            "name": "PodTolerationRestriction",
+            "configuration": {
+                "apiVersion": "podtolerationrestriction.admission.k8s.io/v1alpha1",
+                "kind": "Configuration",
+                "default": cluster_default(),
+                "whitelist": cluster_whitelist(),
+            }
+        }]
+    });
+    configuration.to_string()
+}
+
+/// One case: a Namespace's annotations and a Pod created in it.
+struct Case {
+    name: &'static str,
+    annotations: &'static [(&'static str, &'static str)],
+    tolerations: Vec<Value>,
+    burstable: bool,
+    want: Want,
+}
+
+/// What both API servers must do, beyond agreeing.
+enum Want {
+    /// Store the Pod tolerating these, among others.
+    Stores(Vec<Value>),
+    /// Refuse it, saying this.
+    Refuses(&'static str),
+}
+
+fn namespace(name: &str, annotations: &[(&str, &str)]) -> Value {
+    let annotations: BTreeMap<&str, &str> = annotations.iter().copied().collect();
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": name, "labels": {VARIANT_LABEL: "ptr"}, "annotations": annotations}})
+}
+
+fn pod(namespace: &str, tolerations: &[Value], burstable: bool) -> Value {
+    let mut container = json!({"name": "app", "image": "registry.k8s.io/pause:3.9"});
+    if burstable {
+        container["resources"] = json!({"requests": {"cpu": "100m"}});
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "app", "namespace": namespace, "labels": {VARIANT_LABEL: "ptr"}},
+        "spec": {"containers": [container], "tolerations": tolerations}})
+}
+
+/// The stored Pod's tolerations, or the refusal's message.
+type Outcome = Result<Vec<Value>, String>;
+
+fn create(k: &Kubectl, object: &Value) -> Outcome {
+    let out = k.run(
+        None,
+        &["create", "-f", "-", "-o", "json"],
+        Some(&object.to_string()),
+    );
+    if !out.ok {
+        return Err(out.stderr.trim().to_owned());
+    }
+    let stored: Value = serde_json::from_str(&out.stdout).map_err(|e| e.to_string())?;
+    Ok(stored["spec"]["tolerations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
+}
+
+/// The Namespace and Pod of `case` created through `k`, in namespace `ns`.
+fn run_case(k: &Kubectl, ns: &str, case: &Case) -> Result<Outcome, String> {
+    create(k, &namespace(ns, case.annotations)).map_err(|e| format!("namespace {ns}: {e}"))?;
+    Ok(create(k, &pod(ns, &case.tolerations, case.burstable)))
+}
+
+fn cases() -> Vec<Case> {
+    let team_a = t("dedicated", "Equal", "team-a", "NoSchedule");
+    vec![
+        Case {
+            name: "no annotations: the cluster default",
+            annotations: &[],
+            tolerations: vec![],
+            burstable: false,
+            want: Want::Stores(vec![t("dedicated", "Equal", "shared", "NoSchedule")]),
+        },
+        Case {
+            name: "namespace defaults and whitelist, a Burstable Pod",
+            annotations: &[
+                (
+                    DEFAULTS,
+                    r#"[{"key":"dedicated","operator":"Equal","value":"team-a","effect":"NoSchedule"}]"#,
+                ),
+                (
+                    WHITELIST,
+                    r#"[{"key":"dedicated","operator":"Exists"},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute"},{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute"},{"key":"node.kubernetes.io/memory-pressure","operator":"Exists","effect":"NoSchedule"}]"#,
+                ),
+            ],
+            tolerations: vec![],
+            burstable: true,
+            want: Want::Stores(vec![team_a.clone(), memory_pressure()]),
+        },
+        Case {
+            name: "an empty defaults annotation: no default at all",
+            annotations: &[(DEFAULTS, "[]")],
+            tolerations: vec![],
+            burstable: false,
+            want: Want::Stores(vec![stored(not_ready()), stored(unreachable())]),
+        },
+        Case {
+            name: "an empty whitelist annotation allows anything",
+            annotations: &[(WHITELIST, "")],
+            tolerations: vec![t("nvidia.com/gpu", "Exists", "", "NoSchedule")],
+            burstable: false,
+            want: Want::Stores(vec![t("nvidia.com/gpu", "Exists", "", "NoSchedule")]),
+        },
+        Case {
+            name: "a toleration outside the namespace whitelist",
+            annotations: &[(
+                WHITELIST,
+                r#"[{"Key":"dedicated","Operator":"Equal","Value":"team-a","Effect":"NoSchedule"},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute"},{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute"}]"#,
+            )],
+            tolerations: vec![t("dedicated", "Equal", "team-b", "NoSchedule")],
+            burstable: false,
+            want: Want::Refuses("conflict with its namespace whitelist"),
+        },
+        Case {
+            name: "a toleration outside the cluster whitelist",
+            annotations: &[],
+            tolerations: vec![t("nvidia.com/gpu", "Exists", "", "NoSchedule")],
+            burstable: false,
+            want: Want::Refuses("conflict with its cluster whitelist"),
+        },
+        Case {
+            name: "an annotation that is not a list of tolerations",
+            annotations: &[(DEFAULTS, "{")],
+            tolerations: vec![],
+            burstable: false,
+            want: Want::Refuses(""),
+        },
+        Case {
+            name: "a toleration without an operator is not covered by an Equal one",
+            annotations: &[(
+                WHITELIST,
+                r#"[{"key":"foo","operator":"Equal","value":"bar","effect":"NoSchedule"},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute"},{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute"}]"#,
+            )],
+            tolerations: vec![t("foo", "", "bar", "NoSchedule")],
+            burstable: false,
+            want: Want::Refuses("conflict with its namespace whitelist"),
+        },
+    ]
+}
+
+fn check_want(case: &Case, outcome: &Outcome) -> Result<(), String> {
+    match (&case.want, outcome) {
+        (Want::Stores(wanted), Ok(stored)) => match wanted.iter().find(|w| !stored.contains(w)) {
+            Some(missing) => Err(format!("stored {stored:?}, without {missing}")),
+            None => Ok(()),
+        },
+        (Want::Refuses(text), Err(message)) if message.contains(text) => Ok(()),
+        (_, outcome) => Err(format!("got {outcome:?}")),
+    }
+}
+
+/// Refusals agree when both refuse: the plugin's whitelist refusal is a 500 and the policy's a
+/// 403, and a JSON error is worded by Go or by serde_json (docs/pod-toleration-restriction.md,
+/// "Differences"); the whitelist sentence is checked by `check_want`.
+fn agree(upstream: &Outcome, policy: &Outcome) -> bool {
+    match (upstream, policy) {
+        (Ok(a), Ok(b)) => a == b,
+        (Err(_), Err(_)) => true,
+        _ => false,
+    }
+}
+
+pub fn side_by_side(env: &mut Env) -> Result<(), String> {
+    let config = env.cluster.file("admission-configuration.json");
+    std::fs::write(&config, admission_configuration()).map_err(|e| e.to_string())?;
+    let kubeconfig = env.cluster.start_reference_apiserver(
+        &env.bins,
+        &[
+            "--enable-admission-plugins=PodTolerationRestriction".to_owned(),
+            format!("--admission-control-config-file={}", config.display()),
+            format!(
+                "--audit-log-path={}",
+                env.cluster.file("audit-reference.log").display()
+            ),
+        ],
+    )?;
+    let upstream = Kubectl {
+        bin: env.kubectl.bin.clone(),
+        kubeconfig,
+        cache_dir: env.cluster.file("kubectl-cache-reference"),
+    };
+    grant_tenant_namespaces(&upstream)?;
+    let policy = &env.kubectl;
+    let mut problems = Vec::new();
+    for (i, case) in cases().iter().enumerate() {
+        let ns = format!("ptr-{i}");
+        let (a, b) = (
+            run_case(&upstream, &ns, case)?,
+            run_case(policy, &ns, case)?,
+        );
+        if !agree(&a, &b) {
+            problems.push(format!("{}: plugin {a:?}, policy {b:?}", case.name));
+        }
+        for (who, outcome) in [("plugin", &a), ("policy", &b)] {
+            if let Err(e) = check_want(case, outcome) {
+                problems.push(format!("{} ({who}): {e}", case.name));
+            }
+        }
+    }
+    problems.extend(update_rejudged(&upstream, policy)?);
+    problems.extend(gaps(&upstream, policy)?);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// The tenant may update Namespaces in the reference cluster too, so that only admission differs.
+fn grant_tenant_namespaces(k: &Kubectl) -> Result<(), String> {
+    k.ok(
+        None,
+        &[
+            "create",
+            "clusterrole",
+            "e2e-namespaces",
+            "--verb=get,update,patch",
+            "--resource=namespaces",
+        ],
+        None,
+    )?;
+    k.ok(
+        None,
+        &[
+            "create",
+            "clusterrolebinding",
+            "e2e-namespaces",
+            "--clusterrole=e2e-namespaces",
+            &format!("--user={}", TENANT.user),
+        ],
+        None,
+    )
+    .map(drop)
+}
+
+/// A Pod admitted under a wide whitelist; the whitelist narrowed by an administrator; an UPDATE
+/// of the Pod (a label) is then refused by both, as the plugin judges every UPDATE again.
+fn update_rejudged(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
+    let ns = "ptr-update";
+    let case = Case {
+        name: "UPDATE after the whitelist narrows",
+        annotations: &[(
+            WHITELIST,
+            r#"[{"key":"dedicated","operator":"Exists"},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute"},{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute"}]"#,
+        )],
+        tolerations: vec![t("dedicated", "Equal", "team-b", "NoSchedule")],
+        burstable: false,
+        want: Want::Stores(vec![t("dedicated", "Equal", "team-b", "NoSchedule")]),
+    };
+    let narrowed = format!(
+        r#"{{"metadata":{{"annotations":{{"{WHITELIST}":"[{{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"team-a\"}},{{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}},{{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}}]"}}}}}}"#
+    );
+    let mut problems = Vec::new();
+    for (who, k) in [("plugin", upstream), ("policy", policy)] {
+        let created = run_case(k, ns, &case)?;
+        if let Err(e) = check_want(&case, &created) {
+            problems.push(format!("{} (create, {who}): {e}", case.name));
+        }
+        k.ok(
+            None,
+            &["patch", "namespace", ns, "--type", "merge", "-p", &narrowed],
+            None,
+        )?;
+        let label = k.run(None, &["label", "pod", "app", "-n", ns, "tier=web"], None);
+        if label.ok || !label.stderr.contains(CONFLICT) {
+            problems.push(format!(
+                "{} ({who}): the label UPDATE was not refused: {}",
+                case.name,
+                label.describe()
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+/// The documented differences, each asserted as such.
+fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
+    let mut problems = Vec::new();
+    // kubernetes#64616: a whitelist without DefaultTolerationSeconds' tolerations refuses every
+    // Pod upstream; the policy whitelists them implicitly.
+    let implicit = Case {
+        name: "gap #64616: what Kubernetes adds is whitelisted",
+        annotations: &[
+            (DEFAULTS, "[]"),
+            (WHITELIST, r#"[{"key":"dedicated","operator":"Exists"}]"#),
+        ],
+        tolerations: vec![t("dedicated", "Equal", "team-a", "NoSchedule")],
+        burstable: false,
+        want: Want::Stores(vec![]),
+    };
+    let (a, b) = (
+        run_case(upstream, "ptr-gap-implicit", &implicit)?,
+        run_case(policy, "ptr-gap-implicit", &implicit)?,
+    );
+    if !matches!(&a, Err(e) if e.contains(CONFLICT))
+        || !matches!(&b, Ok(t) if t.contains(&stored(not_ready())) && t.contains(&stored(unreachable())))
+    {
+        problems.push(format!("{}: plugin {a:?}, policy {b:?}", implicit.name));
+    }
+    // The plugin's merge drops a Pod's toleration that another covers; the policy appends only.
+    let (narrow, wide) = (
+        t("foo", "Equal", "bar", "NoSchedule"),
+        t("foo", "Exists", "", "NoSchedule"),
+    );
+    let redundant = Case {
+        name: "difference: a covered toleration of the Pod is kept",
+        annotations: &[(WHITELIST, "[]")],
+        tolerations: vec![narrow.clone(), wide.clone()],
+        burstable: false,
+        want: Want::Stores(vec![]),
+    };
+    let (a, b) = (
+        run_case(upstream, "ptr-gap-merge", &redundant)?,
+        run_case(policy, "ptr-gap-merge", &redundant)?,
+    );
+    let dropped = matches!(&a, Ok(t) if !t.contains(&narrow) && t.contains(&wide));
+    let kept = matches!(&b, Ok(t) if t[..2] == [narrow.clone(), wide.clone()]);
+    if !dropped || !kept {
+        problems.push(format!("{}: plugin {a:?}, policy {b:?}", redundant.name));
+    }
+    // kubernetes#59366: a tenant widens its own whitelist upstream; the policy refuses it.
+    let widen = format!(r#"{{"metadata":{{"annotations":{{"{WHITELIST}":"[]"}}}}}}"#);
+    let tenant_patch = |k: &Kubectl, who: Actor| {
+        k.run(
+            Some(who),
+            &[
+                "patch",
+                "namespace",
+                "ptr-4",
+                "--type",
+                "merge",
+                "-p",
+                &widen,
+            ],
+            None,
+        )
+    };
+    let (a, b) = (tenant_patch(upstream, TENANT), tenant_patch(policy, TENANT));
+    if !a.ok
+        || b.ok
+        || !b
+            .stderr
+            .contains("podTolerationRestriction.annotationEditors")
+    {
+        problems.push(format!(
+            "gap #59366: the tenant's widening: plugin {}, policy {}",
+            a.describe(),
+            b.describe()
+        ));
+    }
+    Ok(problems)
+}
+
+/// The annotation guard alone: a tenant may not set, change or remove the annotations; the
+/// platform team (system:masters, the default editors) may; other annotations are anyone's.
+pub fn annotation_guard(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let ns = "ptr-guard";
+    k.apply(&namespace(
+        ns,
+        &[(WHITELIST, r#"[{"key":"dedicated","operator":"Exists"}]"#)],
+    ))?;
+    let patch = |who: Option<Actor>, annotations: Value| {
+        let body = json!({"metadata": {"annotations": annotations}}).to_string();
+        k.run(
+            who,
+            &["patch", "namespace", ns, "--type", "merge", "-p", &body],
+            None,
+        )
+    };
+    let mut problems = Vec::new();
+    let refused = [
+        ("change", json!({WHITELIST: "[]"})),
+        ("remove", json!({WHITELIST: null})),
+        (
+            "set",
+            json!({DEFAULTS: r#"[{"key":"nvidia.com/gpu","operator":"Exists"}]"#}),
+        ),
+    ];
+    for (how, annotations) in refused {
+        let out = patch(Some(TENANT), annotations);
+        let said = format!("may not {how} the annotation");
+        if out.ok || !out.stderr.contains(&said) {
+            problems.push(format!("the tenant's {how}: {}", out.describe()));
+        }
+    }
+    let other = patch(Some(TENANT), json!({"team": "a"}));
+    if !other.ok {
+        problems.push(format!("the tenant's own annotation: {}", other.describe()));
+    }
+    let admin = patch(None, json!({WHITELIST: "[]"}));
+    if !admin.ok {
+        problems.push(format!("the admin's change: {}", admin.describe()));
+    }
+    let stored = k.get("namespace", ns, None)?;
+    if stored["metadata"]["annotations"][WHITELIST] != "[]" {
+        problems.push(format!(
+            "stored annotations: {}",
+            stored["metadata"]["annotations"]
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
