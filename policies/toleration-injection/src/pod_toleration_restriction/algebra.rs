@@ -145,22 +145,17 @@ impl PluginToleration {
     }
 }
 
-/// The tolerations to append to `existing` so that it holds every one of `extra`: those that
-/// nothing already there (or appended before them) covers. The plugin also drops tolerations of
-/// the Pod that a later one covers (`MergeTolerations`); this never removes any
+/// The indices in `extra` of the tolerations to append to `existing` so that it holds every one
+/// of `extra`: those that nothing already there (or appended before them) covers, so that a
+/// toleration given twice is appended once. The plugin also drops tolerations of the Pod that a
+/// later one covers (`MergeTolerations`); this never removes any
 /// (docs/pod-toleration-restriction.md, "Differences").
-pub fn missing<'e>(
-    existing: &[PluginToleration],
-    extra: &'e [PluginToleration],
-) -> Vec<&'e PluginToleration> {
-    let mut added: Vec<&PluginToleration> = Vec::new();
-    for t in extra {
-        let covered = existing
-            .iter()
-            .chain(added.iter().copied())
-            .any(|c| c.covers(t));
-        if !covered {
-            added.push(t);
+pub fn missing(existing: &[PluginToleration], extra: &[PluginToleration]) -> Vec<usize> {
+    let mut added: Vec<usize> = Vec::new();
+    for (i, t) in extra.iter().enumerate() {
+        let appended = added.iter().map(|&a| &extra[a]);
+        if !existing.iter().chain(appended).any(|c| c.covers(t)) {
+            added.push(i);
         }
     }
     added
@@ -180,24 +175,26 @@ pub fn first_outside<'t>(
         .find(|t| !whitelist.iter().any(|w| w.covers(t)))
 }
 
+/// A toleration from its fields, for the tests of this module and its neighbours.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(
-        key: &str,
-        operator: &str,
-        value: &str,
-        effect: &str,
-        seconds: Option<i64>,
-    ) -> PluginToleration {
+impl PluginToleration {
+    pub fn of(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> Self {
         PluginToleration {
             key: key.into(),
-            operator: operator.into(),
+            operator: op.into(),
             value: value.into(),
             effect: effect.into(),
             toleration_seconds: seconds,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> PluginToleration {
+        PluginToleration::of(key, op, value, effect, seconds)
     }
 
     /// The fixtures of Kubernetes' `pkg/util/tolerations/tolerations_test.go` (v1.20 to v1.28),
@@ -349,7 +346,13 @@ mod tests {
         let names = |names: &[&str]| names.iter().map(|n| fixture(n)).collect::<Vec<_>>();
         // (name, the Pod's, the extra ones, what is appended)
         type Merge<'n> = (&'n str, &'n [&'n str], &'n [&'n str], &'n [&'n str]);
-        let cases: [Merge; 5] = [
+        let cases: [Merge; 6] = [
+            (
+                "given twice, appended once",
+                &["faz-nosched"],
+                &["foo-bar-nosched", "foo-bar-nosched"],
+                &["foo-bar-nosched"],
+            ),
             (
                 "disjoint",
                 &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
@@ -383,8 +386,10 @@ mod tests {
         ];
         for (name, pod, extra, want) in cases {
             let extra = names(extra);
-            let got: Vec<PluginToleration> =
-                missing(&names(pod), &extra).into_iter().cloned().collect();
+            let got: Vec<PluginToleration> = missing(&names(pod), &extra)
+                .into_iter()
+                .map(|i| extra[i].clone())
+                .collect();
             assert_eq!(got, names(want), "{name}");
         }
     }

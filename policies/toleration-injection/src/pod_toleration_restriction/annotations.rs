@@ -112,20 +112,8 @@ fn toleration(entry: &Value) -> Result<PluginToleration, String> {
 mod tests {
     use super::*;
 
-    fn t(
-        key: &str,
-        operator: &str,
-        value: &str,
-        effect: &str,
-        seconds: Option<i64>,
-    ) -> PluginToleration {
-        PluginToleration {
-            key: key.into(),
-            operator: operator.into(),
-            value: value.into(),
-            effect: effect.into(),
-            toleration_seconds: seconds,
-        }
+    fn t(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> PluginToleration {
+        PluginToleration::of(key, op, value, effect, seconds)
     }
 
     #[test]

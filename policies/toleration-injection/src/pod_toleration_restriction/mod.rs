@@ -136,7 +136,9 @@ impl PodTolerationRestriction {
         let missing = algebra::missing(&own, &extra_tolerations);
         let added: Vec<(PluginToleration, String)> = extra
             .into_iter()
-            .filter(|(t, _)| missing.contains(&t))
+            .enumerate()
+            .filter(|(i, _)| missing.contains(i))
+            .map(|(_, added)| added)
             .collect();
         let mut tolerations = own;
         tolerations.extend(added.iter().map(|(t, _)| t.clone()));
