@@ -295,10 +295,14 @@ fn modules_declare_exactly_the_host_capabilities_they_call() {
             &["kubernetes/can_i"][..],
             &[][..],
         ),
+        // Nodes for `nodeTaints` rules, a Pod's Namespace for `podTolerationRestriction`.
         (
             "toleration-injection.wasm",
-            &["kubernetes/list_resources_all"][..],
-            &[json!({"apiVersion": "v1", "kind": "Node"})][..],
+            &["kubernetes/list_resources_all", "kubernetes/get_resource"][..],
+            &[
+                json!({"apiVersion": "v1", "kind": "Namespace"}),
+                json!({"apiVersion": "v1", "kind": "Node"}),
+            ][..],
         ),
         ("taint-preservation.gatekeeper.wasm", &[][..], &[][..]),
         ("toleration-injection.gatekeeper.wasm", &[][..], &[][..]),

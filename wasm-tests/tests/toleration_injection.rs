@@ -321,7 +321,12 @@ fn embedded_metadata() {
             "statefulsets",
             "replicasets",
             "jobs",
-            "cronjobs"
+            "cronjobs",
+            // podTolerationRestriction.guardAnnotations: annotations are written through the
+            // object and its two subresources.
+            "namespaces",
+            "namespaces/status",
+            "namespaces/finalize"
         ]
     );
     assert_eq!(
