@@ -281,14 +281,14 @@ fn judge_plugin_update(
         Ok(plugin) => plugin,
         Err(refusal) => return refusal,
     };
-    if half == Half::Validating || plugin.added.is_empty() {
+    if half == Half::Validating || plugin.adds_nothing() {
         return Verdict::accept();
     }
-    let added = plugin
-        .added
-        .iter()
-        .map(|(t, why)| (t.to_json(), t.describe() + " (" + why + ")"));
-    let (texts, described): (Vec<String>, Vec<String>) = added.unzip();
+    let texts: Vec<String> = plugin.added().map(|(t, _)| t.to_json()).collect();
+    let described: Vec<String> = plugin
+        .added()
+        .map(|(t, why)| with_reason(t.describe(), why))
+        .collect();
     match workload.with_tolerations(&texts) {
         Some(mutated) => mutation(mutated, &described),
         None => Verdict::accept(),
@@ -320,7 +320,7 @@ fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
         }
         return verdict;
     }
-    matched.inject(cluster, &plugin.added)
+    matched.inject(cluster, &plugin)
 }
 
 impl Matched<'_> {
@@ -369,13 +369,9 @@ impl Matched<'_> {
 }
 
 impl Matched<'_> {
-    /// The workload with the tolerations it lacks appended, and the warnings and audit
-    /// annotation that say so.
-    fn inject(
-        &self,
-        cluster: &dyn Cluster,
-        plugin_added: &[(PluginToleration, String)],
-    ) -> Verdict {
+    /// The workload with the tolerations it lacks appended (PodTolerationRestriction's, in
+    /// `plugin`, then the rules'), and the warnings and audit annotation that say so.
+    fn inject(&self, cluster: &dyn Cluster, plugin: &Outcome) -> Verdict {
         // A restriction bounds aliasing too: a twin of a toleration the workload brought along
         // is not added where a restriction forbids it, or a workload tolerating an unrestricted
         // key would be handed the restricted key of the same group. Twins of what rules inject
@@ -386,30 +382,29 @@ impl Matched<'_> {
             Ok(found) => found,
             Err(refusal) => return refusal,
         };
-        let plugin_core: Vec<Toleration<'_>> =
-            plugin_added.iter().map(|(t, _)| t.as_core()).collect();
+        let plugin_core: Vec<Toleration<'_>> = plugin.added().map(|(t, _)| t.as_core()).collect();
         let added = self.additions(&plugin_core, &from_nodes.found, allowed_twin);
         let withheld_warnings = from_nodes
             .withheld
             .iter()
             .map(|w| ["did not add toleration ", w].concat());
-        if added.is_empty() && plugin_added.is_empty() {
+        if added.is_empty() && plugin.adds_nothing() {
             let mut verdict = Verdict::accept();
             verdict.warnings.extend(withheld_warnings);
             return verdict;
         }
         // The plugin's tolerations are written as given (an empty operator stays empty, as the
         // plugin stores it), before the rules'.
-        let plugin_texts = plugin_added.iter().map(|(t, _)| t.to_json());
+        let plugin_texts = plugin.added().map(|(t, _)| t.to_json());
         let texts: Vec<String> = plugin_texts
             .chain(added.iter().map(|(t, _)| t.to_json()))
             .collect();
         let Some(mutated) = self.subject.workload.with_tolerations(&texts) else {
             return Verdict::accept();
         };
-        let plugin_described = plugin_added
-            .iter()
-            .map(|(t, why)| t.describe() + " (" + why + ")");
+        let plugin_described = plugin
+            .added()
+            .map(|(t, why)| with_reason(t.describe(), why));
         let described: Vec<String> = plugin_described.chain(describe_added(&added)).collect();
         let mut verdict = mutation(mutated, &described);
         verdict.warnings.extend(withheld_warnings);
@@ -442,15 +437,17 @@ fn mutation(mutated: String, described: &[String]) -> Verdict {
 fn describe_added(added: &[Explained]) -> Vec<String> {
     added
         .iter()
-        .map(|(t, why)| {
-            let mut d = t.describe();
-            d.reserve(why.len() + 3);
-            d.push_str(" (");
-            d.push_str(why);
-            d.push(')');
-            d
-        })
+        .map(|(t, why)| with_reason(t.describe(), why))
         .collect()
+}
+
+/// An added toleration's description followed by why it is added: `key:Effect (Exists) (why)`.
+fn with_reason(mut described: String, why: &str) -> String {
+    described.reserve(why.len() + 3);
+    described.push_str(" (");
+    described.push_str(why);
+    described.push(')');
+    described
 }
 
 /// The validating half's acceptance: it injects nothing, and says so for each rule that matched

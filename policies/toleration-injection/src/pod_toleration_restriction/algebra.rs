@@ -145,20 +145,16 @@ impl PluginToleration {
     }
 }
 
-/// The indices in `extra` of the tolerations to append to `existing` so that it holds every one
-/// of `extra`: those that nothing already there (or appended before them) covers, so that a
-/// toleration given twice is appended once. The plugin also drops tolerations of the Pod that a
-/// later one covers (`MergeTolerations`); this never removes any
+/// Appends `t` to `tolerations` unless one of them already covers it, and says whether it did:
+/// appended one by one, a toleration given twice is appended once. The plugin also drops
+/// tolerations of the Pod that a later one covers (`MergeTolerations`); this never removes any
 /// (docs/pod-toleration-restriction.md, "Differences").
-pub fn missing(existing: &[PluginToleration], extra: &[PluginToleration]) -> Vec<usize> {
-    let mut added: Vec<usize> = Vec::new();
-    for (i, t) in extra.iter().enumerate() {
-        let appended = added.iter().map(|&a| &extra[a]);
-        if !existing.iter().chain(appended).any(|c| c.covers(t)) {
-            added.push(i);
-        }
+pub fn append_missing(tolerations: &mut Vec<PluginToleration>, t: PluginToleration) -> bool {
+    let covered = tolerations.iter().any(|c| c.covers(&t));
+    if !covered {
+        tolerations.push(t);
     }
-    added
+    !covered
 }
 
 /// The first toleration of `tolerations` that no entry of `whitelist` covers. An empty
@@ -385,11 +381,12 @@ mod tests {
             ),
         ];
         for (name, pod, extra, want) in cases {
-            let extra = names(extra);
-            let got: Vec<PluginToleration> = missing(&names(pod), &extra)
-                .into_iter()
-                .map(|i| extra[i].clone())
-                .collect();
+            let mut tolerations = names(pod);
+            let own = tolerations.len();
+            for t in names(extra) {
+                append_missing(&mut tolerations, t);
+            }
+            let got = tolerations.split_off(own);
             assert_eq!(got, names(want), "{name}");
         }
     }

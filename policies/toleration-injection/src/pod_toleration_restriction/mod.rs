@@ -51,12 +51,14 @@ pub struct Pod<'p> {
     pub create: bool,
 }
 
-/// What the plugin makes of a Pod: the tolerations it appends (each with why), and what the Pod
-/// then tolerates, which the whitelist must cover. The default is a Pod the plugin leaves alone.
+/// What the plugin makes of a Pod: what it then tolerates (its own tolerations, then those the
+/// plugin appends, each with why), which the whitelist must cover. The default is a Pod the
+/// plugin leaves alone.
 #[derive(Default)]
 pub struct Outcome {
-    pub added: Vec<(PluginToleration, String)>,
-    pub tolerations: Vec<PluginToleration>,
+    tolerations: Vec<PluginToleration>,
+    /// Why each appended toleration is appended: one per toleration at the end of `tolerations`.
+    reasons: Vec<String>,
     whitelist: Vec<PluginToleration>,
     scope: Scope,
 }
@@ -82,9 +84,9 @@ impl PodTolerationRestriction {
         })?;
         let Some(cluster) = cluster else {
             return Ok(Outcome {
-                added: Vec::new(),
                 tolerations: own,
-                whitelist: self.whitelist_in_force(&self.whitelist),
+                reasons: Vec::new(),
+                whitelist: self.whitelist_in_force(self.whitelist.clone()),
                 scope: Scope::Cluster,
             });
         };
@@ -131,37 +133,44 @@ impl PodTolerationRestriction {
             Some(list) => (list, Scope::Namespace),
             None => (self.whitelist.clone(), Scope::Cluster),
         };
-        let extra_tolerations: Vec<PluginToleration> =
-            extra.iter().map(|(t, _)| t.clone()).collect();
-        let missing = algebra::missing(&own, &extra_tolerations);
-        let added: Vec<(PluginToleration, String)> = extra
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| missing.contains(i))
-            .map(|(_, added)| added)
-            .collect();
         let mut tolerations = own;
-        tolerations.extend(added.iter().map(|(t, _)| t.clone()));
+        let mut reasons = Vec::new();
+        for (t, why) in extra {
+            if algebra::append_missing(&mut tolerations, t) {
+                reasons.push(why);
+            }
+        }
         Ok(Outcome {
-            added,
             tolerations,
-            whitelist: self.whitelist_in_force(&whitelist),
+            reasons,
+            whitelist: self.whitelist_in_force(whitelist),
             scope,
         })
     }
 
     /// `whitelist` with what Kubernetes adds by itself, when it restricts anything and
     /// `implicitTolerations` is on.
-    fn whitelist_in_force(&self, whitelist: &[PluginToleration]) -> Vec<PluginToleration> {
-        let mut list = whitelist.to_vec();
-        if self.implicit_tolerations && !list.is_empty() {
-            list.extend(implicit());
+    fn whitelist_in_force(&self, mut whitelist: Vec<PluginToleration>) -> Vec<PluginToleration> {
+        if self.implicit_tolerations && !whitelist.is_empty() {
+            whitelist.extend(implicit());
         }
-        list
+        whitelist
     }
 }
 
 impl Outcome {
+    /// The tolerations the plugin appends, each with why, in order.
+    pub fn added(&self) -> impl Iterator<Item = (&PluginToleration, &str)> {
+        let own = self.tolerations.len() - self.reasons.len();
+        let reasons = self.reasons.iter().map(String::as_str);
+        self.tolerations[own..].iter().zip(reasons)
+    }
+
+    /// Whether the plugin appends nothing.
+    pub fn adds_nothing(&self) -> bool {
+        self.reasons.is_empty()
+    }
+
     /// The refusal of a Pod whose tolerations (its own and those the plugin added) the whitelist
     /// does not cover, except those `exempt` says this policy's own rules put there.
     /// A toleration whose alias twin (`twins`) the Pod carries and the whitelist covers passes
