@@ -257,12 +257,16 @@ impl Cluster {
         write("audit-policy.yaml", AUDIT_POLICY.to_owned())?;
         write(
             "kubeconfig",
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: e2e\n  context: {{cluster: e2e, user: admin}}\ncurrent-context: e2e\n",
-                self.api_port,
-                self.path("certs/apiserver.crt"),
-                self.token
-            ),
+            self.kubeconfig_text("e2e", self.api_port, "certs"),
+        )
+    }
+
+    /// A kubeconfig for the admin of the API server on `port` whose certificates are in `certs`.
+    fn kubeconfig_text(&self, name: &str, port: u16, certs: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: {name}\n  context: {{cluster: {name}, user: admin}}\ncurrent-context: {name}\n",
+            self.path(&format!("{certs}/apiserver.crt")),
+            self.token
         )
     }
 
@@ -323,11 +327,7 @@ impl Cluster {
         let kubeconfig = self.dir.join("kubeconfig-reference");
         fs::write(
             &kubeconfig,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: reference\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: reference\n  context: {{cluster: reference, user: admin}}\ncurrent-context: reference\n",
-                self.path("certs-reference/apiserver.crt"),
-                self.token
-            ),
+            self.kubeconfig_text("reference", port, "certs-reference"),
         )
         .map_err(|e| e.to_string())?;
         Ok(kubeconfig)

@@ -90,6 +90,18 @@ fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, ClusterError> {
     })
 }
 
+/// The answer to `operation` with `request`, as text; `what` names it in the error.
+fn ask_text<R: Serialize>(
+    operation: &str,
+    request: &R,
+    what: &str,
+) -> Result<String, ClusterError> {
+    let payload = serde_json::to_vec(request).expect("strings only");
+    let answer = call(operation, &payload)?;
+    String::from_utf8(answer)
+        .map_err(|_| ClusterError::Failed(format!("the host's {what} is not UTF-8 text")))
+}
+
 impl<P: Policy> Cluster for HostCluster<P> {
     fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
         if !P::ASKS.nodes {
@@ -102,11 +114,7 @@ impl<P: Policy> Cluster for HostCluster<P> {
             field_selector: None,
             field_masks: ["metadata.name", "metadata.labels", "spec.taints"],
         };
-        let payload = serde_json::to_vec(&request).expect("strings only");
-        let answer = call("list_resources_all", &payload)?;
-        String::from_utf8(answer).map_err(|_| {
-            ClusterError::Failed("the host's list of nodes is not UTF-8 text".to_owned())
-        })
+        ask_text("list_resources_all", &request, "list of nodes")
     }
 
     fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
@@ -151,10 +159,6 @@ impl<P: Policy> Cluster for HostCluster<P> {
             namespace: None,
             disable_cache: true,
         };
-        let payload = serde_json::to_vec(&request).expect("strings only");
-        let answer = call("get_resource", &payload)?;
-        String::from_utf8(answer).map_err(|_| {
-            ClusterError::Failed(format!("the host's Namespace {name:?} is not UTF-8 text"))
-        })
+        ask_text("get_resource", &request, &format!("Namespace {name:?}"))
     }
 }
