@@ -372,13 +372,18 @@ run_benchmarks() {
     target/debug/embed-metadata "benchmarks/$module/metadata.yml" "benchmarks/$module/README.md" \
       "target/wasm32-wasip1/release/${module//-/_}.wasm" "target/bench/$module.wasm"
   done
+  # The anchor of a context-aware mutation: the same module asking for the request's Namespace
+  # first (its feature; built on its own so that the plain anchor stays without it).
+  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p mutate-policy --features namespace
+  target/debug/embed-metadata benchmarks/mutate-policy/metadata.yml benchmarks/mutate-policy/README.md \
+    target/wasm32-wasip1/release/mutate_policy.wasm target/bench/mutate-namespace-policy.wasm
   "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
     -p baseline-gatekeeper
   cargo build -q --release -p taintguard-benchmarks
   say "measuring (several minutes; read the ratios, the machine is shared)"
   target/release/bench "$@" target/bench/baseline-policy.wasm \
     "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm" target/bench/null-policy.wasm \
-    target/bench/walk-policy.wasm target/bench/mutate-policy.wasm
+    target/bench/walk-policy.wasm target/bench/mutate-policy.wasm target/bench/mutate-namespace-policy.wasm
 }
 
 # The end-to-end suite (e2e/): it starts and stops everything itself and prints one line per

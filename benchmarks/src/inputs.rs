@@ -20,6 +20,9 @@ pub struct Input {
     pub settings: Value,
     /// The verdict the policy must give: what makes a figure one of the case it names.
     pub expect: Expect,
+    /// The Namespace the policy reads from the cluster for this request, if it reads one: the
+    /// real-host benchmark creates it in a kube-apiserver policy-server reaches.
+    pub namespace: Option<Value>,
 }
 
 fn payload(request: &Value, settings: &Value) -> Vec<u8> {
@@ -44,6 +47,7 @@ impl Input {
             request: admission_request(request).clone(),
             settings: settings.clone(),
             expect,
+            namespace: None,
         }
     }
 
@@ -65,6 +69,9 @@ impl Input {
         payload(&self.request, &settings)
     }
 }
+
+/// The input judged with its namespace's PodTolerationRestriction annotations.
+pub const NAMESPACED_POD: &str = "Pod CREATE with namespace annotations [podTolerationRestriction]";
 
 const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
@@ -205,6 +212,39 @@ fn deployment(count: usize) -> Value {
     )
 }
 
+/// The Namespace of [`namespaced_pod`], annotated as PodTolerationRestriction reads it: a default
+/// toleration for its dedicated nodes and a whitelist of what its Pods may tolerate.
+fn team_namespace() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a"},
+                     "annotations": {
+                         "scheduler.alpha.kubernetes.io/defaultTolerations":
+                             r#"[{"key":"dedicated","operator":"Equal","value":"team-a","effect":"NoSchedule"}]"#,
+                         "scheduler.alpha.kubernetes.io/tolerationsWhitelist":
+                             r#"[{"key":"dedicated","operator":"Equal","value":"team-a"},{"key":"example.com/gpu","operator":"Exists"}]"#}}
+    })
+}
+
+/// A Deployment's Pod CREATE in `team-a` tolerating the GPU taint, judged by
+/// PodTolerationRestriction: the namespace's default toleration and the memory-pressure one
+/// (a Burstable Pod) are added, and all three are inside the namespace's whitelist (with the
+/// implicit tolerations).
+fn namespaced_pod() -> Value {
+    let gpu = json!({"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"});
+    let mut request = workload_create(
+        "Pod",
+        "",
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "trainer-5c8f", "namespace": "team-a", "labels": {"app": "trainer"}},
+            "spec": pod_spec(vec![gpu])
+        }),
+    );
+    request["namespace"] = json!("team-a");
+    request
+}
+
 fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -252,6 +292,16 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
             ));
         }
     }
+    let mut namespaced = Input::new(
+        "toleration-injection",
+        None,
+        NAMESPACED_POD.to_owned(),
+        &namespaced_pod(),
+        &json!({"podTolerationRestriction": {"enabled": true}}),
+        Expect::Mutated,
+    );
+    namespaced.namespace = Some(team_namespace());
+    inputs.push(namespaced);
     for policy in ["taint-preservation", "toleration-injection"] {
         for example in wasm_tests::examples::load(&repo.join("policies").join(policy))? {
             // A case that asks the cluster needs its session's answers, which no benchmark host

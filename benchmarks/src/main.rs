@@ -1,5 +1,5 @@
 //! `bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM
-//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
+//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
 //! null module NULL_WASM (`realhost/`), then, as diagnostics, every `dist/<policy>.wasm` against
 //! the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the OPA-ABI
 //! baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
@@ -109,6 +109,9 @@ fn in_process(
     baseline_gatekeeper: &Path,
     quick: bool,
 ) -> Result<Run, String> {
+    // An input that reads its Namespace from the cluster runs only in the real host: no
+    // in-process host here answers host calls (a canned answer would measure the canning).
+    let inputs: Vec<&Input> = inputs.iter().filter(|i| i.namespace.is_none()).collect();
     let scale = if quick { 10 } else { 1 };
     let (fresh_rounds, warm_rounds) = (FRESH_ROUNDS / scale, WARM_ROUNDS / scale);
     let baseline = Module::load("baseline", baseline)?;
@@ -208,6 +211,7 @@ struct Options<'a> {
     null: &'a Path,
     walk: &'a Path,
     mutate: &'a Path,
+    mutate_namespace: &'a Path,
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -226,6 +230,7 @@ fn run(options: &Options) -> Result<(), String> {
         baseline: options.baseline.to_owned(),
         walk: options.walk.to_owned(),
         mutate: options.mutate.to_owned(),
+        mutate_namespace: options.mutate_namespace.to_owned(),
         dist: repo.join("dist"),
     };
     if options.instructions {
@@ -322,10 +327,10 @@ fn main() -> ExitCode {
             _ => paths.push(Path::new(arg)),
         }
     }
-    let [baseline, baseline_gatekeeper, null, walk, mutate] = paths[..] else {
+    let [baseline, baseline_gatekeeper, null, walk, mutate, mutate_namespace] = paths[..] else {
         eprintln!(
             "usage: bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM \
-             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM | bench --dump DIR"
+             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM | bench --dump DIR"
         );
         return ExitCode::from(2);
     };
@@ -340,6 +345,7 @@ fn main() -> ExitCode {
         null,
         walk,
         mutate,
+        mutate_namespace,
     };
     match run(&options) {
         Ok(()) => ExitCode::SUCCESS,

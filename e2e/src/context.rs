@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cluster::wait_for;
 use crate::deploy::{node_taints_settings, POOL_LABEL, VARIANT_LABEL};
 use crate::helpers::*;
 use crate::kubectl::*;
 use crate::kwctl;
 use crate::Env;
+use taintguard_control_plane::cluster::wait_for;
 
 /// The break-glass grant as a platform team writes it: the policy's verbs on the policy's
 /// resource in its API group, for one node.

@@ -2,8 +2,6 @@
 //! the incidents replayed as the real actors send them, and what is stored checked
 //! (docs/e2e.md). Prints one line per scenario and a closing `N passed, N failed`.
 
-mod binaries;
-mod cluster;
 mod context;
 mod controllers;
 mod deploy;
@@ -18,9 +16,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use binaries::Binaries;
-use cluster::Cluster;
 use kubectl::Kubectl;
+use taintguard_control_plane::binaries::Binaries;
+use taintguard_control_plane::cluster::{self, Cluster};
 
 /// What the scenarios act on.
 pub struct Env {
@@ -37,7 +35,7 @@ fn start(bins: Binaries) -> Result<Env, String> {
         .to_path_buf();
     let deployed = deploy::deployments(&repo)?;
     let t = Instant::now();
-    let mut cluster = Cluster::start(&bins)?;
+    let mut cluster = Cluster::start(&bins, "e2e")?;
     println!(
         "# control plane up in {:.1} s ({})",
         t.elapsed().as_secs_f64(),

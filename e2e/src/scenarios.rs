@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use taintguard_testkit::k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Toleration};
 use taintguard_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::cluster::wait_for;
 use crate::deploy::{self, Deployed, VARIANT_LABEL};
 use crate::helpers::*;
 use crate::kubectl::*;
 use crate::Env;
+use taintguard_control_plane::cluster::wait_for;
 
 pub struct Scenario {
     pub name: &'static str,

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cluster::wait_for;
 use crate::deploy::{
     cluster_admission_policy, cluster_admission_policy_group, module_url, Deployed, VARIANT_LABEL,
 };
 use crate::helpers::*;
 use crate::kubectl::*;
 use crate::Env;
+use taintguard_control_plane::cluster::wait_for;
 
 /// The variants this module deploys; the suite's other toleration-injection policies leave
 /// their objects alone.

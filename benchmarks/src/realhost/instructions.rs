@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{prepare, server, Modules, Prepared, ANCHOR, CASES, POLICY, RUN_DIR};
+use super::{context, prepare, server, Modules, Prepared, ANCHOR, CASES, POLICY, RUN_DIR};
 use crate::inputs::Input;
 
 /// Requests counted per module and case.
@@ -190,7 +190,11 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
         .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name))
         .collect();
     let dir = repo.join(RUN_DIR).join("instructions");
-    let (prepared, entries) = prepare(&cases, modules, &dir)?;
+    let context = context::start(cases)?;
+    for (case, why) in &context.not_run {
+        eprintln!("instructions: {case} not counted: {why}");
+    }
+    let (prepared, entries) = prepare(&context.cases, modules, &dir)?;
     let out_file = format!("--callgrind-out-file={}/callgrind.%p", dir.display());
     eprintln!("instructions: policy-server under callgrind (a minute or two to start)");
     let server = server::PolicyServer::start_under(
@@ -198,6 +202,7 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
         &binary,
         &dir,
         &entries,
+        context.kubeconfig(),
     )?;
     let mut counted = Vec::new();
     for case in &prepared {
@@ -209,7 +214,7 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
         counted.push(Counted {
             policy: case.input.policy,
             name: case.input.name.clone(),
-            anchor: super::anchor(case.input.expect),
+            anchor: case.anchor,
             counts,
         });
     }

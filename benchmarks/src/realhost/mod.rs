@@ -3,8 +3,11 @@
 //! own cost), the parse-only baseline, and the anchor of its verdict on the same request and
 //! settings: the walk-only module (reads the request, builds nothing, accepts) for an accepted or
 //! rejected request, the mutate-only module (hands back the object with one member added) for a
-//! mutation. The anchor is the least the policy's job costs.
+//! mutation. The anchor is the least the policy's job costs. A case whose policy reads its
+//! Namespace from the cluster runs with a kube-apiserver on loopback holding it
+//! ([`context`]), and its anchor asks for the Namespace the same way first.
 
+mod context;
 pub mod instructions;
 mod load;
 pub mod report;
@@ -22,8 +25,9 @@ use crate::inputs::Input;
 /// DaemonSet CREATEs that get tolerations injected, the DaemonSet judged by a rule with a
 /// JSONPath condition (the object parsed into a `Value` for it), kubelet status updates of a
 /// 25 KB and a 200 KB Node, accepted and (a stale write) restored, and the two updates that
-/// write the taint owner record (kured adding its taint, and removing it).
-pub const CASES: [(&str, &str); 10] = [
+/// write the taint owner record (kured adding its taint, and removing it), and a Pod CREATE
+/// judged with its namespace's PodTolerationRestriction annotations, read from the API server.
+pub const CASES: [(&str, &str); 11] = [
     (
         "taint-preservation",
         "incident-1-stale-taint-patch [default]",
@@ -58,6 +62,7 @@ pub const CASES: [(&str, &str); 10] = [
         "toleration-injection",
         "flannel-v0.24.4-daemonset [critical-daemonsets]",
     ),
+    ("toleration-injection", crate::inputs::NAMESPACED_POD),
 ];
 
 /// Connections: one per core of a 2-core machine (low), and enough to keep every worker busy
@@ -87,7 +92,7 @@ pub const QUICK: Timing = Timing {
 /// relative to the repository.
 pub const RUN_DIR: &str = "target/bench/real-host";
 
-/// The modules of one case, in the order each round runs them; `anchor` is the walk-only or the
+/// The modules of one case, in the order each round runs them; `anchor` is the walk-only or a
 /// mutate-only module, by the case's verdict ([`anchor`]).
 pub const MODULES: [&str; 4] = ["null", "policy", "baseline", "anchor"];
 
@@ -96,11 +101,17 @@ pub const POLICY: usize = 1;
 pub const BASELINE: usize = 2;
 pub const ANCHOR: usize = 3;
 
-/// The anchor of a verdict: what the least module answering it must do.
-pub fn anchor(expect: Expect) -> &'static str {
-    match expect {
-        Expect::Mutated => "mutate",
-        Expect::Accepted | Expect::Rejected => "walk",
+/// The anchor of a case's verdict: what the least module answering it must do, the Namespace's
+/// read included where the policy reads it. Only mutations have a context-aware anchor.
+pub fn anchor(input: &Input) -> Result<&'static str, String> {
+    match (input.expect, input.namespace.is_some()) {
+        (Expect::Mutated, false) => Ok("mutate"),
+        (Expect::Mutated, true) => Ok("mutate-namespace"),
+        (Expect::Accepted | Expect::Rejected, false) => Ok("walk"),
+        (verdict, true) => Err(format!(
+            "{} {}: no anchor reads the Namespace for a verdict {verdict:?}",
+            input.policy, input.name
+        )),
     }
 }
 
@@ -156,6 +167,7 @@ pub struct CaseResult {
     pub policy: &'static str,
     pub name: String,
     pub expect: Expect,
+    pub anchor: &'static str,
     pub body_bytes: usize,
     pub points: Vec<Measured>,
 }
@@ -166,6 +178,8 @@ pub struct Run {
     pub cores: usize,
     pub timing: Timing,
     pub cases: Vec<CaseResult>,
+    /// Cases selected but not run, and why (no control plane for a context-aware one).
+    pub not_run: Vec<(String, String)>,
 }
 
 /// The section either ran or says in one line why not.
@@ -178,9 +192,11 @@ pub enum Outcome {
 pub struct Modules {
     pub null: PathBuf,
     pub baseline: PathBuf,
-    /// The anchors: `benchmarks/walk-policy` and `benchmarks/mutate-policy`.
+    /// The anchors: `benchmarks/walk-policy` and `benchmarks/mutate-policy`, and the latter
+    /// built to ask for the request's Namespace first.
     pub walk: PathBuf,
     pub mutate: PathBuf,
+    pub mutate_namespace: PathBuf,
     /// `dist/`, holding `<policy>.wasm`.
     pub dist: PathBuf,
 }
@@ -223,6 +239,7 @@ fn post(url: &str, body: &Path) -> Result<Value, String> {
 /// A case ready to load: its policy ids and its AdmissionReview body on disk.
 struct Prepared<'a> {
     input: &'a Input,
+    anchor: &'static str,
     ids: [String; 4],
     body: PathBuf,
     body_bytes: usize,
@@ -248,18 +265,22 @@ fn prepare<'a>(
                 let index = configurations.len();
                 configurations.push(key);
                 let policy = modules.dist.join(format!("{}.wasm", input.policy));
-                let loaded = [
+                let mut loaded = vec![
                     ("null", &modules.null),
                     ("policy", &policy),
                     ("baseline", &modules.baseline),
                     ("walk", &modules.walk),
                     ("mutate", &modules.mutate),
                 ];
+                if input.namespace.is_some() {
+                    loaded.push(("mutate-namespace", &modules.mutate_namespace));
+                }
                 for (module, path) in loaded {
                     entries.push(server::Entry {
                         id: format!("{module}-{index}"),
                         module: path.clone(),
                         settings: input.settings.clone(),
+                        reads_namespaces: input.namespace.is_some(),
                     });
                 }
                 index
@@ -270,10 +291,12 @@ fn prepare<'a>(
         let text = serde_json::to_vec(&review).expect("JSON values serialise");
         let body = bodies.join(format!("{n}.json"));
         std::fs::write(&body, &text).map_err(|e| format!("{}: {e}", body.display()))?;
+        let anchor = anchor(input)?;
         prepared.push(Prepared {
             input,
+            anchor,
             ids: MODULES.map(|module| match module {
-                "anchor" => format!("{}-{index}", anchor(input.expect)),
+                "anchor" => format!("{anchor}-{index}"),
                 module => format!("{module}-{index}"),
             }),
             body,
@@ -356,7 +379,16 @@ pub fn run(
         return Ok(Outcome::NotRun("no real-host input selected".to_owned()));
     }
     let dir = repo.join(RUN_DIR);
-    let (prepared, entries) = prepare(&cases, modules, &dir)?;
+    let context = context::start(cases)?;
+    if context.cases.is_empty() {
+        let why: Vec<String> = context
+            .not_run
+            .iter()
+            .map(|(c, why)| format!("{c}: {why}"))
+            .collect();
+        return Ok(Outcome::NotRun(why.join("; ")));
+    }
+    let (prepared, entries) = prepare(&context.cases, modules, &dir)?;
     let script = repo.join("benchmarks/wrk/post.lua");
     let per_case = timing.warm_up_seconds as usize + timing.rounds * timing.seconds as usize;
     eprintln!(
@@ -365,7 +397,7 @@ pub fn run(
         binary.display(),
         prepared.len() * CONNECTIONS.len() * MODULES.len() * per_case
     );
-    let server = server::PolicyServer::start(&binary, &dir, &entries)?;
+    let server = server::PolicyServer::start(&binary, &dir, &entries, context.kubeconfig())?;
     for case in &prepared {
         check(&server, case)?;
     }
@@ -386,6 +418,7 @@ pub fn run(
             policy: case.input.policy,
             name: case.input.name.clone(),
             expect: case.input.expect,
+            anchor: case.anchor,
             body_bytes: case.body_bytes,
             points,
         });
@@ -396,6 +429,7 @@ pub fn run(
         cores: std::thread::available_parallelism().map_or(1, usize::from),
         timing,
         cases: results,
+        not_run: context.not_run,
     }))
 }
 

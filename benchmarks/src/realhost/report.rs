@@ -6,9 +6,7 @@ use std::fmt::Write;
 
 use wasm_tests::examples::Expect;
 
-use super::{
-    anchor, CaseResult, Measured, Outcome, Run, ANCHOR, BASELINE, CONNECTIONS, MODULES, POLICY,
-};
+use super::{CaseResult, Measured, Outcome, Run, ANCHOR, BASELINE, CONNECTIONS, MODULES, POLICY};
 
 /// The heading that starts the section; `--real-host` rewrites from it to the next `## `.
 pub const HEADING: &str = "## Real host: policy-server over loopback";
@@ -114,7 +112,7 @@ pub fn targets(run: &Run) -> String {
             case.policy,
             case.name,
             verdict(case.expect),
-            anchor(case.expect),
+            case.anchor,
             median(&ratios),
             median(&cpu),
             median(&point.ratios(ANCHOR)),
@@ -137,7 +135,13 @@ fn intro(run: &Run) -> String {
          `serde::de::IgnoredAny`, builds nothing, accepts) for an accepted or rejected request, \
          **mutate** (`benchmarks/mutate-policy`: finds `request.object` as a borrowed slice, \
          inserts one member and returns it as `mutated_object`, which policy-server diffs into a \
-         JSONPatch) for a mutation. The anchor is the least the verdict costs. Every answer is \
+         JSONPatch) for a mutation. The anchor is the least the verdict costs. A case whose policy \
+         reads the request's Namespace from the cluster (PodTolerationRestriction's annotations) \
+         runs with policy-server reaching a kube-apiserver 1.20 on loopback that holds it (etcd \
+         beside it: the end-to-end suite's control plane, with the admin's kubeconfig), and its \
+         anchor is **mutate-namespace**: the mutate anchor asking for the Namespace first as the \
+         policy does (`get_resource`, read fresh) and reading the answer through, so the API \
+         server's round trip is on both sides of the ratio. Every answer is \
          checked once before any load (the policy's verdict is the example's, the mutate \
          anchor's a mutation, the others' an acceptance), so no figure is of an error \
          path.\n\n\
@@ -177,6 +181,9 @@ pub fn section(outcome: &Outcome) -> String {
     let mut out = format!("{HEADING}\n\n{}\n", intro(run));
     out.push_str("### Targets\n\n");
     out.push_str(&targets(run));
+    for (case, why) in &run.not_run {
+        let _ = writeln!(out, "\nNot run: {case}: {why}.");
+    }
     out.push_str(
         "\n### Throughput and latency\n\n\
          | input | verdict | body KiB | connections | req/s policy / null / baseline / anchor | policy ÷ null (range) | policy ÷ anchor (range) | anchor ÷ null | baseline ÷ null | p99 ms policy / null / baseline / anchor | CPU µs per request policy / null / anchor |\n\

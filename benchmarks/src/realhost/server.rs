@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-/// `POLICY_SERVER`, else `policy-server` on `PATH`: the rule of `e2e/src/binaries.rs`
+/// `POLICY_SERVER`, else `policy-server` on `PATH`: the rule of `e2e/control-plane/src/binaries.rs`
 /// (docs/e2e.md says where the binary comes from).
 pub fn find() -> Result<PathBuf, String> {
     if let Some(value) = std::env::var_os("POLICY_SERVER").filter(|v| !v.is_empty()) {
@@ -34,6 +34,9 @@ pub struct Entry {
     pub id: String,
     pub module: PathBuf,
     pub settings: Value,
+    /// Whether it may read Namespaces (`contextAwareResources`, and every host capability, as
+    /// Kubewarden's controller writes a context-aware policy's entry).
+    pub reads_namespaces: bool,
 }
 
 /// policy-server's `policies.yml` (JSON is YAML), in the format of `e2e/src/deploy.rs`. Every
@@ -45,9 +48,14 @@ fn policies_yml(entries: &[Entry]) -> Result<String, String> {
         // policy-server takes only absolute `file://` paths.
         let path =
             fs::canonicalize(&e.module).map_err(|err| format!("{}: {err}", e.module.display()))?;
-        let entry = serde_json::json!({"module": format!("file://{}", path.display()),
-                                       "settings": e.settings, "allowedToMutate": true,
-                                       "policyMode": "protect"});
+        let mut entry = serde_json::json!({"module": format!("file://{}", path.display()),
+                                           "settings": e.settings, "allowedToMutate": true,
+                                           "policyMode": "protect"});
+        if e.reads_namespaces {
+            entry["contextAwareResources"] =
+                serde_json::json!([{"apiVersion": "v1", "kind": "Namespace"}]);
+            entry["hostCapabilities"] = serde_json::json!(["*"]);
+        }
         map.insert(e.id.clone(), entry);
     }
     Ok(Value::Object(map).to_string())
@@ -80,7 +88,8 @@ fn version(binary: &Path) -> Result<String, String> {
 
 /// policy-server's arguments, with `file` naming a file of the run's folder. Defaults otherwise
 /// (workers, timeout protection): what users run. No certificate flags: plain HTTP on loopback, so
-/// the figures hold no TLS. No cluster: none of these policies is context-aware. Log level warn:
+/// the figures hold no TLS. A cluster only where a case reads one ([`PolicyServer::start`]'s
+/// `kubeconfig`). Log level warn:
 /// at info it writes a line per request, a cost of the host alike for every module that would
 /// only pull the ratios towards 1.
 fn arguments(file: &dyn Fn(&str) -> String, port: &str, readiness: &str) -> Vec<String> {
@@ -99,9 +108,15 @@ fn arguments(file: &dyn Fn(&str) -> String, port: &str, readiness: &str) -> Vec<
 
 impl PolicyServer {
     /// Starts `binary` in `dir` (its `policies.yml`, downloads and log) serving `entries`, and
-    /// waits until its readiness probe answers.
-    pub fn start(binary: &Path, dir: &Path, entries: &[Entry]) -> Result<PolicyServer, String> {
-        PolicyServer::start_under(&[], binary, dir, entries)
+    /// waits until its readiness probe answers. It reaches the cluster `kubeconfig` names, if
+    /// any.
+    pub fn start(
+        binary: &Path,
+        dir: &Path,
+        entries: &[Entry],
+        kubeconfig: Option<&Path>,
+    ) -> Result<PolicyServer, String> {
+        PolicyServer::start_under(&[], binary, dir, entries, kubeconfig)
     }
 
     /// [`PolicyServer::start`], run by `wrapper` (a command and its arguments, `binary` and its
@@ -111,6 +126,7 @@ impl PolicyServer {
         binary: &Path,
         dir: &Path,
         entries: &[Entry],
+        kubeconfig: Option<&Path>,
     ) -> Result<PolicyServer, String> {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let file = |name: &str| dir.join(name).display().to_string();
@@ -131,8 +147,12 @@ impl PolicyServer {
         };
         let child = command
             .args(&args)
-            // No cluster to reach, not even one a kubeconfig in the environment names.
-            .env("KUBECONFIG", dir.join("no-kubeconfig"))
+            // No cluster to reach but the one given, not even one a kubeconfig in the
+            // environment names.
+            .env(
+                "KUBECONFIG",
+                kubeconfig.map_or_else(|| dir.join("no-kubeconfig"), Path::to_path_buf),
+            )
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(out)

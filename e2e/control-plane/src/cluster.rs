@@ -27,7 +27,7 @@ pub fn clean_up_on_signals() {
         if let Some(dir) = dir {
             let _ = fs::remove_dir_all(dir);
         }
-        eprintln!("e2e: interrupted; processes stopped, run folder deleted");
+        eprintln!("control plane: interrupted; processes stopped, run folder deleted");
         std::process::exit(130);
     });
 }
@@ -108,7 +108,7 @@ impl Drop for Cluster {
         if std::env::var_os("TAINTGUARD_E2E_KEEP").is_none() {
             let _ = fs::remove_dir_all(&self.dir);
         } else {
-            eprintln!("e2e: kept {}", self.dir.display());
+            eprintln!("control plane: kept {}", self.dir.display());
         }
         *LIVE.lock().unwrap_or_else(|e| e.into_inner()) = (Vec::new(), None);
     }
@@ -126,9 +126,10 @@ rules:
 "#;
 
 impl Cluster {
-    /// Creates the run's folder and PKI, and starts etcd and kube-apiserver.
-    pub fn start(bins: &Binaries) -> Result<Cluster, String> {
-        let dir = std::env::temp_dir().join(format!("taintguard-e2e-{}", std::process::id()));
+    /// Creates the run's folder (`taintguard-<run>-<pid>` in the temporary folder) and PKI, and
+    /// starts etcd and kube-apiserver.
+    pub fn start(bins: &Binaries, run: &str) -> Result<Cluster, String> {
+        let dir = std::env::temp_dir().join(format!("taintguard-{run}-{}", std::process::id()));
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         LIVE.lock().unwrap_or_else(|e| e.into_inner()).1 = Some(dir.clone());
         let token = format!("e2e-{:x}", std::process::id() as u64 * 2654435761);
