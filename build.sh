@@ -380,10 +380,29 @@ run_benchmarks() {
   "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
     -p baseline-gatekeeper
   cargo build -q --release -p taintguard-benchmarks
+  build_answer_anchors target/bench/answers
   say "measuring (several minutes; read the ratios, the machine is shared)"
   target/release/bench "$@" target/bench/baseline-policy.wasm \
     "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm" target/bench/null-policy.wasm \
-    target/bench/walk-policy.wasm target/bench/mutate-policy.wasm target/bench/mutate-namespace-policy.wasm
+    target/bench/walk-policy.wasm target/bench/mutate-policy.wasm target/bench/mutate-namespace-policy.wasm \
+    target/bench/answers
+}
+
+# The answer anchors (benchmarks/answer-policy): the harness writes the policy's answer to each
+# real-host case into DIR, and each is built into its own module around it, like the other
+# anchors, with the `namespace` feature where the case reads its Namespace.
+build_answer_anchors() {
+  local dir=$1 answer features
+  say "building an answer anchor per real-host case"
+  target/release/bench --answers "$dir"
+  for answer in "$dir"/*.json; do
+    features=()
+    [ -e "${answer%.json}.asks-namespace" ] && features=(--features namespace)
+    TAINTGUARD_BENCH_ANSWER="$PWD/$answer" "${WASM_CARGO[@]}" build -q --release \
+      --target wasm32-wasip1 -p answer-policy "${features[@]}"
+    target/debug/embed-metadata benchmarks/answer-policy/metadata.yml benchmarks/answer-policy/README.md \
+      target/wasm32-wasip1/release/answer_policy.wasm "${answer%.json}.wasm"
+  done
 }
 
 # The end-to-end suite (e2e/): it starts and stops everything itself and prints one line per

@@ -51,6 +51,15 @@ impl Input {
         }
     }
 
+    /// A file name for the input, without extension: its policy and name, one `-` for anything
+    /// but letters and digits.
+    pub fn slug(&self) -> String {
+        format!("{} {}", self.policy, self.name)
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect()
+    }
+
     /// The input Kubewarden's gatekeeper mode gives entrypoint 0, serialised as burrego does
     /// (`json!` into a `serde_json::Value`, then `serde_json::to_vec`).
     pub fn gatekeeper_input(&self) -> Vec<u8> {

@@ -1,5 +1,6 @@
 //! `bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM
-//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM`: measures the policies in Kubewarden's real policy-server over loopback against the
+//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM ANSWERS_DIR`:
+//! measures the policies in Kubewarden's real policy-server over loopback against the
 //! null module NULL_WASM (`realhost/`), then, as diagnostics, every `dist/<policy>.wasm` against
 //! the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the OPA-ABI
 //! baseline (linked but not yet finished: finished here as `embed-metadata` finishes the
@@ -11,7 +12,9 @@
 //! or shortened run must not replace the results. `--rounds N` runs N rounds of each real-host
 //! point instead of 3, for a median that noise moves less. `--instructions` counts the real host's
 //! instructions per request under callgrind instead (`realhost/instructions.rs`) and only prints.
-//! `bench --dump DIR` writes the payloads instead.
+//! `bench --dump DIR` writes the payloads instead, and `bench --answers DIR` the policies'
+//! answers to the real-host cases, which `./build.sh bench` builds the answer anchors of into
+//! ANSWERS_DIR (`realhost/answers.rs`).
 
 mod direct;
 mod inputs;
@@ -212,6 +215,7 @@ struct Options<'a> {
     walk: &'a Path,
     mutate: &'a Path,
     mutate_namespace: &'a Path,
+    answers: &'a Path,
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -231,6 +235,7 @@ fn run(options: &Options) -> Result<(), String> {
         walk: options.walk.to_owned(),
         mutate: options.mutate.to_owned(),
         mutate_namespace: options.mutate_namespace.to_owned(),
+        answers: options.answers.to_owned(),
         dist: repo.join("dist"),
     };
     if options.instructions {
@@ -284,21 +289,29 @@ fn run(options: &Options) -> Result<(), String> {
 fn dump(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for input in inputs::all(&wasm_tests::repo_root())? {
-        let file: String = format!("{} {}", input.policy, input.name)
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        let path = dir.join(format!("{file}.json"));
+        let path = dir.join(format!("{}.json", input.slug()));
         std::fs::write(&path, &input.payload).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
 
+/// Writes the policies' answers to the real-host cases for their answer anchors
+/// (`realhost/answers.rs`).
+fn answers(dir: &Path) -> Result<(), String> {
+    let repo = wasm_tests::repo_root();
+    realhost::answers::write(&inputs::all(&repo)?, &repo.join("dist"), dir)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, dir] = &args[..] {
-        if flag == "--dump" {
-            return match dump(Path::new(dir)) {
+        let written = match flag.as_str() {
+            "--dump" => Some(dump(Path::new(dir))),
+            "--answers" => Some(answers(Path::new(dir))),
+            _ => None,
+        };
+        if let Some(written) = written {
+            return match written {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("bench: {e}");
@@ -327,10 +340,11 @@ fn main() -> ExitCode {
             _ => paths.push(Path::new(arg)),
         }
     }
-    let [baseline, baseline_gatekeeper, null, walk, mutate, mutate_namespace] = paths[..] else {
+    let [baseline, baseline_gatekeeper, null, walk, mutate, mutate_namespace, answers] = paths[..]
+    else {
         eprintln!(
             "usage: bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM \
-             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM | bench --dump DIR"
+             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM ANSWERS_DIR | bench --dump DIR | bench --answers DIR"
         );
         return ExitCode::from(2);
     };
@@ -346,6 +360,7 @@ fn main() -> ExitCode {
         walk,
         mutate,
         mutate_namespace,
+        answers,
     };
     match run(&options) {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,9 +5,7 @@
 //! is its own.
 //!
 //! Built with the `namespace` feature it is the anchor of a context-aware mutation: it first asks
-//! the host for the request's Namespace exactly as toleration-injection's PodTolerationRestriction
-//! does (`get_resource`, read fresh) and reads the answer through, so the API server's round trip
-//! is on both sides of the ratio.
+//! the host for the request's Namespace as the policy does (`benchmarks/ask-namespace`).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -35,44 +33,13 @@ struct Request<'a> {
     namespace: &'a str,
 }
 
-/// `get_resource`'s request, as `abi/kubewarden/src/cluster.rs` writes it.
-#[cfg(feature = "namespace")]
-#[derive(serde::Serialize)]
-struct GetResource<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    name: &'a str,
-    namespace: Option<&'a str>,
-    disable_cache: bool,
-}
-
-/// The Namespace `name`, asked fresh as the policy asks it, and read through.
-#[cfg(feature = "namespace")]
-fn ask_namespace(name: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let request = GetResource {
-        api_version: "v1",
-        kind: "Namespace",
-        name,
-        namespace: None,
-        disable_cache: true,
-    };
-    let answer = wapc_guest::host_call(
-        "kubewarden",
-        "kubernetes",
-        "get_resource",
-        &serde_json::to_vec(&request)?,
-    )?;
-    serde_json::from_slice::<serde::de::IgnoredAny>(&answer)?;
-    Ok(())
-}
-
 /// The member added: a name no Kubernetes object has, so the patch is one `add`.
 const MEMBER: &str = r#""taintguardBenchmark":true"#;
 
 fn validate(payload: &[u8]) -> CallResult {
     let payload: Payload = serde_json::from_slice(payload)?;
     #[cfg(feature = "namespace")]
-    ask_namespace(payload.request.namespace)?;
+    ask_namespace::ask(payload.request.namespace)?;
     let object = payload.request.object.get();
     let inner = object
         .trim_start()

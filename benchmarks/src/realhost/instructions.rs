@@ -12,7 +12,9 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{context, prepare, server, Modules, Prepared, ANCHOR, CASES, POLICY, RUN_DIR};
+use super::{
+    context, prepare, server, Modules, Prepared, ANCHOR, ANSWER, CASES, MODULES, POLICY, RUN_DIR,
+};
 use crate::inputs::Input;
 
 /// Requests counted per module and case.
@@ -32,9 +34,9 @@ pub struct Count {
 pub struct Counted {
     pub policy: &'static str,
     pub name: String,
-    /// `walk` or `mutate` ([`super::anchor`]).
+    /// The anchor of its verdict ([`super::anchor`]).
     pub anchor: &'static str,
-    pub counts: [Option<Count>; 4],
+    pub counts: [Option<Count>; MODULES.len()],
 }
 
 /// An HTTP/1.1 connection to policy-server that stays open: a new connection per request would
@@ -182,7 +184,8 @@ fn count(
     })
 }
 
-/// Counts the policy, its anchor and the null module on each of [`CASES`] in `inputs`.
+/// Counts the policy, its answer anchor, the anchor of its verdict and the null module on each
+/// of [`CASES`] in `inputs`.
 pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Counted>, String> {
     let binary = server::find()?;
     let cases: Vec<&Input> = inputs
@@ -206,8 +209,8 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
     )?;
     let mut counted = Vec::new();
     for case in &prepared {
-        let mut counts: [Option<Count>; 4] = Default::default();
-        for module in [0, POLICY, ANCHOR] {
+        let mut counts: [Option<Count>; MODULES.len()] = Default::default();
+        for module in [0, POLICY, ANCHOR, ANSWER] {
             counts[module] = Some(count(&server, &dir, case, module)?);
         }
         eprintln!("{:<22} {:<46} counted", case.input.policy, case.input.name);
@@ -221,32 +224,35 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
     Ok(counted)
 }
 
-/// The counts as a table: per request, policy and anchor, their ratio, and the guest's share.
+/// The counts as a table: per request, policy, answer anchor, verdict anchor and null, the
+/// guest's share of the first three, and the anchors' counts over the policy's (the target is
+/// answer ÷ policy ≥ 0.95).
 pub fn table(counted: &[Counted]) -> String {
     let thousands = |n: u64| format!("{:.0}k", n as f64 / 1000.0);
     let guest = |c: &Count| c.guest.map_or("?".to_owned(), thousands);
     let mut out = String::from(
-        "| input | anchor | instructions per request: policy / anchor / null (guest: policy / \
-         anchor) | anchor ÷ policy |\n|---|---|---|---|\n",
+        "| input | anchor | instructions per request: policy / answer / anchor / null (guest: \
+         policy / answer / anchor) | answer ÷ policy | anchor ÷ policy |\n|---|---|---|---|---|\n",
     );
     for case in counted {
-        let [Some(null), _, _, _] = &case.counts else {
+        let [Some(null), Some(policy), _, Some(anchor), Some(answer)] = &case.counts else {
             continue;
         };
-        let (Some(policy), Some(anchor)) = (&case.counts[POLICY], &case.counts[ANCHOR]) else {
-            continue;
-        };
+        let over = |c: &Count| c.total as f64 / policy.total as f64;
         out.push_str(&format!(
-            "| {} {} | {} | {} / {} / {} ({} / {}) | {:.2}x |\n",
+            "| {} {} | {} | {} / {} / {} / {} ({} / {} / {}) | {:.2}x | {:.2}x |\n",
             case.policy,
             case.name,
             case.anchor,
             thousands(policy.total),
+            thousands(answer.total),
             thousands(anchor.total),
             thousands(null.total),
             guest(policy),
+            guest(answer),
             guest(anchor),
-            anchor.total as f64 / policy.total as f64,
+            over(answer),
+            over(anchor),
         ));
     }
     out

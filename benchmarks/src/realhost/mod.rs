@@ -3,10 +3,13 @@
 //! own cost), the parse-only baseline, and the anchor of its verdict on the same request and
 //! settings: the walk-only module (reads the request, builds nothing, accepts) for an accepted or
 //! rejected request, the mutate-only module (hands back the object with one member added) for a
-//! mutation. The anchor is the least the policy's job costs. A case whose policy reads its
+//! mutation. The anchor is the least the verdict costs; the **answer** anchor (`answers.rs`) is
+//! the least this answer costs: it reads the whole payload and returns the policy's own answer,
+//! so policy ÷ answer is the policy's decision alone. A case whose policy reads its
 //! Namespace from the cluster runs with a kube-apiserver on loopback holding it
 //! ([`context`]), and its anchor asks for the Namespace the same way first.
 
+pub mod answers;
 mod context;
 pub mod instructions;
 mod load;
@@ -93,13 +96,14 @@ pub const QUICK: Timing = Timing {
 pub const RUN_DIR: &str = "target/bench/real-host";
 
 /// The modules of one case, in the order each round runs them; `anchor` is the walk-only or a
-/// mutate-only module, by the case's verdict ([`anchor`]).
-pub const MODULES: [&str; 4] = ["null", "policy", "baseline", "anchor"];
+/// mutate-only module, by the case's verdict ([`anchor`]); `answer` the case's answer anchor.
+pub const MODULES: [&str; 5] = ["null", "policy", "baseline", "anchor", "answer"];
 
 /// Where [`MODULES`] places each.
 pub const POLICY: usize = 1;
 pub const BASELINE: usize = 2;
 pub const ANCHOR: usize = 3;
+pub const ANSWER: usize = 4;
 
 /// The anchor of a case's verdict: what the least module answering it must do, the Namespace's
 /// read included where the policy reads it. Only mutations have a context-aware anchor.
@@ -127,7 +131,7 @@ pub struct Series {
 pub struct Measured {
     pub connections: u32,
     /// Indexed as [`MODULES`].
-    pub series: [Series; 4],
+    pub series: [Series; 5],
 }
 
 impl Measured {
@@ -197,6 +201,8 @@ pub struct Modules {
     pub walk: PathBuf,
     pub mutate: PathBuf,
     pub mutate_namespace: PathBuf,
+    /// The answer anchors' folder (`answers.rs`).
+    pub answers: PathBuf,
     /// `dist/`, holding `<policy>.wasm`.
     pub dist: PathBuf,
 }
@@ -240,7 +246,7 @@ fn post(url: &str, body: &Path) -> Result<Value, String> {
 struct Prepared<'a> {
     input: &'a Input,
     anchor: &'static str,
-    ids: [String; 4],
+    ids: [String; 5],
     body: PathBuf,
     body_bytes: usize,
 }
@@ -292,11 +298,27 @@ fn prepare<'a>(
         let body = bodies.join(format!("{n}.json"));
         std::fs::write(&body, &text).map_err(|e| format!("{}: {e}", body.display()))?;
         let anchor = anchor(input)?;
+        let answer = answers::module(&modules.answers, input);
+        if !answer.is_file() {
+            return Err(format!(
+                "{}: no answer anchor for {} {} (`./build.sh bench` builds them)",
+                answer.display(),
+                input.policy,
+                input.name
+            ));
+        }
+        entries.push(server::Entry {
+            id: format!("answer-{n}"),
+            module: answer,
+            settings: input.settings.clone(),
+            reads_namespaces: input.namespace.is_some(),
+        });
         prepared.push(Prepared {
             input,
             anchor,
             ids: MODULES.map(|module| match module {
                 "anchor" => format!("{anchor}-{index}"),
+                "answer" => format!("answer-{n}"),
                 module => format!("{module}-{index}"),
             }),
             body,
@@ -308,15 +330,26 @@ fn prepare<'a>(
 
 /// Every module's answer to the case, once, before any load: the policy's and the anchor's must
 /// be the expected verdict (the walk-only anchor accepts where the policy rejects) and the
-/// floors' an acceptance, so no figure is of an error path.
+/// floors' an acceptance, so no figure is of an error path; the answer anchor's AdmissionReview
+/// must be the policy's, member for member.
 fn check(server: &server::PolicyServer, case: &Prepared) -> Result<(), String> {
+    let mut policy_answer = Value::Null;
     for (module, id) in MODULES.iter().zip(&case.ids) {
         let answer = post(&server.url(id), &case.body)?;
+        if *module == "answer" && answer != policy_answer {
+            return Err(format!(
+                "{} {} in policy-server: the answer anchor answered {answer}, the policy {policy_answer}",
+                case.input.policy, case.input.name
+            ));
+        }
         let got = verdict(&answer)?;
         let want = match (*module, case.input.expect) {
-            ("policy", expect) | ("anchor", expect @ Expect::Mutated) => expect,
+            ("policy" | "answer", expect) | ("anchor", expect @ Expect::Mutated) => expect,
             _ => Expect::Accepted,
         };
+        if *module == "policy" {
+            policy_answer = answer.clone();
+        }
         if got != want {
             return Err(format!(
                 "{} {} in policy-server: {module} answered {got:?} where {want:?} was expected: {answer}",
@@ -342,7 +375,7 @@ fn measure(
     for url in &urls {
         point(url, timing.warm_up_seconds)?;
     }
-    let mut series: [Series; 4] = Default::default();
+    let mut series: [Series; 5] = Default::default();
     for _ in 0..timing.rounds {
         for (url, series) in urls.iter().zip(&mut series) {
             let cpu_before = server.cpu_seconds()?;
@@ -451,6 +484,7 @@ mod tests {
             series: [
                 series([100.0, 200.0], [10.0, 20.0]),
                 series([50.0, 150.0], [20.0, 25.0]),
+                Series::default(),
                 Series::default(),
                 Series::default(),
             ],

@@ -1,0 +1,47 @@
+//! The answer anchor of the real-host benchmark: a module that reads the whole payload (the
+//! request and the settings document) into `serde::de::IgnoredAny`, building nothing, and
+//! returns an answer embedded when it was built: the policy's own answer to one case, byte for
+//! byte (`build.rs`). policy-server then does for it exactly what it does for the policy (parse
+//! the answer, diff a mutated object into a JSONPatch, copy warnings and audit annotations), so
+//! the policy's cost beyond this module's is its decision alone. Built with the `namespace`
+//! feature it first asks for the request's Namespace as the policy does
+//! (`benchmarks/ask-namespace`). Not a policy to deploy.
+
+use wapc_guest::CallResult;
+
+#[no_mangle]
+pub extern "C" fn wapc_init() {
+    wapc_guest::register_function("validate", validate);
+    wapc_guest::register_function("validate_settings", |_| Ok(br#"{"valid":true}"#.to_vec()));
+    wapc_guest::register_function("protocol_version", |_| Ok(br#""v1""#.to_vec()));
+}
+
+/// The policy's answer to the case this module was built for.
+const ANSWER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/answer.json"));
+
+#[cfg(not(feature = "namespace"))]
+fn validate(payload: &[u8]) -> CallResult {
+    serde_json::from_slice::<serde::de::IgnoredAny>(payload)?;
+    Ok(ANSWER.to_vec())
+}
+
+/// The payload with the request's namespace kept; serde reads every other member through.
+#[cfg(feature = "namespace")]
+#[derive(serde::Deserialize)]
+struct Payload<'a> {
+    #[serde(borrow)]
+    request: Request<'a>,
+}
+
+#[cfg(feature = "namespace")]
+#[derive(serde::Deserialize)]
+struct Request<'a> {
+    namespace: &'a str,
+}
+
+#[cfg(feature = "namespace")]
+fn validate(payload: &[u8]) -> CallResult {
+    let payload: Payload = serde_json::from_slice(payload)?;
+    ask_namespace::ask(payload.request.namespace)?;
+    Ok(ANSWER.to_vec())
+}

@@ -1,0 +1,41 @@
+//! The one host call of the benchmark's context-aware anchors: the Namespace a request is in,
+//! asked of policy-server as toleration-injection's PodTolerationRestriction asks it
+//! (`kubewarden/kubernetes/get_resource`, read fresh: `abi/kubewarden/src/cluster.rs`), and the
+//! answer read through into `IgnoredAny`, so that the API server's round trip and the answer's
+//! reading are on the anchor's side of a ratio too.
+
+use serde::de::IgnoredAny;
+use serde::Serialize;
+
+/// `get_resource`'s request, as the policy writes it.
+#[derive(Serialize)]
+struct GetResource<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+}
+
+/// Asks for the Namespace `name` and reads the answer through.
+///
+/// # Errors
+///
+/// The host's refusal, or an answer that is not JSON.
+pub fn ask(name: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let request = GetResource {
+        api_version: "v1",
+        kind: "Namespace",
+        name,
+        namespace: None,
+        disable_cache: true,
+    };
+    let answer = wapc_guest::host_call(
+        "kubewarden",
+        "kubernetes",
+        "get_resource",
+        &serde_json::to_vec(&request)?,
+    )?;
+    serde_json::from_slice::<IgnoredAny>(&answer)?;
+    Ok(())
+}
