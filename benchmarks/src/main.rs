@@ -238,11 +238,25 @@ fn run(options: &Options) -> Result<(), String> {
         answers: options.answers.to_owned(),
         dist: repo.join("dist"),
     };
+    let partial = options.quick || !only.is_empty();
+    let results = repo.join("benchmarks/results.md");
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let read =
+        |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
     if options.instructions {
-        // Exact and repeatable, but not the throughput targets: printed, never written to
-        // results.md (benchmarks/cost.md keeps the counts each change was judged by).
+        // Exact and repeatable: the steady measure of the targets, in a section of its own
+        // (benchmarks/cost.md keeps the counts each change was judged by).
         let counted = realhost::instructions::run(&repo, &inputs, &modules)?;
-        println!("{}", realhost::instructions::table(&counted));
+        let section = realhost::instructions::section(&counted);
+        println!("{section}");
+        if !partial {
+            write(
+                &results,
+                realhost::report::replace_section(&read(&results)?, &section),
+            )?;
+        }
         return Ok(());
     }
     let mut timing = if options.quick {
@@ -253,11 +267,6 @@ fn run(options: &Options) -> Result<(), String> {
     timing.rounds = options.rounds.unwrap_or(timing.rounds);
     let real_host = realhost::run(&repo, &inputs, &modules, timing)?;
     let section = realhost::report::section(&real_host);
-    let partial = options.quick || !only.is_empty();
-    let results = repo.join("benchmarks/results.md");
-    let write = |path: &Path, text: String| {
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
-    };
     if let realhost::Outcome::NotRun(why) = &real_host {
         eprintln!("real host: not run: {why}");
     }
@@ -265,8 +274,7 @@ fn run(options: &Options) -> Result<(), String> {
         println!("{section}");
         // Without a measurement the figures last committed stay.
         if !partial && matches!(real_host, realhost::Outcome::Ran(_)) {
-            let old = std::fs::read_to_string(&results)
-                .map_err(|e| format!("{}: {e}", results.display()))?;
+            let old = read(&results)?;
             write(&results, realhost::report::replace_section(&old, &section))?;
         }
         return Ok(());
@@ -278,7 +286,13 @@ fn run(options: &Options) -> Result<(), String> {
         options.quick,
     )?;
     if !partial {
-        write(&results, report::markdown(&run, &section))?;
+        // The instruction counts come from their own command (`--instructions`); they stay.
+        let old = read(&results)?;
+        let mut new = report::markdown(&run, &section);
+        if let Some(counts) = realhost::report::section_of(&old, realhost::instructions::HEADING) {
+            new = realhost::report::replace_section(&new, &format!("{counts}\n"));
+        }
+        write(&results, new)?;
         write(&repo.join("benchmarks/latency.svg"), plot::svg(&run.rows))?;
     }
     println!("{section}\n{}", report::summary(&run));

@@ -224,6 +224,26 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
     Ok(counted)
 }
 
+/// The heading of the counts' section of `benchmarks/results.md`.
+pub const HEADING: &str = "## Real host: instructions per request";
+
+/// The counts' section of `benchmarks/results.md`: how they are counted, and [`table`].
+pub fn section(counted: &[Counted]) -> String {
+    format!(
+        "{HEADING}\n\n\
+         `./build.sh bench --instructions`: policy-server 1.35 under `valgrind --tool=callgrind`, \
+         which counts every instruction the server executes, the guest's JIT-compiled code \
+         included (the kernel's work is not). Per module and case: {WARM_UP} warm-up requests, the \
+         counters zeroed, {REQUESTS} requests on one keep-alive connection, the counters dumped; \
+         the figure is per request. **total** is everything policy-server executed, **guest** the \
+         part inside wasm calls (`TypedFunc::call_raw`, inclusive). The counts repeat exactly \
+         from run to run whatever else the machine does: the steady measure of the targets \
+         (answer ÷ policy ≥ 0.95x). The context-aware case's counts leave out the API server, a \
+         process of its own.\n\n{}",
+        table(counted)
+    )
+}
+
 /// The counts as a table: per request, policy, answer anchor, verdict anchor and null, the
 /// guest's share of the first three, and the anchors' counts over the policy's (the target is
 /// answer ÷ policy ≥ 0.95).

@@ -234,21 +234,39 @@ pub fn section(outcome: &Outcome) -> String {
     out
 }
 
-/// `results` with its real-host section replaced by `section` (appended if it has none).
-pub fn replace_section(results: &str, section: &str) -> String {
-    let Some(start) = results.find(HEADING) else {
-        return format!("{}\n\n{section}", results.trim_end());
-    };
-    let rest = &results[start + HEADING.len()..];
+/// Where the section starting at `heading` lies in `results`: from the heading to the next
+/// `## ` heading or the end.
+fn section_range(results: &str, heading: &str) -> Option<std::ops::Range<usize>> {
+    let start = results.find(heading)?;
+    let rest = &results[start + heading.len()..];
     let end = rest
         .find("\n## ")
-        .map_or(results.len(), |i| start + HEADING.len() + i + 1);
-    format!("{}{section}\n{}", &results[..start], &results[end..])
+        .map_or(results.len(), |i| start + heading.len() + i + 1);
+    Some(start..end)
+}
+
+/// The section of `results` starting at `heading`, if it has one.
+pub fn section_of<'a>(results: &'a str, heading: &str) -> Option<&'a str> {
+    section_range(results, heading).map(|range| results[range].trim_end())
+}
+
+/// `results` with the section starting at the first line of `section` replaced by `section`
+/// (appended if it has none).
+pub fn replace_section(results: &str, section: &str) -> String {
+    let heading = section.lines().next().unwrap_or_default();
+    let Some(range) = section_range(results, heading) else {
+        return format!("{}\n\n{section}", results.trim_end());
+    };
+    format!(
+        "{}{section}\n{}",
+        &results[..range.start],
+        &results[range.end..]
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{median, replace_section, HEADING};
+    use super::{median, replace_section, section_of, HEADING};
 
     #[test]
     fn the_section_is_replaced_up_to_the_next_heading() {
@@ -264,6 +282,16 @@ mod tests {
     fn a_results_file_without_the_section_gets_it_appended() {
         let new = replace_section("# T\n\nintro\n", &format!("{HEADING}\n\nfigures\n"));
         assert_eq!(new, format!("# T\n\nintro\n\n{HEADING}\n\nfigures\n"));
+    }
+
+    #[test]
+    fn a_section_is_found_by_its_heading() {
+        let results = format!("# T\n\n{HEADING}\n\nfigures\n\n## Next\n\nrest\n");
+        assert_eq!(
+            section_of(&results, HEADING),
+            Some(format!("{HEADING}\n\nfigures").as_str())
+        );
+        assert_eq!(section_of(&results, "## Missing"), None);
     }
 
     #[test]
