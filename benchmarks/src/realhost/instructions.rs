@@ -7,11 +7,10 @@
 //! kernel (page faults, sockets) and contention, so they are not the throughput ratios, which
 //! remain the targets. How they were used: benchmarks/cost.md.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::http::Connection;
 use super::{
     context, prepare, server, Modules, Prepared, ANCHOR, ANSWER, CASES, MODULES, POLICY, RUN_DIR,
 };
@@ -37,65 +36,6 @@ pub struct Counted {
     /// The anchor of its verdict ([`super::anchor`]).
     pub anchor: &'static str,
     pub counts: [Option<Count>; MODULES.len()],
-}
-
-/// An HTTP/1.1 connection to policy-server that stays open: a new connection per request would
-/// add the same host work to every module and pull the ratios towards 1.
-struct Connection {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Connection {
-    fn open(port: u16) -> Result<Connection, String> {
-        let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-        let reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
-        Ok(Connection {
-            writer: stream,
-            reader,
-        })
-    }
-
-    /// POSTs `body` to `path` and reads the whole answer (by its `content-length`).
-    fn post(&mut self, path: &str, body: &[u8]) -> Result<(), String> {
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n",
-            body.len()
-        );
-        self.writer
-            .write_all(head.as_bytes())
-            .and_then(|()| self.writer.write_all(body))
-            .map_err(|e| format!("POST {path}: {e}"))?;
-        let mut length = None;
-        let mut status = String::new();
-        self.reader
-            .read_line(&mut status)
-            .map_err(|e| e.to_string())?;
-        if !status.starts_with("HTTP/1.1 200") {
-            return Err(format!("POST {path}: {}", status.trim()));
-        }
-        loop {
-            let mut line = String::new();
-            self.reader
-                .read_line(&mut line)
-                .map_err(|e| e.to_string())?;
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse::<usize>().ok();
-                }
-            }
-        }
-        let length = length.ok_or_else(|| format!("POST {path}: no content-length"))?;
-        let mut answer = vec![0; length];
-        self.reader
-            .read_exact(&mut answer)
-            .map_err(|e| format!("POST {path}: {e}"))
-    }
 }
 
 /// `callgrind_control` on the server's process.
@@ -236,8 +176,8 @@ pub fn section(counted: &[Counted]) -> String {
          included (the kernel's work is not). Per module and case: {WARM_UP} warm-up requests, the \
          counters zeroed, {REQUESTS} requests on one keep-alive connection, the counters dumped; \
          the figure is per request. **total** is everything policy-server executed, **guest** the \
-         part inside wasm calls (`TypedFunc::call_raw`, inclusive). The counts repeat exactly \
-         from run to run whatever else the machine does: the steady measure of the targets \
+         part inside wasm calls (`TypedFunc::call_raw`, inclusive). The guest's counts repeat \
+         exactly from run to run whatever else the machine does, the totals within about 0.5%: the steady measure of the targets \
          (answer ÷ policy ≥ 0.95x). The context-aware case's counts leave out the API server, a \
          process of its own.\n\n{}",
         table(counted)

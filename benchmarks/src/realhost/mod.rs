@@ -11,6 +11,8 @@
 
 pub mod answers;
 mod context;
+pub mod felt;
+mod http;
 pub mod instructions;
 mod load;
 pub mod report;
@@ -126,6 +128,8 @@ pub struct Series {
     pub p99: Vec<f64>,
     /// policy-server's CPU time (user and kernel) per request, in microseconds.
     pub cpu_per_request: Vec<f64>,
+    /// policy-server's peak resident memory during the point, in KiB.
+    pub peak_memory_kib: Vec<f64>,
 }
 
 pub struct Measured {
@@ -174,6 +178,16 @@ pub struct CaseResult {
     pub anchor: &'static str,
     pub body_bytes: usize,
     pub points: Vec<Measured>,
+    /// p99 at a fixed moderate rate, policy against null.
+    pub fixed_rate: FixedRate,
+}
+
+/// The p99 latencies (microseconds) of the policy and the null module at one rate, open loop
+/// (`felt.rs`): half the policy's saturated req/s, so the policy runs at about half load.
+pub struct FixedRate {
+    pub rate: f64,
+    pub policy: f64,
+    pub null: f64,
 }
 
 pub struct Run {
@@ -184,6 +198,8 @@ pub struct Run {
     pub cases: Vec<CaseResult>,
     /// Cases selected but not run, and why (no control plane for a context-aware one).
     pub not_run: Vec<(String, String)>,
+    /// policy-server's start-up with both policies and with null modules.
+    pub startup: felt::Startup,
 }
 
 /// The section either ran or says in one line why not.
@@ -378,17 +394,47 @@ fn measure(
     let mut series: [Series; 5] = Default::default();
     for _ in 0..timing.rounds {
         for (url, series) in urls.iter().zip(&mut series) {
+            server.reset_peak_memory()?;
             let cpu_before = server.cpu_seconds()?;
             let p = point(url, timing.seconds)?;
             let cpu = server.cpu_seconds()? - cpu_before;
             series.requests_per_second.push(p.requests_per_second);
             series.p99.push(p.p99);
             series.cpu_per_request.push(cpu * 1e6 / p.requests);
+            series.peak_memory_kib.push(server.peak_memory_kib()?);
         }
     }
     Ok(Measured {
         connections,
         series,
+    })
+}
+
+/// The policy's and the null module's p99 at half the policy's saturated req/s (median over
+/// rounds), `2 × timing.seconds` each.
+fn fixed_rate(
+    server: &server::PolicyServer,
+    case: &Prepared,
+    points: &[Measured],
+    timing: Timing,
+) -> Result<FixedRate, String> {
+    let saturated = points
+        .iter()
+        .max_by_key(|m| m.connections)
+        .ok_or("no load point measured")?;
+    let mut rps = saturated.series[POLICY].requests_per_second.clone();
+    rps.sort_by(f64::total_cmp);
+    let rate = (rps[rps.len() / 2] / 2.0 / 10.0).floor().max(1.0) * 10.0;
+    let body = std::fs::read(&case.body).map_err(|e| format!("{}: {e}", case.body.display()))?;
+    let seconds = f64::from(2 * timing.seconds);
+    let p99 = |module: usize| {
+        let path = format!("/validate/{}", case.ids[module]);
+        felt::p99_at(server.port, &path, &body, rate, seconds)
+    };
+    Ok(FixedRate {
+        rate,
+        null: p99(0)?,
+        policy: p99(POLICY)?,
     })
 }
 
@@ -447,6 +493,15 @@ pub fn run(
             );
             points.push(measured);
         }
+        let fixed_rate = fixed_rate(&server, case, &points, timing)?;
+        eprintln!(
+            "{:<22} {:<46} at {:.0} req/s: p99 policy {:.2} ms, null {:.2} ms",
+            case.input.policy,
+            case.input.name,
+            fixed_rate.rate,
+            fixed_rate.policy / 1000.0,
+            fixed_rate.null / 1000.0
+        );
         results.push(CaseResult {
             policy: case.input.policy,
             name: case.input.name.clone(),
@@ -454,15 +509,27 @@ pub fn run(
             anchor: case.anchor,
             body_bytes: case.body_bytes,
             points,
+            fixed_rate,
         });
     }
+    let (version, args) = (server.version.clone(), server.args.clone());
+    // Alone on the machine's cores: the start-ups are timed with nothing else loaded.
+    drop(server);
+    let startup = felt::startup(
+        &binary,
+        &dir.join("startup"),
+        &modules.dist,
+        &modules.null,
+        timing.rounds,
+    )?;
     Ok(Outcome::Ran(Run {
-        version: server.version.clone(),
-        args: server.args.clone(),
+        version,
+        args,
         cores: std::thread::available_parallelism().map_or(1, usize::from),
         timing,
         cases: results,
         not_run: context.not_run,
+        startup,
     }))
 }
 
@@ -476,8 +543,8 @@ mod tests {
     fn ratios_pair_each_round_with_the_same_round() {
         let series = |requests_per_second: [f64; 2], cpu_per_request: [f64; 2]| Series {
             requests_per_second: requests_per_second.to_vec(),
-            p99: Vec::new(),
             cpu_per_request: cpu_per_request.to_vec(),
+            ..Series::default()
         };
         let measured = Measured {
             connections: 8,

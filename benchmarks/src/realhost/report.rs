@@ -231,6 +231,66 @@ pub fn section(outcome: &Outcome) -> String {
             );
         }
     }
+    out.push_str(&felt(run));
+    out
+}
+
+/// Start-up, memory and fixed-rate latency, each beside the null module's from the same run.
+fn felt(run: &Run) -> String {
+    let mut out = String::from("\n### What a platform team feels\n\n");
+    let (policies, null) = (&run.startup.policies, &run.startup.null);
+    let seconds = |values: &[f64]| {
+        let (min, max) = range(values);
+        format!("{:.2} s ({min:.2}-{max:.2})", median(values))
+    };
+    let _ = writeln!(
+        out,
+        "**Start-up**: policy-server from its start to its readiness probe answering, with both \
+         policies (`dist/*.wasm`, default settings, copied from `file://` and precompiled anew: \
+         an empty download folder every time) and with the null module in the place of each \
+         (same ids, same settings), alternating, {} rounds, with nothing else loaded: median \
+         (range).\n\n\
+         | configuration | start-up | ÷ null modules' |\n|---|---|---|\n\
+         | taint-preservation and toleration-injection | {} | {:.2}x |\n\
+         | two null modules | {} | 1.00x |\n",
+        policies.len(),
+        seconds(policies),
+        median(policies) / median(null),
+        seconds(null),
+    );
+    let _ = writeln!(
+        out,
+        "**Memory and latency**, per case: policy-server's peak resident memory (`VmHWM`, reset \
+         before each point) while saturated by each module, median over rounds, the server with \
+         every module of the run loaded; and p99 latency at a fixed moderate rate, half the \
+         policy's saturated req/s, sent open loop over {} keep-alive connections (each \
+         request's latency counted from when it was due, so waits behind a slow one count), \
+         {} s per module after a second of warm-up, the policy and then the null module at the \
+         same rate.\n\n\
+         | input | peak memory MiB, saturated: policy / null / answer | policy − null | rate req/s | p99 ms at that rate: policy / null | policy − null |\n\
+         |---|---|---|---|---|---|",
+        super::felt::CONNECTIONS,
+        2 * run.timing.seconds,
+    );
+    for case in &run.cases {
+        let point = saturated(case);
+        let memory = |module: usize| median(&point.series[module].peak_memory_kib) / 1024.0;
+        let fixed = &case.fixed_rate;
+        let _ = writeln!(
+            out,
+            "| {} {} | {:.0} / {:.0} / {:.0} | {:+.1} | {:.0} | {:.2} / {:.2} | {:+.2} |",
+            case.policy,
+            case.name,
+            memory(POLICY),
+            memory(0),
+            memory(ANSWER),
+            memory(POLICY) - memory(0),
+            fixed.rate,
+            fixed.policy / 1000.0,
+            fixed.null / 1000.0,
+            (fixed.policy - fixed.null) / 1000.0,
+        );
+    }
     out
 }
 

@@ -68,6 +68,8 @@ pub struct PolicyServer {
     pub version: String,
     /// Its arguments as the report shows them: ports and the run's folder as placeholders.
     pub args: Vec<String>,
+    /// From its start to its readiness probe answering.
+    pub started_in: Duration,
     log: PathBuf,
 }
 
@@ -137,6 +139,7 @@ impl PolicyServer {
         let log = dir.join("policy-server.log");
         let out = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
+        let version = version(binary)?;
         let mut command = match wrapper.split_first() {
             Some((program, wrapper_args)) => {
                 let mut command = Command::new(program);
@@ -145,6 +148,7 @@ impl PolicyServer {
             }
             None => Command::new(binary),
         };
+        let started = Instant::now();
         let child = command
             .args(&args)
             // No cluster to reach but the one given, not even one a kubeconfig in the
@@ -167,11 +171,13 @@ impl PolicyServer {
         let mut server = PolicyServer {
             child,
             port,
-            version: version(binary)?,
+            version,
             args: arguments(&|name| format!("{}/{name}", super::RUN_DIR), "PORT", "PORT"),
+            started_in: Duration::ZERO,
             log,
         };
         server.wait_ready(readiness)?;
+        server.started_in = started.elapsed();
         Ok(server)
     }
 
@@ -191,7 +197,8 @@ impl PolicyServer {
             if probe.is_ok_and(|s| s.success()) {
                 return Ok(());
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // Often enough that the start-up time (`felt.rs`) is read to a few hundredths.
+            std::thread::sleep(Duration::from_millis(20));
         }
         Err(format!(
             "policy-server not ready after 300 s: {}",
@@ -216,6 +223,25 @@ impl PolicyServer {
         let path = format!("/proc/{}/stat", self.pid());
         let stat = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
         cpu_seconds(&stat).ok_or_else(|| format!("{path}: no utime and stime in {stat:?}"))
+    }
+
+    /// Starts a new peak of resident memory: Linux's `VmHWM` is reset by writing 5 to
+    /// `/proc/<pid>/clear_refs`.
+    pub fn reset_peak_memory(&self) -> Result<(), String> {
+        let path = format!("/proc/{}/clear_refs", self.pid());
+        fs::write(&path, "5").map_err(|e| format!("{path}: {e}"))
+    }
+
+    /// The peak resident memory since the last reset (`VmHWM` of `/proc/<pid>/status`), in KiB:
+    /// the server, every module loaded, and the instances of the requests it served.
+    pub fn peak_memory_kib(&self) -> Result<f64, String> {
+        let path = format!("/proc/{}/status", self.pid());
+        let status = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .ok_or_else(|| format!("{path}: no VmHWM"))
     }
 
     /// The process id (of the wrapper, which runs the server in its own process).
