@@ -20,7 +20,8 @@
 #                       policy-server section, rewritten in place; --quick: shorter runs; --only:
 #                       the inputs whose policy and name contain TEXT; either of these two only
 #                       prints; --instructions: policy-server's instructions per request under
-#                       callgrind, the policy against its anchor, printed: benchmarks/cost.md)
+#                       callgrind, the policy against its answer anchor and its verdict's anchor,
+#                       written into their own section of benchmarks/results.md)
 #   ./build.sh e2e      build, then run the end-to-end suite: etcd, kube-apiserver and Kubewarden's
 #                       policy-server on loopback, the incidents replayed by their real actors
 #                       (docs/e2e.md; needs those binaries, found through KUBEBUILDER_ASSETS,

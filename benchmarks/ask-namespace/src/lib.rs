@@ -7,7 +7,8 @@
 use serde::de::IgnoredAny;
 use serde::Serialize;
 
-/// `get_resource`'s request, as the policy writes it.
+/// `get_resource`'s request, as the policy writes it: written again rather than imported, since
+/// an anchor must not link the adapter whose cost it is measured against.
 #[derive(Serialize)]
 struct GetResource<'a> {
     api_version: &'a str,
