@@ -262,10 +262,12 @@ fn felt(run: &Run) -> String {
         out,
         "**Memory and latency**, per case: policy-server's peak resident memory (`VmHWM`, reset \
          before each point) while saturated by each module, median over rounds, the server with \
-         every module of the run loaded; and p99 latency at a fixed moderate rate, half the \
+         every module of the run loaded (the reset leaves the resident memory as it is, so what \
+         earlier points left allocated counts for whichever module runs next: differences of a \
+         few MiB are not the module's); and p99 latency at a fixed moderate rate, half the \
          policy's saturated req/s, sent open loop over {} keep-alive connections (each \
          request's latency counted from when it was due, so waits behind a slow one count), \
-         {} s per module after a second of warm-up, the policy and then the null module at the \
+         {} s per module after a second of warm-up, the null module and then the policy at the \
          same rate.\n\n\
          | input | peak memory MiB, saturated: policy / null / answer | policy − null | rate req/s | p99 ms at that rate: policy / null | policy − null |\n\
          |---|---|---|---|---|---|",
