@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 
 use wasm_tests::kubewarden::{ClusterAnswers, WapcPolicy};
 
-use super::CASES;
 use crate::inputs::Input;
 
 /// The answer module of `input` in `dir`.
@@ -18,7 +17,7 @@ pub fn module(dir: &Path, input: &Input) -> PathBuf {
     dir.join(format!("{}.wasm", input.slug()))
 }
 
-/// Writes `<slug>.json`, the policy's answer, for every case of [`CASES`] in `inputs`, and an
+/// Writes `<slug>.json`, the policy's answer, for every case of [`super::CASES`] in `inputs`, and an
 /// empty `<slug>.asks-namespace` beside it where the case reads its Namespace (its module is built
 /// with the `namespace` feature). `dist` holds the policies.
 ///
@@ -31,13 +30,18 @@ pub fn write(inputs: &[Input], dist: &Path, dir: &Path) -> Result<(), String> {
         std::fs::remove_dir_all(dir).map_err(|e| io(dir, e))?;
     }
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let cases = inputs
-        .iter()
-        .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name));
-    for input in cases {
-        let path = dist.join(format!("{}.wasm", input.policy));
-        let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
-        let policy = WapcPolicy::from_bytes(&bytes)?;
+    // Each policy compiled once, for all its cases.
+    let mut compiled: Vec<(&str, WapcPolicy)> = Vec::new();
+    for input in super::cases(inputs) {
+        let policy = match compiled.iter().position(|(name, _)| *name == input.policy) {
+            Some(i) => &compiled[i].1,
+            None => {
+                let path = dist.join(format!("{}.wasm", input.policy));
+                let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+                compiled.push((input.policy, WapcPolicy::from_bytes(&bytes)?));
+                &compiled[compiled.len() - 1].1
+            }
+        };
         let cluster = match &input.namespace {
             Some(namespace) => {
                 ClusterAnswers::answering(vec![("get_resource", Ok(namespace.clone()))])

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use super::http::Connection;
 use super::{
-    context, prepare, server, Modules, Prepared, ANCHOR, ANSWER, CASES, MODULES, POLICY, RUN_DIR,
+    context, prepare, server, Modules, Prepared, ANCHOR, ANSWER, MODULES, POLICY, RUN_DIR,
 };
 use crate::inputs::Input;
 
@@ -125,13 +125,10 @@ fn count(
 }
 
 /// Counts the policy, its answer anchor, the anchor of its verdict and the null module on each
-/// of [`CASES`] in `inputs`.
+/// of [`super::CASES`] in `inputs`.
 pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Counted>, String> {
     let binary = server::find()?;
-    let cases: Vec<&Input> = inputs
-        .iter()
-        .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name))
-        .collect();
+    let cases = super::cases(inputs);
     let dir = repo.join(RUN_DIR).join("instructions");
     let context = context::start(cases)?;
     for (case, why) in &context.not_run {

@@ -70,6 +70,14 @@ pub const CASES: [(&str, &str); 11] = [
     ("toleration-injection", crate::inputs::NAMESPACED_POD),
 ];
 
+/// The inputs of [`CASES`] among `inputs`: what the real-host measurements run on.
+pub fn cases(inputs: &[Input]) -> Vec<&Input> {
+    inputs
+        .iter()
+        .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name))
+        .collect()
+}
+
 /// Connections: one per core of a 2-core machine (low), and enough to keep every worker busy
 /// (saturated).
 pub const CONNECTIONS: [u32; 2] = [2, 8];
@@ -422,9 +430,8 @@ fn fixed_rate(
         .iter()
         .max_by_key(|m| m.connections)
         .ok_or("no load point measured")?;
-    let mut rps = saturated.series[POLICY].requests_per_second.clone();
-    rps.sort_by(f64::total_cmp);
-    let rate = (rps[rps.len() / 2] / 2.0 / 10.0).floor().max(1.0) * 10.0;
+    let rps = report::median(&saturated.series[POLICY].requests_per_second);
+    let rate = (rps / 2.0 / 10.0).floor().max(1.0) * 10.0;
     let body = std::fs::read(&case.body).map_err(|e| format!("{}: {e}", case.body.display()))?;
     let seconds = f64::from(2 * timing.seconds);
     let p99 = |module: usize| {
@@ -450,10 +457,7 @@ pub fn run(
         Ok(binary) => binary,
         Err(why) => return Ok(Outcome::NotRun(why)),
     };
-    let cases: Vec<&Input> = inputs
-        .iter()
-        .filter(|i| CASES.iter().any(|&(p, n)| p == i.policy && n == i.name))
-        .collect();
+    let cases = cases(inputs);
     if cases.is_empty() {
         return Ok(Outcome::NotRun("no real-host input selected".to_owned()));
     }

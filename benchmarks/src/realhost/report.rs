@@ -18,7 +18,7 @@ pub const HEADING: &str = "## Real host: policy-server over loopback";
 /// warnings).
 pub const ANSWER_TARGET: f64 = 0.95;
 
-fn median(values: &[f64]) -> f64 {
+pub(super) fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
