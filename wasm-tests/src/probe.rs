@@ -159,7 +159,8 @@ fn linker(engine: &Engine) -> taintguard_host::wasmtime::Result<Linker<Host>> {
     Ok(l)
 }
 
-/// A module compiled once; each [`Probe::call`] gets a fresh instance, as policy-server does.
+/// A module compiled once; each [`Probe::call`] gets a fresh instance, as policy-server does;
+/// [`Probe::calls_on_one_instance`] keeps one, as other hosts may.
 pub struct Probe {
     engine: Engine,
     module: Module,
@@ -183,9 +184,16 @@ impl Probe {
     }
 
     pub fn call(&self, op: &str, payload: &[u8]) -> Measured {
+        let mut measured = self.calls_on_one_instance(op, payload, 1);
+        measured.pop().expect("one call")
+    }
+
+    /// `op` called `times` with `payload` on one instance, as a host that keeps its instances
+    /// would: each answer with the high-water mark after it.
+    pub fn calls_on_one_instance(&self, op: &str, payload: &[u8], times: usize) -> Vec<Measured> {
         let mut store = Store::new(&self.engine, Host::default());
         store.limiter(|host| host as &mut dyn ResourceLimiter);
-        let answer = (|| -> Result<Vec<u8>, String> {
+        let call = (|| -> Result<_, String> {
             let instance = self
                 .linker
                 .instantiate(&mut store, &self.module)
@@ -207,21 +215,27 @@ impl Probe {
             data.peak_memory = data.peak_memory.max(initial);
             data.op = op.as_bytes().to_vec();
             data.payload = payload.to_vec();
-            let call = instance
+            instance
                 .get_typed_func::<(i32, i32), i32>(&mut store, "__guest_call")
-                .map_err(|e| e.to_string())?;
-            let ok = call
-                .call(&mut store, (op.len() as i32, payload.len() as i32))
-                .map_err(|e| format!("trap: {e:?}"))?;
-            match store.data_mut().response.take() {
-                Some(Ok(bytes)) if ok == 1 => Ok(bytes),
-                Some(Err(message)) => Err(message),
-                other => Err(format!("__guest_call returned {ok} with {other:?}")),
-            }
+                .map_err(|e| e.to_string())
         })();
-        Measured {
-            answer,
-            peak_memory: store.data().peak_memory,
+        let mut measured = Vec::with_capacity(times);
+        for _ in 0..times {
+            let answer = call.clone().and_then(|call| {
+                let ok = call
+                    .call(&mut store, (op.len() as i32, payload.len() as i32))
+                    .map_err(|e| format!("trap: {e:?}"))?;
+                match store.data_mut().response.take() {
+                    Some(Ok(bytes)) if ok == 1 => Ok(bytes),
+                    Some(Err(message)) => Err(message),
+                    other => Err(format!("__guest_call returned {ok} with {other:?}")),
+                }
+            });
+            measured.push(Measured {
+                answer,
+                peak_memory: store.data().peak_memory,
+            });
         }
+        measured
     }
 }

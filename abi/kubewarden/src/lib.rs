@@ -8,6 +8,7 @@
 //!
 //! A policy crate is one line: `taintguard_kubewarden::policy!(MyPolicy);`.
 
+pub mod arena;
 mod cluster;
 
 use serde::{Deserialize, Serialize};
@@ -20,12 +21,20 @@ pub use wapc_guest;
 
 /// Exports `wapc_init`, which registers the policy's operations. policy-server instantiates the
 /// module for every request and runs `wapc_init` each time, so it only fills the handler table.
+/// In a module, memory comes from the bump arena ([`arena`]), marked once the table is filled.
 #[macro_export]
 macro_rules! policy {
     ($policy:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        #[global_allocator]
+        static ALLOCATOR: $crate::arena::Arena<$crate::arena::Memory> =
+            $crate::arena::Arena::new($crate::arena::Memory);
+
         #[no_mangle]
         pub extern "C" fn wapc_init() {
             $crate::register::<$policy>();
+            #[cfg(target_arch = "wasm32")]
+            ALLOCATOR.mark();
         }
     };
 }
