@@ -1,7 +1,8 @@
 //! `cargo run --release -p taintguard-kubewarden --example profile -- POLICY PAYLOAD [ROUNDS]`:
 //! runs the adapter's `validate` natively on one `validate` payload (`bench --dump` writes them),
 //! for profiling under `valgrind --tool=callgrind`. POLICY is `taint-preservation`,
-//! `toleration-injection`, or `baseline` (what benchmarks/baseline-policy does).
+//! `toleration-injection`, `baseline` (what benchmarks/baseline-policy does) or `answer` (what
+//! benchmarks/answer-policy does before it returns its embedded answer).
 
 use taint_preservation::TaintPreservation;
 use taintguard::Policy;
@@ -24,6 +25,10 @@ fn main() {
             let value: serde_json::Value = serde_json::from_slice(payload).expect("JSON");
             let accepted = value.get("request").is_some();
             format!("{{\"accepted\":{accepted}}}").into_bytes()
+        },
+        "answer" => |payload| {
+            serde_json::from_slice::<serde::de::IgnoredAny>(payload).expect("JSON");
+            br#"{"accepted":true}"#.to_vec()
         },
         other => panic!("unknown policy {other}"),
     };
