@@ -3,36 +3,20 @@
 
 use std::cell::OnceCell;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use taintguard::json::{members, JsonStr, Object, Raw, Splice};
+use taintguard::json::{members, JsonStr, Object, Raw};
 use taintguard::taint::{parse_taints, Taint};
-
-#[derive(Deserialize, Default)]
-struct MetaDoc<'a> {
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    annotations: Raw<'a>,
-}
-
-#[derive(Deserialize, Default)]
-struct SpecDoc<'a> {
-    #[serde(borrow, default)]
-    taints: Raw<'a>,
-    #[serde(borrow, default)]
-    unschedulable: Raw<'a>,
-}
 
 /// Members are kept as their text, `null` included (`None`: absent), like [`Raw`].
 pub struct NodeView<'a> {
     object: &'a Object<'a>,
     pub name: Option<JsonStr<'a>>,
-    metadata: Option<&'a str>,
+    /// `metadata` and `spec`, read as their members in the request's pass (`None`: absent or
+    /// `null`).
+    metadata: Option<&'a Object<'a>>,
+    spec: Option<&'a Object<'a>>,
     annotations: Option<&'a str>,
-    spec: Option<&'a str>,
-    taints_raw: Option<&'a str>,
     unschedulable: Option<&'a str>,
     pub taints: Vec<Taint<'a>>,
     /// The annotations' members, read once on first use: each record the policy keeps, and the
@@ -67,15 +51,26 @@ impl<'a> NodeView<'a> {
     /// Views a Node, read as its members in the request's pass; `which` (`object`,
     /// `oldObject`) prefixes error messages.
     pub fn read(object: &'a Object<'a>, which: &str) -> Result<NodeView<'a>, String> {
-        let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
-        let (metadata, spec) = (member("metadata")?, member("spec")?);
-        let meta: MetaDoc = metadata
-            .read()
-            .map_err(|e| format!("{which}.metadata: {e}"))?;
-        let spec_doc: SpecDoc = spec.read().map_err(|e| format!("{which}.spec: {e}"))?;
+        let metadata = object
+            .object("metadata")
+            .map_err(|e| format!("{which}: {e}"))?;
+        let spec = object.object("spec").map_err(|e| format!("{which}: {e}"))?;
+        let in_metadata = |key: &str| match metadata {
+            Some(metadata) => metadata
+                .get(key)
+                .map_err(|e| format!("{which}.metadata: {e}")),
+            None => Ok(Raw(None)),
+        };
+        let in_spec = |key: &str| match spec {
+            Some(spec) => spec.get(key).map_err(|e| format!("{which}.spec: {e}")),
+            None => Ok(Raw(None)),
+        };
+        let name = (in_metadata("name")?)
+            .read::<Option<JsonStr>>()
+            .map_err(|e| format!("{which}.metadata.name: {e}"))?;
         // Each taint is read from its own text, so serde's position is in that taint, not in
         // the list: the message says what is wrong without a path.
-        let taints = parse_taints(spec_doc.taints.value()).map_err(|e| {
+        let taints = parse_taints(in_spec("taints")?.value()).map_err(|e| {
             format!(
                 "{which}.spec.taints: {}",
                 taintguard::json::error::message(&e)
@@ -83,12 +78,11 @@ impl<'a> NodeView<'a> {
         })?;
         Ok(NodeView {
             object,
-            name: meta.name,
-            metadata: metadata.text(),
-            annotations: meta.annotations.text(),
-            spec: spec.text(),
-            taints_raw: spec_doc.taints.text(),
-            unschedulable: spec_doc.unschedulable.text(),
+            name,
+            metadata,
+            spec,
+            annotations: in_metadata("annotations")?.text(),
+            unschedulable: in_spec("unschedulable")?.text(),
             taints,
             annotation_members: OnceCell::new(),
         })
@@ -125,53 +119,29 @@ impl<'a> NodeView<'a> {
         Ok(None)
     }
 
-    /// The node's text with `edits` made: spliced into the text of `spec` and `metadata`, or
-    /// written as new members where the node has none.
+    /// The node's text with `edits` made: written into `spec` and `metadata`, or as new
+    /// members where the node has none.
     pub fn apply(&self, edits: &NodeEdits) -> Result<String, String> {
         let mut members: Vec<(&str, String)> = Vec::new();
 
-        let mut spec_members: Vec<(&str, String, Option<&'a str>)> = Vec::new();
+        let mut spec_members: Vec<(&str, String)> = Vec::new();
         if let Some(taints) = &edits.taints {
-            spec_members.push(("taints", taints.clone(), self.taints_raw));
+            spec_members.push(("taints", taints.clone()));
         }
         if let Some(unschedulable) = edits.unschedulable {
-            spec_members.push((
-                "unschedulable",
-                unschedulable.to_string(),
-                self.unschedulable,
-            ));
+            spec_members.push(("unschedulable", unschedulable.to_string()));
         }
         if !spec_members.is_empty() {
-            let spec = match non_null(self.spec) {
-                Some(spec) => {
-                    let mut splice = Splice::new(spec);
-                    let mut inserts = Vec::new();
-                    for (key, value, place) in spec_members {
-                        match place {
-                            Some(existing) => splice.replace(existing, value),
-                            None => inserts.push((key, value)),
-                        }
-                    }
-                    if !inserts.is_empty() {
-                        splice.insert_members(spec, &inserts);
-                    }
-                    splice.finish()
-                }
-                None => object_text(spec_members.iter().map(|(k, v, _)| (*k, v.as_str()))),
+            let spec = match self.spec {
+                Some(spec) => spec.write(&spec_members),
+                None => object_text(spec_members.iter().map(|(k, v)| (*k, v.as_str()))),
             };
             members.push(("spec", spec));
         }
 
         if let Some(annotations) = self.edited_annotations(&edits.annotations)? {
-            let metadata = match non_null(self.metadata) {
-                Some(metadata) => {
-                    let mut splice = Splice::new(metadata);
-                    match self.annotations {
-                        Some(existing) => splice.replace(existing, annotations),
-                        None => splice.insert_members(metadata, &[("annotations", annotations)]),
-                    }
-                    splice.finish()
-                }
+            let metadata = match self.metadata {
+                Some(metadata) => metadata.write(&[("annotations", annotations)]),
                 None => object_text([("annotations", annotations.as_str())]),
             };
             members.push(("metadata", metadata));

@@ -1,7 +1,7 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::{field, JsonStr, Object, Raw, Splice};
+use taintguard::json::{JsonStr, Object, Raw, Splice};
 use taintguard::label_selector::{parse_labels, Labels};
 use taintguard::toleration::{parse_tolerations, Toleration};
 
@@ -53,70 +53,64 @@ impl Kind {
 /// A view of the admitted object: what the matchers read, and where the tolerations are.
 pub struct Workload<'a> {
     object: &'a Object<'a>,
-    /// The object's `spec` text, which holds the pod spec (or is it, for a Pod).
-    spec: Option<&'a str>,
     pub kind: Kind,
     pub name: Option<JsonStr<'a>>,
     pub generate_name: Option<JsonStr<'a>>,
     pub namespace: Option<JsonStr<'a>>,
     pub labels: Labels<'a>,
-    /// The pod spec object's text, when the object has one.
-    pod_spec: Option<&'a str>,
+    /// The pod spec, read as its members in the request's pass, when the object has one.
+    pod_spec: Option<&'a Object<'a>>,
     /// The text of the pod spec's `tolerations` member, `null` included (`None`: absent).
     tolerations_raw: Option<&'a str>,
     pub tolerations: Vec<Toleration<'a>>,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Meta<'a> {
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    generate_name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    namespace: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    labels: Raw<'a>,
 }
 
 impl<'a> Workload<'a> {
     /// Views the object, read as its members in the request's pass. `which` (`object`,
     /// `oldObject`) prefixes error messages.
     pub fn read(object: &'a Object<'a>, kind: Kind, which: &str) -> Result<Workload<'a>, String> {
-        let err = |at: &str, text: &str, e: serde_json::Error| {
-            format!(
-                "{which}{at}: {}",
-                taintguard::json::error::describe(text, &e)
-            )
+        let metadata = object
+            .object("metadata")
+            .map_err(|e| format!("{which}: {e}"))?;
+        let in_metadata = |key: &str| -> Result<Option<JsonStr<'a>>, String> {
+            let Some(metadata) = metadata else {
+                return Ok(None);
+            };
+            let raw = metadata
+                .get(key)
+                .map_err(|e| format!("{which}.metadata: {e}"))?;
+            raw.read()
+                .map_err(|e| format!("{which}.metadata.{key}: {e}"))
         };
-        let member = |key: &str| object.get(key).map_err(|e| format!("{which}: {e}"));
-        let meta: Meta = member("metadata")?
-            .read()
-            .map_err(|e| format!("{which}.metadata: {e}"))?;
+        let labels = match metadata {
+            Some(metadata) => metadata
+                .get("labels")
+                .map_err(|e| format!("{which}.metadata: {e}"))?,
+            None => Raw(None),
+        };
         // Labels, like tolerations below, are read entry by entry: serde's position is in the
         // entry, so the message goes without a path.
-        let labels = parse_labels(meta.labels.value()).map_err(|e| {
+        let labels = parse_labels(labels.value()).map_err(|e| {
             format!(
                 "{which}.metadata.labels: {}",
                 taintguard::json::error::message(&e)
             )
         })?;
-        let spec = member("spec")?.value();
-        let mut at = String::from(".spec");
-        let mut current = spec;
-        for step in &kind.pod_spec_path()[1..] {
-            let Some(object) = current else { break };
-            current = field(object, step)
-                .map_err(|e| err(&at, object, e))?
-                .value();
+        let mut at = String::new();
+        let mut current = Some(object);
+        for step in kind.pod_spec_path() {
+            let Some(parent) = current else { break };
+            current = parent
+                .object(step)
+                .map_err(|e| format!("{which}{at}: {e}"))?;
             at.push('.');
             at.push_str(step);
         }
         let pod_spec = current;
         let tolerations_raw = match pod_spec {
-            Some(spec) => field(spec, "tolerations")
-                .map_err(|e| err(&at, spec, e))?
+            Some(spec) => spec
+                .get("tolerations")
+                .map_err(|e| format!("{which}{at}: {e}"))?
                 .text(),
             None => None,
         };
@@ -129,11 +123,10 @@ impl<'a> Workload<'a> {
             })?;
         Ok(Workload {
             object,
-            spec,
             kind,
-            name: meta.name,
-            generate_name: meta.generate_name,
-            namespace: meta.namespace,
+            name: in_metadata("name")?,
+            generate_name: in_metadata("generateName")?,
+            namespace: in_metadata("namespace")?,
             labels,
             pod_spec,
             tolerations_raw,
@@ -141,8 +134,8 @@ impl<'a> Workload<'a> {
         })
     }
 
-    /// The pod spec's text, and its `tolerations` member's (`null` included).
-    pub fn pod_spec(&self) -> (Option<&'a str>, Option<&'a str>) {
+    /// The pod spec, and its `tolerations` member's text (`null` included).
+    pub fn pod_spec(&self) -> (Option<&'a Object<'a>>, Option<&'a str>) {
         (self.pod_spec, self.tolerations_raw)
     }
 
@@ -154,17 +147,15 @@ impl<'a> Workload<'a> {
     /// The object's text with `additions` appended to its tolerations; `None` when it has no
     /// pod spec to put them in (the API server refuses such objects anyway).
     pub fn with_tolerations(&self, additions: &[String]) -> Option<String> {
-        let (spec, pod_spec) = (self.spec?, self.pod_spec?);
-        let mut splice = Splice::new(spec);
-        let list = self.tolerations_raw.filter(|t| *t != "null");
-        match (list, self.tolerations_raw) {
-            (Some(list), _) => splice.append_items(list, additions),
-            (None, Some(null)) => splice.replace(null, format!("[{}]", additions.join(","))),
-            (None, None) => splice.insert_members(
-                pod_spec,
-                &[("tolerations", format!("[{}]", additions.join(",")))],
-            ),
-        }
-        Some(self.object.write(&[("spec", splice.finish())]))
+        self.pod_spec?;
+        let tolerations = match self.tolerations_raw.filter(|t| *t != "null") {
+            Some(list) => {
+                let mut splice = Splice::new(list);
+                splice.append_items(list, additions);
+                splice.finish()
+            }
+            None => format!("[{}]", additions.join(",")),
+        };
+        (self.object).write_at(self.kind.pod_spec_path(), &[("tolerations", tolerations)])
     }
 }

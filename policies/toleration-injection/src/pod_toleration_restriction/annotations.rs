@@ -26,6 +26,15 @@ pub fn of_metadata(metadata: Option<&str>) -> Result<Labels<'_>, String> {
         Some(text) => field(text, "annotations").map_err(|e| message(&e))?.value(),
         None => None,
     };
+    read_all(annotations)
+}
+
+/// The annotations object `annotations` (its text; `None` when absent or `null`).
+///
+/// # Errors
+///
+/// An `annotations` that is not an object of strings, in serde_json's words.
+pub fn read_all(annotations: Option<&str>) -> Result<Labels<'_>, String> {
     parse_labels(annotations).map_err(|e| format!("annotations: {}", message(&e)))
 }
 

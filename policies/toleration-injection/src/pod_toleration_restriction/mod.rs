@@ -11,7 +11,7 @@ mod guard;
 mod qos;
 
 use taintguard::cluster::Cluster;
-use taintguard::json::field;
+use taintguard::json::{field, Object};
 use taintguard::label_selector::Labels;
 use taintguard::verdict::Verdict;
 
@@ -45,8 +45,8 @@ enum Scope {
 pub struct Pod<'p> {
     pub namespace: &'p str,
     pub describe: &'p str,
-    /// The pod spec's text and its `tolerations` member's.
-    pub spec: Option<&'p str>,
+    /// The pod spec and its `tolerations` member's text.
+    pub spec: Option<&'p Object<'p>>,
     pub tolerations: Option<&'p str>,
     pub create: bool,
 }
