@@ -6,7 +6,7 @@
 //! text to [`policy::run`] and write the [`Verdict`] the way their engine expects. The crate is
 //! four layers, each module relying only on those listed before it:
 //!
-//! 1. **Plumbing**: borrowed views of request text and edits spliced back into it ([`json`]),
+//! 1. **Plumbing**: borrowed views of request text and objects written back with edits ([`json`]),
 //!    the small maps requests need ([`small_map`]), and what a policy answers ([`verdict`]).
 //!    JSONPath, which one optional matcher uses, is a crate of its own (`taintguard-jsonpath`).
 //! 2. **Settings reading** ([`settings`]): the checked types, objects and errors every policy's

@@ -31,7 +31,7 @@ pub fn quoted(text: &str, name: &str) -> String {
 pub enum Decision {
     /// Admitted as sent.
     Accept,
-    /// Admitted as this object: the request's object text with the policy's edits spliced in,
+    /// Admitted as this object: the request's object written with the policy's edits,
     /// which engines copy as it is. It is JSON by construction: every piece is either text
     /// serde_json accepted when it read the request or JSON serde_json wrote, which debug
     /// builds (every test, every fuzz run) check on each verdict; release builds do not read

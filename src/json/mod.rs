@@ -1,19 +1,19 @@
-//! Borrowed views into JSON text, and edits spliced back into that same text.
+//! Borrowed views into JSON text, and objects written back from their members.
 //!
 //! Admission requests are large (a Node with its image list is tens of kilobytes) and the policies
 //! read a handful of fields. Parsing borrows: every value we do not read stays an untouched
-//! `&RawValue` slice of the request, and a mutation is a list of byte-range edits applied to the
-//! original text. Nothing is re-serialised, so key order, formatting and fields that no Kubernetes
-//! version we know of has all survive a mutation.
+//! `&RawValue` slice of the request, and a mutation writes the objects on the way to its edit
+//! anew from those slices ([`Object::write_at`]). Nothing else is re-serialised, so key order,
+//! formatting and fields that no Kubernetes version we know of has all survive a mutation.
 
+mod array;
 pub mod error;
 mod object;
-mod splice;
 mod text;
 mod walk;
 
+pub use array::append_items;
 pub use object::Object;
-pub use splice::Splice;
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 

@@ -18,7 +18,7 @@ pub use taintguard_kinds::{assert_valid_object, k8s_openapi, valid_object, KINDS
 
 use taint_preservation::TaintPreservation;
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::{JsonStr, Raw, Splice};
+use taintguard::json::{span_in, JsonStr, Raw};
 use taintguard::policy::{read_settings, run, Half, Policy};
 use taintguard::taint::{SelectsTaints, Taint};
 use taintguard::verdict::Verdict;
@@ -128,9 +128,8 @@ pub fn with_object(request: &str, object: &str) -> Result<String, String> {
         .object
         .text()
         .ok_or("mutated a request without object")?;
-    let mut splice = Splice::new(request);
-    splice.replace(place, object.to_owned());
-    Ok(splice.finish())
+    let span = span_in(request, place);
+    Ok([&request[..span.start], object, &request[span.end..]].concat())
 }
 
 /// The object before and after, as trees; `None` when the verdict changes nothing.

@@ -1,5 +1,5 @@
-//! A borrowed view of a Node object: the few fields the policy reads, with their places in the
-//! text so that edits can be spliced in.
+//! A borrowed view of a Node object: the few fields the policy reads, and the Node written back
+//! with the policy's edits.
 
 use std::cell::OnceCell;
 

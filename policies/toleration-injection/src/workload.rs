@@ -1,7 +1,7 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::{JsonStr, Object, Raw, Splice};
+use taintguard::json::{append_items, JsonStr, Object, Raw};
 use taintguard::label_selector::{parse_labels, Labels};
 use taintguard::toleration::{parse_tolerations, Toleration};
 
@@ -149,11 +149,7 @@ impl<'a> Workload<'a> {
     pub fn with_tolerations(&self, additions: &[String]) -> Option<String> {
         self.pod_spec?;
         let tolerations = match self.tolerations_raw.filter(|t| *t != "null") {
-            Some(list) => {
-                let mut splice = Splice::new(list);
-                splice.append_items(list, additions);
-                splice.finish()
-            }
+            Some(list) => append_items(list, additions),
             None => format!("[{}]", additions.join(",")),
         };
         (self.object).write_at(self.kind.pod_spec_path(), &[("tolerations", tolerations)])
