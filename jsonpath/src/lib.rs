@@ -65,6 +65,36 @@ impl JsonPath {
         parse::parse(path).map(|query| JsonPath { query })
     }
 
+    /// The member names of a path made of single-name child segments only
+    /// (`$.spec.template['spec']`), in order; `None` for any other path, `$` alone included.
+    /// Such a path selects at most the one node these names lead to from member to member, so a
+    /// caller may read only those members rather than the whole value (a `Value` keeps a name's
+    /// last member; so must the caller).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard_jsonpath::JsonPath;
+    ///
+    /// let path = JsonPath::parse("$.spec['template'].spec.priorityClassName")?;
+    /// assert_eq!(path.member_names(), Some(vec!["spec", "template", "spec", "priorityClassName"]));
+    /// assert_eq!(JsonPath::parse("$..priorityClassName")?.member_names(), None);
+    /// # Ok::<(), taintguard_jsonpath::ParseError>(())
+    /// ```
+    pub fn member_names(&self) -> Option<Vec<&str>> {
+        if !self.query.absolute || self.query.segments.is_empty() {
+            return None;
+        }
+        (self.query.segments.iter())
+            .map(
+                |segment| match (segment.descendant, &segment.selectors[..]) {
+                    (false, [parse::Selector::Name(name)]) => Some(name.as_str()),
+                    _ => None,
+                },
+            )
+            .collect()
+    }
+
     /// The nodes the path selects in `value`, in RFC 9535 order.
     pub fn select<'v>(&self, value: &'v Value) -> Vec<&'v Value> {
         eval::query(&self.query, value, value)

@@ -443,3 +443,26 @@ fn number_literals_are_read_as_serde_json_reads_numbers() {
         );
     }
 }
+
+/// The paths a caller may follow member by member, and those it may not.
+#[test]
+fn member_names_of_single_name_paths_only() {
+    let cases: [(&str, Option<&[&str]>); 9] = [
+        ("$.a", Some(&["a"])),
+        (
+            "$.spec['tem\\'plate'][\"spec\"]",
+            Some(&["spec", "tem'plate", "spec"]),
+        ),
+        ("$['\\u0061']", Some(&["a"])),
+        ("$", None),
+        ("$..a", None),
+        ("$.a[0]", None),
+        ("$.a.*", None),
+        ("$['a','b']", None),
+        ("$.a[?@.b]", None),
+    ];
+    for (path, want) in cases {
+        let parsed = JsonPath::parse(path).unwrap();
+        assert_eq!(parsed.member_names().as_deref(), want, "{path}");
+    }
+}

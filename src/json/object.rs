@@ -33,6 +33,16 @@ enum Member<'a> {
     Object(Object<'a>),
 }
 
+/// Where [`Object::follow`] got to.
+#[derive(Debug)]
+pub enum Reached<'o, 'a> {
+    /// A member read as an object (or the object itself, for no names).
+    Object(&'o Object<'a>),
+    /// A member kept as raw text: its text, and how many of the names are left to follow
+    /// inside it.
+    Raw(&'a str, usize),
+}
+
 /// Which members of an object are read as objects: where in a Kubernetes object it is.
 #[derive(Debug, Clone, Copy)]
 enum Level {
@@ -88,6 +98,21 @@ impl<'a> Object<'a> {
             Some(Member::Raw(value)) if value.get() == "null" => Ok(None),
             Some(Member::Object(object)) => Ok(Some(object)),
             Some(Member::Raw(_)) => Err(format!("`{key}` is not read as an object")),
+        }
+    }
+
+    /// Follows `names` from member to member, as far as members read as objects go; `None`
+    /// when a name is not there. Where a key is written twice, the last member counts, as in a
+    /// `serde_json::Value` and in what the API server stores: a JSONPath of member names then
+    /// finds what it would find in the whole object parsed, reading only the member it reaches.
+    pub fn follow(&self, names: &[&str]) -> Option<Reached<'_, 'a>> {
+        let Some((name, rest)) = names.split_first() else {
+            return Some(Reached::Object(self));
+        };
+        let (_, member) = (self.members.iter().rev()).find(|(key, _)| key_is(key.get(), name))?;
+        match member {
+            Member::Object(object) => object.follow(rest),
+            Member::Raw(raw) => Some(Reached::Raw(raw.get(), rest.len())),
         }
     }
 
@@ -350,6 +375,43 @@ mod tests {
                     && err.to_string().contains(&format!("object.{path}")),
                 "{text}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn follows_names_to_the_last_member_of_each() {
+        let object: Object = serde_json::from_str(
+            r#"{"spec":{"template":{"spec":{"a":{"b":1},"a":{"b":2}}}},"status":{"x":1},"spec":null}"#,
+        )
+        .unwrap();
+        // `spec` twice: the last, `null`, counts.
+        assert!(matches!(
+            object.follow(&["spec"]),
+            Some(Reached::Raw("null", 0))
+        ));
+        let object: Object = serde_json::from_str(
+            r#"{"spec":{"template":{"spec":{"a":{"b":1},"a":{"b":2}}}},"status":{"x":1}}"#,
+        )
+        .unwrap();
+        /// (names, where they lead: raw text and names left, or `("", 0)` for an object)
+        type Case = (&'static [&'static str], Option<(&'static str, usize)>);
+        let cases: [Case; 5] = [
+            (
+                &["spec", "template", "spec", "a", "b"],
+                Some((r#"{"b":2}"#, 1)),
+            ),
+            (&["status", "x"], Some((r#"{"x":1}"#, 1))),
+            (&["spec", "template", "spec", "z"], None),
+            (&["nothing"], None),
+            (&["spec", "template"], Some(("", 0))),
+        ];
+        for (names, want) in cases {
+            let got = match object.follow(names) {
+                None => None,
+                Some(Reached::Raw(text, left)) => Some((text, left)),
+                Some(Reached::Object(_)) => Some(("", 0)),
+            };
+            assert_eq!(got, want, "{names:?}");
         }
     }
 }

@@ -107,7 +107,17 @@ impl Condition {
 impl Condition {
     /// Whether the condition holds on `object`, the admitted object.
     pub fn holds(&self, object: &Value) -> bool {
-        let found = self.path.path.select(object);
+        self.holds_on(&self.path.path.select(object))
+    }
+
+    /// The member names of the path, when it is made of them only
+    /// ([`taintguard_jsonpath::JsonPath::member_names`]).
+    pub fn member_names(&self) -> Option<Vec<&str>> {
+        self.path.path.member_names()
+    }
+
+    /// Whether the condition holds on `found`, what its path selects.
+    pub fn holds_on(&self, found: &[&Value]) -> bool {
         match self.test() {
             Test::Exists(want) => found.is_empty() != want,
             Test::Equals(v) => found.contains(&v),

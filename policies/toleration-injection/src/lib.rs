@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use taintguard::admission::{AdmissionRequest, Operation};
 use taintguard::cluster::{nodes_of_list, Cluster, ClusterError, ClusterNode};
+use taintguard::json::Reached;
 use taintguard::policy::{Asks, Half, Policy};
 use taintguard::principal::Principal;
 use taintguard::toleration::{Coverage, Operator, Toleration};
@@ -110,21 +111,50 @@ struct Subject<'s> {
     workload: &'s Workload<'s>,
     namespace: &'s str,
     who: Principal<'s>,
-    /// The object as a `Value`, parsed when the first JSONPath condition is evaluated and shared
-    /// by the others; the parse error when it is not one: nesting deeper than serde_json's
-    /// recursion limit (raw-value capture does not count it), or a string or number a `Value`
-    /// cannot hold.
+    /// The object as a `Value`, parsed when the first JSONPath condition that needs it is
+    /// evaluated and shared by the others; the parse error when it is not one: nesting deeper
+    /// than serde_json's recursion limit (raw-value capture does not count it), or a string or
+    /// number a `Value` cannot hold.
     object: OnceCell<Result<Value, String>>,
+    /// The first such error in a member a path of member names reached.
+    unreadable_member: OnceCell<String>,
 }
 
 impl Subject<'_> {
     /// A condition on an object that does not parse fails; `matching` then rejects the object,
     /// so that no `exists: false` condition holds on what could not be read.
     fn condition_holds(&self, c: &conditions::Condition) -> bool {
+        if let Some(names) = c.member_names() {
+            return match self.member_value(&names) {
+                Ok(found) => c.holds_on(&Vec::from_iter(found.as_ref())),
+                Err(e) => {
+                    let _ = self.unreadable_member.set(e);
+                    false
+                }
+            };
+        }
         let object = self
             .object
             .get_or_init(|| serde_json::from_str(&self.workload.text()).map_err(|e| e.to_string()));
         object.as_ref().is_ok_and(|object| c.holds(object))
+    }
+
+    /// The value a path of member `names` selects, read from the members on its way alone: a
+    /// Pod's or template's spec is already read as members, so `$.spec.template.spec.x` parses
+    /// only `x`, where the whole object parsed into a `Value` was most of what such a rule cost
+    /// (benchmarks/cost.md, "JSONPath member paths").
+    fn member_value(&self, names: &[&str]) -> Result<Option<Value>, String> {
+        let (text, left) = match self.workload.object().follow(names) {
+            None => return Ok(None),
+            Some(Reached::Object(object)) => (object.write(&[]), 0),
+            Some(Reached::Raw(text, left)) => (text.to_owned(), left),
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        let inside = &names[names.len() - left..];
+        let found = inside
+            .iter()
+            .try_fold(&value, |at, name| at.as_object()?.get(*name));
+        Ok(found.cloned())
     }
 
     fn name_matches(&self, m: &Match) -> bool {
@@ -190,13 +220,17 @@ fn matching<'s>(
         namespace,
         who: request.principal(),
         object: OnceCell::new(),
+        unreadable_member: OnceCell::new(),
     };
     let rules: Vec<&Rule> = settings
         .rules
         .iter()
         .filter(|r| subject.matches(&r.matcher))
         .collect();
-    if let Some(Err(problem)) = subject.object.get() {
+    let unreadable = (subject.object.get())
+        .and_then(|parsed| parsed.as_ref().err())
+        .or(subject.unreadable_member.get());
+    if let Some(problem) = unreadable {
         return Err(malformed(&format!(
             "object cannot be read for JSONPath conditions: {problem}"
         )));

@@ -139,6 +139,11 @@ impl<'a> Workload<'a> {
         (self.pod_spec, self.tolerations_raw)
     }
 
+    /// The object, read as its members.
+    pub fn object(&self) -> &'a Object<'a> {
+        self.object
+    }
+
     /// The whole object's text, for the matchers that read all of it (JSONPath conditions).
     pub fn text(&self) -> String {
         self.object.write(&[])
