@@ -13,7 +13,7 @@ mod text;
 mod walk;
 
 pub use array::append_items;
-pub use object::{Object, Reached};
+pub use object::{get_in, Object, Reached};
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 

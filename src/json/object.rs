@@ -194,6 +194,16 @@ impl<'a> Object<'a> {
     }
 }
 
+/// The member `key` of `object`; absent when `object` is (a `metadata` or `spec` the object
+/// lacks, or `null`, has no members).
+///
+/// # Errors
+///
+/// As [`Object::get`].
+pub fn get_in<'a>(object: Option<&Object<'a>>, key: &str) -> Result<Raw<'a>, String> {
+    object.map_or(Ok(Raw(None)), |object| object.get(key))
+}
+
 /// Whether `key`, a JSON string literal, is the string `name`.
 fn key_is(key: &str, name: &str) -> bool {
     let inner = key.get(1..key.len().saturating_sub(1)).unwrap_or_default();

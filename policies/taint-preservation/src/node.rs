@@ -5,10 +5,11 @@ use std::cell::OnceCell;
 
 use serde_json::value::RawValue;
 
-use taintguard::json::{members, JsonStr, Object, Raw};
+use taintguard::json::{get_in, members, JsonStr, Object};
 use taintguard::taint::{parse_taints, Taint};
 
-/// Members are kept as their text, `null` included (`None`: absent), like [`Raw`].
+/// Members are kept as their text, `null` included (`None`: absent), like
+/// [`Raw`](taintguard::json::Raw).
 pub struct NodeView<'a> {
     object: &'a Object<'a>,
     pub name: Option<JsonStr<'a>>,
@@ -55,16 +56,9 @@ impl<'a> NodeView<'a> {
             .object("metadata")
             .map_err(|e| format!("{which}: {e}"))?;
         let spec = object.object("spec").map_err(|e| format!("{which}: {e}"))?;
-        let in_metadata = |key: &str| match metadata {
-            Some(metadata) => metadata
-                .get(key)
-                .map_err(|e| format!("{which}.metadata: {e}")),
-            None => Ok(Raw(None)),
-        };
-        let in_spec = |key: &str| match spec {
-            Some(spec) => spec.get(key).map_err(|e| format!("{which}.spec: {e}")),
-            None => Ok(Raw(None)),
-        };
+        let in_metadata =
+            |key: &str| get_in(metadata, key).map_err(|e| format!("{which}.metadata: {e}"));
+        let in_spec = |key: &str| get_in(spec, key).map_err(|e| format!("{which}.spec: {e}"));
         let name = (in_metadata("name")?)
             .read::<Option<JsonStr>>()
             .map_err(|e| format!("{which}.metadata.name: {e}"))?;

@@ -144,12 +144,12 @@ impl Subject<'_> {
     /// only `x`, where the whole object parsed into a `Value` was most of what such a rule cost
     /// (benchmarks/cost.md, "JSONPath member paths").
     fn member_value(&self, names: &[&str]) -> Result<Option<Value>, String> {
-        let (text, left) = match self.workload.object().follow(names) {
+        let (value, left) = match self.workload.object().follow(names) {
             None => return Ok(None),
-            Some(Reached::Object(object)) => (object.write(&[]), 0),
-            Some(Reached::Raw(text, left)) => (text.to_owned(), left),
+            Some(Reached::Object(object)) => (serde_json::from_str(&object.write(&[])), 0),
+            Some(Reached::Raw(text, left)) => (serde_json::from_str(text), left),
         };
-        let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        let value: Value = value.map_err(|e| e.to_string())?;
         let inside = &names[names.len() - left..];
         let found = inside
             .iter()

@@ -1,7 +1,7 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::{append_items, JsonStr, Object, Raw};
+use taintguard::json::{append_items, get_in, JsonStr, Object};
 use taintguard::label_selector::{parse_labels, Labels};
 use taintguard::toleration::{parse_tolerations, Toleration};
 
@@ -72,22 +72,14 @@ impl<'a> Workload<'a> {
         let metadata = object
             .object("metadata")
             .map_err(|e| format!("{which}: {e}"))?;
-        let in_metadata = |key: &str| -> Result<Option<JsonStr<'a>>, String> {
-            let Some(metadata) = metadata else {
-                return Ok(None);
-            };
-            let raw = metadata
-                .get(key)
-                .map_err(|e| format!("{which}.metadata: {e}"))?;
-            raw.read()
+        let in_metadata =
+            |key: &str| get_in(metadata, key).map_err(|e| format!("{which}.metadata: {e}"));
+        let name_in_metadata = |key: &str| -> Result<Option<JsonStr<'a>>, String> {
+            (in_metadata(key)?)
+                .read()
                 .map_err(|e| format!("{which}.metadata.{key}: {e}"))
         };
-        let labels = match metadata {
-            Some(metadata) => metadata
-                .get("labels")
-                .map_err(|e| format!("{which}.metadata: {e}"))?,
-            None => Raw(None),
-        };
+        let labels = in_metadata("labels")?;
         // Labels, like tolerations below, are read entry by entry: serde's position is in the
         // entry, so the message goes without a path.
         let labels = parse_labels(labels.value()).map_err(|e| {
@@ -124,9 +116,9 @@ impl<'a> Workload<'a> {
         Ok(Workload {
             object,
             kind,
-            name: in_metadata("name")?,
-            generate_name: in_metadata("generateName")?,
-            namespace: in_metadata("namespace")?,
+            name: name_in_metadata("name")?,
+            generate_name: name_in_metadata("generateName")?,
+            namespace: name_in_metadata("namespace")?,
             labels,
             pod_spec,
             tolerations_raw,

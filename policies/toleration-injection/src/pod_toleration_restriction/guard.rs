@@ -4,7 +4,7 @@
 //! annotations").
 
 use taintguard::admission::{AdmissionRequest, Operation};
-use taintguard::json::{Object, Raw};
+use taintguard::json::{get_in, Object};
 use taintguard::verdict::Verdict;
 
 use super::annotations::{self, DEFAULTS, WHITELIST};
@@ -15,13 +15,11 @@ fn guarded(object: Option<&Object<'_>>, which: &str) -> Result<[Option<String>; 
     let Some(object) = object else {
         return Ok([None, None]);
     };
-    let annotations = match object.object("metadata") {
-        Ok(Some(metadata)) => metadata
-            .get("annotations")
-            .map_err(|e| format!("{which}.metadata: {e}"))?,
-        Ok(None) => Raw(None),
-        Err(e) => return Err(format!("{which}: {e}")),
-    };
+    let metadata = object
+        .object("metadata")
+        .map_err(|e| format!("{which}: {e}"))?;
+    let annotations =
+        get_in(metadata, "annotations").map_err(|e| format!("{which}.metadata: {e}"))?;
     let found =
         annotations::read_all(annotations.value()).map_err(|e| format!("{which}.metadata.{e}"))?;
     Ok([DEFAULTS, WHITELIST].map(|key| annotations::get(&found, key).map(str::to_owned)))
