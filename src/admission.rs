@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::json::{self, JsonStr, Object};
+use crate::json::{self, JsonStr, Level, Object};
 use crate::principal::Principal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -34,26 +34,20 @@ pub struct UserInfo<'a> {
     pub groups: Vec<JsonStr<'a>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The request's members are found by the one pass's own reader ([`Object::parse_as`]), which
+/// skips what no policy reads for less than serde_json does; the few it reads are decoded with
+/// serde from their text.
+#[derive(Debug)]
 pub struct AdmissionRequest<'a> {
-    #[serde(borrow, default)]
     pub uid: JsonStr<'a>,
-    #[serde(borrow)]
     pub kind: GroupVersionKind<'a>,
-    #[serde(borrow, default)]
     pub sub_resource: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
     pub name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
     pub namespace: Option<JsonStr<'a>>,
     pub operation: Operation,
-    #[serde(borrow)]
     pub user_info: UserInfo<'a>,
     /// `None` when absent or `null`.
-    #[serde(borrow, default)]
     pub object: Option<Object<'a>>,
-    #[serde(borrow, default)]
     pub old_object: Option<Object<'a>>,
 }
 
@@ -69,8 +63,54 @@ impl std::fmt::Display for MalformedRequest {
 
 impl<'a> AdmissionRequest<'a> {
     /// Reads the request from `text`, an `AdmissionRequest` JSON object.
+    ///
+    /// # Errors
+    ///
+    /// `text` is no JSON object, a field the policies read is missing, given twice or of the
+    /// wrong type: the message names the field (`invalid type: integer `7`, expected a string
+    /// (at `userInfo.username`)`).
     pub fn parse(text: &'a str) -> Result<AdmissionRequest<'a>, MalformedRequest> {
-        serde_json::from_str(text).map_err(|e| MalformedRequest(json::error::describe(text, &e)))
+        let members = Object::parse_as(text, Level::Request).map_err(MalformedRequest)?;
+        AdmissionRequest::from_members(text, members)
+    }
+
+    /// The request from its members, read from `text` (its own text, or a document around it,
+    /// which error paths are named in).
+    ///
+    /// # Errors
+    ///
+    /// As [`AdmissionRequest::parse`].
+    pub fn from_members(
+        text: &'a str,
+        mut members: Object<'a>,
+    ) -> Result<AdmissionRequest<'a>, MalformedRequest> {
+        let object = members.take_object("object").map_err(MalformedRequest)?;
+        let old_object = members.take_object("oldObject").map_err(MalformedRequest)?;
+        let [uid, kind, sub_resource, name, namespace, operation, user_info] = members
+            .fields([
+                "uid",
+                "kind",
+                "subResource",
+                "name",
+                "namespace",
+                "operation",
+                "userInfo",
+            ])
+            .map_err(MalformedRequest)?;
+        let required = |key: &str, member: json::Raw<'a>| {
+            (member.text()).ok_or_else(|| MalformedRequest(format!("missing field `{key}`")))
+        };
+        Ok(AdmissionRequest {
+            uid: optional(text, uid)?.unwrap_or_default(),
+            kind: decoded(text, required("kind", kind)?)?,
+            sub_resource: optional(text, sub_resource)?,
+            name: optional(text, name)?,
+            namespace: optional(text, namespace)?,
+            operation: decoded(text, required("operation", operation)?)?,
+            user_info: decoded(text, required("userInfo", user_info)?)?,
+            object,
+            old_object,
+        })
     }
 
     pub fn principal(&self) -> Principal<'_> {
@@ -86,6 +126,23 @@ impl<'a> AdmissionRequest<'a> {
             && self.kind.kind.as_str() == kind
             && self.sub_resource.is_none()
     }
+}
+
+/// `member` of `text` decoded as a `T`; errors name its path in `text`.
+fn decoded<'a, T: Deserialize<'a>>(text: &'a str, member: &'a str) -> Result<T, MalformedRequest> {
+    serde_json::from_str(member)
+        .map_err(|e| MalformedRequest(json::error::describe_in(text, member, &e)))
+}
+
+/// An optional member: `None` when absent or `null`.
+fn optional<'a, T: Deserialize<'a>>(
+    text: &'a str,
+    member: json::Raw<'a>,
+) -> Result<Option<T>, MalformedRequest> {
+    member
+        .value()
+        .map(|member| decoded(text, member))
+        .transpose()
 }
 
 #[cfg(test)]

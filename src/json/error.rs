@@ -43,6 +43,20 @@ pub fn describe(text: &str, error: &serde_json::Error) -> String {
     }
 }
 
+/// [`describe`] for an error reading `inner`, a slice of `outer` (a member of the document):
+/// the path is named in `outer`.
+pub fn describe_in(outer: &str, inner: &str, error: &serde_json::Error) -> String {
+    let message = message(error);
+    if error.line() == 0 {
+        return message;
+    }
+    let at = super::span_in(outer, inner).start + offset(inner, error.line(), error.column());
+    match path_at(outer, at) {
+        path if path.is_empty() => message,
+        path => format!("{message} (at `{path}`)"),
+    }
+}
+
 /// The byte offset of serde_json's error position: a 1-based line and the bytes before the
 /// position on that line.
 fn offset(text: &str, line: usize, column: usize) -> usize {

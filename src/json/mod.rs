@@ -9,11 +9,12 @@
 mod array;
 pub mod error;
 mod object;
+mod scan;
 mod text;
 mod walk;
 
 pub use array::append_items;
-pub use object::{get_in, Object, Reached};
+pub use object::{get_in, Level, MemberReader, Object, Reached};
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 

@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use super::scan::{self, Malformed};
 use super::{JsonStr, Raw};
 
 /// A JSON object read as its members: each key kept as its string literal (quotes and escapes
@@ -22,13 +22,39 @@ use super::{JsonStr, Raw};
 /// kept.
 #[derive(Debug, Clone, Default)]
 pub struct Object<'a> {
-    members: Vec<(&'a RawValue, Member<'a>)>,
+    members: Vec<(Key<'a>, Member<'a>)>,
+}
+
+/// A member's key: its string literal as written, and whether it has escapes. Most keys have
+/// none and are compared as they are: every member of every object read is compared with the
+/// names the reader and the views look for.
+#[derive(Debug, Clone, Copy)]
+struct Key<'a> {
+    literal: &'a str,
+    escaped: bool,
+}
+
+impl Key<'_> {
+    /// The key's text between its quotes, escapes as written.
+    fn inner(&self) -> &str {
+        (self.literal.get(1..self.literal.len().saturating_sub(1))).unwrap_or_default()
+    }
+
+    /// Whether the key is the string `name`: lengths first, which tell most keys apart.
+    #[inline]
+    fn is(&self, name: &str) -> bool {
+        if self.escaped {
+            return serde_json::from_str::<JsonStr<'_>>(self.literal)
+                .is_ok_and(|k| k.as_str() == name);
+        }
+        self.literal.len() == name.len() + 2 && self.inner() == name
+    }
 }
 
 /// A member's value.
 #[derive(Debug, Clone)]
 enum Member<'a> {
-    Raw(&'a RawValue),
+    Raw(&'a str),
     /// One of the members views read into, itself read as its members.
     Object(Object<'a>),
 }
@@ -43,28 +69,34 @@ pub enum Reached<'o, 'a> {
     Raw(&'a str, usize),
 }
 
-/// Which members of an object are read as objects: where in a Kubernetes object it is.
+/// Which members of an object are read as objects: where in a Kubernetes object, or in the
+/// request around it, it is.
 #[derive(Debug, Clone, Copy)]
-enum Level {
+pub enum Level {
+    /// An engine's envelope around the request (Kubewarden's `{"request", "settings"}`): its
+    /// `request`.
+    Envelope,
+    /// An `AdmissionRequest`: its `object` and `oldObject`.
+    Request,
     /// The object itself: its `metadata` and `spec`.
     Top,
     /// A `spec`: its pod `template` (workloads) or `jobTemplate` (CronJobs).
     Spec,
     /// A template: its `metadata` and `spec`.
     Template,
-    /// A `metadata`: none.
+    /// A `metadata`, a taint, any object read for its members alone: none.
     Leaf,
 }
 
 impl Level {
     /// The level of member `key` when it is read as an object here.
-    fn opens(self, key: &str) -> Option<Level> {
+    fn opens(self, key: Key<'_>) -> Option<Level> {
         match self {
-            Level::Top | Level::Template if key_is(key, "metadata") => Some(Level::Leaf),
-            Level::Top | Level::Template if key_is(key, "spec") => Some(Level::Spec),
-            Level::Spec if key_is(key, "template") || key_is(key, "jobTemplate") => {
-                Some(Level::Template)
-            }
+            Level::Envelope if key.is("request") => Some(Level::Request),
+            Level::Request if key.is("object") || key.is("oldObject") => Some(Level::Top),
+            Level::Top | Level::Template if key.is("metadata") => Some(Level::Leaf),
+            Level::Top | Level::Template if key.is("spec") => Some(Level::Spec),
+            Level::Spec if key.is("template") || key.is("jobTemplate") => Some(Level::Template),
             _ => None,
         }
     }
@@ -81,9 +113,44 @@ impl<'a> Object<'a> {
     pub fn get(&self, key: &str) -> Result<Raw<'a>, String> {
         match self.member(key)? {
             None => Ok(Raw(None)),
-            Some(Member::Raw(value)) => Ok(Raw(Some(value.get()))),
+            Some(Member::Raw(value)) => Ok(Raw(Some(value))),
             Some(Member::Object(_)) => Err(format!("`{key}` is read as an object")),
         }
+    }
+
+    /// The members `names` as raw text, as [`Object::get`] finds each, in one pass over the
+    /// members: the request's seven fields are found in one walk of its members instead of
+    /// seven (benchmarks/cost.md, "The request's own reader").
+    ///
+    /// # Errors
+    ///
+    /// As [`Object::get`], for the first name in error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::json::Object;
+    ///
+    /// let taint = Object::parse(r#"{"key": "k", "effect": "NoSchedule", "x": 1}"#).unwrap();
+    /// let [key, value, effect] = taint.fields(["key", "value", "effect"]).unwrap();
+    /// assert_eq!((key.text(), value.text(), effect.text()), (Some(r#""k""#), None, Some(r#""NoSchedule""#)));
+    /// ```
+    pub fn fields<const N: usize>(&self, names: [&str; N]) -> Result<[Raw<'a>; N], String> {
+        let mut found = [Raw(None); N];
+        for (key, member) in &self.members {
+            let Some(i) = names.iter().position(|name| key.is(name)) else {
+                continue;
+            };
+            let name = names[i];
+            if found[i].0.is_some() {
+                return Err(format!("duplicate field `{name}`"));
+            }
+            found[i] = match member {
+                Member::Raw(raw) => Raw(Some(raw)),
+                Member::Object(_) => return Err(format!("`{name}` is read as an object")),
+            };
+        }
+        Ok(found)
     }
 
     /// The member `key` read as an object in the request's pass; `None` when it is absent or
@@ -95,7 +162,7 @@ impl<'a> Object<'a> {
     pub fn object(&self, key: &str) -> Result<Option<&Object<'a>>, String> {
         match self.member(key)? {
             None => Ok(None),
-            Some(Member::Raw(value)) if value.get() == "null" => Ok(None),
+            Some(Member::Raw("null")) => Ok(None),
             Some(Member::Object(object)) => Ok(Some(object)),
             Some(Member::Raw(_)) => Err(format!("`{key}` is not read as an object")),
         }
@@ -109,17 +176,17 @@ impl<'a> Object<'a> {
         let Some((name, rest)) = names.split_first() else {
             return Some(Reached::Object(self));
         };
-        let (_, member) = (self.members.iter().rev()).find(|(key, _)| key_is(key.get(), name))?;
+        let (_, member) = (self.members.iter().rev()).find(|(key, _)| key.is(name))?;
         match member {
             Member::Object(object) => object.follow(rest),
-            Member::Raw(raw) => Some(Reached::Raw(raw.get(), rest.len())),
+            Member::Raw(raw) => Some(Reached::Raw(raw, rest.len())),
         }
     }
 
     fn member(&self, key: &str) -> Result<Option<&Member<'a>>, String> {
         let mut found = None;
         for (k, value) in &self.members {
-            if key_is(k.get(), key) && found.replace(value).is_some() {
+            if k.is(key) && found.replace(value).is_some() {
                 return Err(format!("duplicate field `{key}`"));
             }
         }
@@ -151,10 +218,10 @@ impl<'a> Object<'a> {
     fn length(&self) -> usize {
         (self.members.iter())
             .map(|(k, v)| {
-                k.get().len()
+                k.literal.len()
                     + 2
                     + match v {
-                        Member::Raw(raw) => raw.get().len(),
+                        Member::Raw(raw) => raw.len(),
                         Member::Object(object) => object.length() + 2,
                     }
             })
@@ -171,17 +238,17 @@ impl<'a> Object<'a> {
             out.push_str(key);
             out.push(':');
         };
-        let edit_of = |key: &str| edits.iter().find(|(name, _)| key_is(key, name));
+        let edit_of = |key: Key<'_>| edits.iter().find(|(name, _)| key.is(name));
         for (key, value) in &self.members {
-            member(out, key.get());
-            match (edit_of(key.get()), value) {
+            member(out, key.literal);
+            match (edit_of(*key), value) {
                 (Some((_, new)), _) => out.push_str(new),
-                (None, Member::Raw(raw)) => out.push_str(raw.get()),
+                (None, Member::Raw(raw)) => out.push_str(raw),
                 (None, Member::Object(object)) => object.write_into(out, &[]),
             }
         }
         for (name, new) in edits {
-            if !self.members.iter().any(|(key, _)| key_is(key.get(), name)) {
+            if !self.members.iter().any(|(key, _)| key.is(name)) {
                 if out.len() > opened {
                     out.push(',');
                 }
@@ -204,69 +271,208 @@ pub fn get_in<'a>(object: Option<&Object<'a>>, key: &str) -> Result<Raw<'a>, Str
     object.map_or(Ok(Raw(None)), |object| object.get(key))
 }
 
-/// Whether `key`, a JSON string literal, is the string `name`.
-fn key_is(key: &str, name: &str) -> bool {
-    let inner = key.get(1..key.len().saturating_sub(1)).unwrap_or_default();
-    let (a, b) = (inner.as_bytes(), name.as_bytes());
-    // The two agree up to the key's first escape if they are to be equal: most keys differ
-    // from the name at their first byte, and are told apart there without a scan for escapes
-    // (every member of every object the views read is compared so, benchmarks/cost.md).
-    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    if same == a.len() && same == b.len() {
-        return true;
-    }
-    a.get(same) == Some(&b'\\')
-        && serde_json::from_str::<JsonStr<'_>>(key).is_ok_and(|k| k.as_str() == name)
-}
+/// Offered each member of an object (its key's literal, and the text from its value on): how
+/// long the value it read in place is, or `None` to leave it to the reader.
+pub type MemberReader<'r, 'a> = &'r mut dyn FnMut(&str, &'a str) -> Option<usize>;
 
-impl<'de: 'a, 'a> Deserialize<'de> for Object<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(Members(Level::Top))
+/// Reads the object that begins at `at` (its `{`), the members `level` opens as objects too;
+/// the offset past its `}`. `own` is offered this object's members first, not those of the
+/// objects in it.
+fn read<'a>(
+    text: &'a str,
+    at: usize,
+    level: Level,
+    own: MemberReader<'_, 'a>,
+) -> Result<(Object<'a>, usize), Unread> {
+    let bytes = text.as_bytes();
+    let mut members = Vec::with_capacity(16);
+    let mut at = scan::whitespace_end(bytes, at + 1);
+    if bytes.get(at) == Some(&b'}') {
+        return Ok((Object { members }, at + 1));
     }
-}
-
-/// Reads an object's members, those `Level` opens as objects.
-struct Members(Level);
-
-impl<'de> Visitor<'de> for Members {
-    type Value = Object<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Object<'de>, A::Error> {
-        let mut members = Vec::new();
-        while let Some(key) = map.next_key::<&'de RawValue>()? {
-            let value = match self.0.opens(key.get()) {
-                Some(level) => map.next_value_seed(Opened(level))?,
-                None => Member::Raw(map.next_value()?),
-            };
-            members.push((key, value));
+    loop {
+        if bytes.get(at) != Some(&b'"') {
+            return Err(Unread::Malformed(at));
         }
-        Ok(Object { members })
+        let (key_end, escaped) = scan::escaped_string_end(bytes, at + 1)?;
+        let key = Key {
+            literal: &text[at..key_end],
+            escaped,
+        };
+        at = scan::whitespace_end(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return Err(Unread::Malformed(at));
+        }
+        at = scan::whitespace_end(bytes, at + 1);
+        let (value, end) = match level.opens(key) {
+            _ if let Some(read) = own(key.literal, &text[at..]) => {
+                let value = text.get(at..at + read).ok_or(Unread::Malformed(at))?;
+                (Member::Raw(value), at + read)
+            }
+            Some(inner) if bytes.get(at) == Some(&b'{') => {
+                let (object, end) = read(text, at, inner, &mut |_, _| None)?;
+                (Member::Object(object), end)
+            }
+            Some(_) if text[at..].starts_with("null") => (Member::Raw("null"), at + 4),
+            opened => {
+                let end = scan::value_end(bytes, at)?;
+                if opened.is_some() {
+                    return Err(Unread::NotAnObject(at, end));
+                }
+                (Member::Raw(&text[at..end]), end)
+            }
+        };
+        members.push((key, value));
+        at = scan::whitespace_end(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = scan::whitespace_end(bytes, at + 1),
+            Some(b'}') => return Ok((Object { members }, at + 1)),
+            _ => return Err(Unread::Malformed(at)),
+        }
     }
 }
 
-/// A member read as an object, or `null`. Anything else is refused: `metadata`, `spec` and a
-/// pod template are objects in every kind the policies judge.
-struct Opened(Level);
+/// Why [`read`] stopped.
+enum Unread {
+    /// The text stops being JSON at this offset.
+    Malformed(usize),
+    /// The value at this range, which the level reads as an object, is none.
+    NotAnObject(usize, usize),
+}
 
-impl<'de> DeserializeSeed<'de> for Opened {
-    type Value = Member<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Member<'de>, D::Error> {
-        deserializer.deserialize_any(self)
+impl From<Malformed> for Unread {
+    fn from(Malformed(at): Malformed) -> Unread {
+        Unread::Malformed(at)
     }
 }
 
-impl<'de> Visitor<'de> for Opened {
-    type Value = Member<'de>;
+impl<'a> Object<'a> {
+    /// Reads `text`, a Kubernetes object, as its members.
+    ///
+    /// # Errors
+    ///
+    /// `text` is no JSON object, or one of the members read as objects (see [`Object`]) is
+    /// neither an object nor `null`: serde_json's words, with the path of the value
+    /// (`invalid type: integer `5`, expected an object (at `metadata`)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::json::Object;
+    ///
+    /// let node = Object::parse(r#"{"metadata": {"name": "n1"}, "status": {}}"#).unwrap();
+    /// assert_eq!(node.object("metadata").unwrap().unwrap().get("name").unwrap().value(), Some(r#""n1""#));
+    /// let err = Object::parse(r#"{"metadata": 5}"#).unwrap_err();
+    /// assert_eq!(err, "invalid type: integer `5`, expected an object (at `metadata`)");
+    /// ```
+    pub fn parse(text: &'a str) -> Result<Object<'a>, String> {
+        Object::parse_as(text, Level::Top)
+    }
+
+    /// [`Object::parse`], with `level` saying which members are read as objects.
+    ///
+    /// # Errors
+    ///
+    /// As [`Object::parse`].
+    pub fn parse_as(text: &'a str, level: Level) -> Result<Object<'a>, String> {
+        Object::parse_reading(text, level, &mut |_, _| None)
+    }
+
+    /// [`Object::parse_as`], with `own` offered each member of the object itself first: an
+    /// engine's envelope hands its settings to serde where they begin, instead of their text
+    /// being found first and read after (a second pass over a rule's settings,
+    /// benchmarks/cost.md).
+    ///
+    /// # Errors
+    ///
+    /// As [`Object::parse`].
+    pub fn parse_reading(
+        text: &'a str,
+        level: Level,
+        own: MemberReader<'_, 'a>,
+    ) -> Result<Object<'a>, String> {
+        let bytes = text.as_bytes();
+        let start = scan::whitespace_end(bytes, 0);
+        let read = match bytes.get(start) {
+            Some(b'{') => read(text, start, level, own),
+            _ => scan::value_end(bytes, start)
+                .map_err(Unread::from)
+                .and_then(|end| Err(Unread::NotAnObject(start, end))),
+        };
+        match read {
+            Ok((object, end)) if scan::whitespace_end(bytes, end) == bytes.len() => Ok(object),
+            Ok((_, end)) => Err(unread(text, Unread::Malformed(end))),
+            Err(why) => Err(unread(text, why)),
+        }
+    }
+
+    /// The member `key` read as an object, taken out of this one (left `null`); `None` when
+    /// absent or `null`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Object::object`].
+    pub fn take_object(&mut self, key: &str) -> Result<Option<Object<'a>>, String> {
+        let mut found = None;
+        for (i, (k, _)) in self.members.iter().enumerate() {
+            if k.is(key) && found.replace(i).is_some() {
+                return Err(format!("duplicate field `{key}`"));
+            }
+        }
+        let Some(i) = found else {
+            return Ok(None);
+        };
+        match std::mem::replace(&mut self.members[i].1, Member::Raw("null")) {
+            Member::Object(object) => Ok(Some(object)),
+            Member::Raw("null") => Ok(None),
+            Member::Raw(raw) => {
+                self.members[i].1 = Member::Raw(raw);
+                Err(format!("`{key}` is not read as an object"))
+            }
+        }
+    }
+}
+
+/// serde_json's words for why `text` could not be read, with the path of the value. The
+/// scanner accepts what serde_json does, so serde_json finds the same fault; its message is the
+/// one users of the earlier readers saw, and only a refused request pays for it.
+fn unread(text: &str, why: Unread) -> String {
+    let (error, path) = match why {
+        Unread::Malformed(at) => match serde_json::from_str::<IgnoredAny>(text) {
+            Err(e) => return super::error::describe(text, &e),
+            Ok(_) => (format!("not JSON at byte {at}"), String::new()),
+        },
+        Unread::NotAnObject(start, end) => (
+            match serde_json::from_str::<AnObject>(&text[start..end]) {
+                Err(e) => super::error::message(&e),
+                Ok(_) => "expected an object".to_owned(),
+            },
+            super::walk::path_at(text, end),
+        ),
+    };
+    match path.as_str() {
+        "" => error,
+        path => format!("{error} (at `{path}`)"),
+    }
+}
+
+/// What serde_json says of a value that is no object.
+struct AnObject;
+
+impl<'de> Deserialize<'de> for AnObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(AnObject)
+    }
+}
+
+impl<'de> Visitor<'de> for AnObject {
+    type Value = AnObject;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Member<'de>, A::Error> {
-        Members(self.0).visit_map(map).map(Member::Object)
-    }
-    fn visit_unit<E: Error>(self) -> Result<Member<'de>, E> {
-        Ok(Member::Raw(RawValue::NULL))
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnObject, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(AnObject)
     }
 }
 
@@ -296,7 +502,7 @@ mod tests {
             ("{}", &[("spec", "{}")], r#"{"spec":{}}"#),
         ];
         for (text, edits, want) in cases {
-            let object: Object = serde_json::from_str(text).unwrap();
+            let object = Object::parse(text).unwrap();
             let edits: Vec<(&str, String)> =
                 edits.iter().map(|(k, v)| (*k, v.to_string())).collect();
             let written = object.write(&edits);
@@ -307,13 +513,13 @@ mod tests {
 
     #[test]
     fn finds_members_by_their_decoded_key_and_refuses_a_key_twice() {
-        let object: Object = serde_json::from_str(r#"{"a":1,"\u0062":null,"c":{}}"#).unwrap();
+        let object = Object::parse(r#"{"a":1,"\u0062":null,"c":{}}"#).unwrap();
         assert_eq!(object.get("a").unwrap().text(), Some("1"));
         assert_eq!(object.get("b").unwrap().text(), Some("null"));
         assert_eq!(object.get("z").unwrap().text(), None);
-        let twice: Object = serde_json::from_str(r#"{"a":1,"a":2}"#).unwrap();
+        let twice = Object::parse(r#"{"a":1,"a":2}"#).unwrap();
         assert_eq!(twice.get("a").unwrap_err(), "duplicate field `a`");
-        let err = serde_json::from_str::<Object>(r#""x""#).unwrap_err();
+        let err = Object::parse(r#""x""#).unwrap_err();
         assert!(err
             .to_string()
             .starts_with(r#"invalid type: string "x", expected an object"#));
@@ -346,7 +552,7 @@ mod tests {
             (r#"{"metadata":{}}"#, &["spec"], ""),
         ];
         for (text, path, want) in cases {
-            let object: Object = serde_json::from_str(text).unwrap();
+            let object = Object::parse(text).unwrap();
             let written = object.write_at(path, &[("x", "true".into())]);
             assert_eq!(
                 written.as_deref(),
@@ -360,13 +566,39 @@ mod tests {
             );
         }
         // Only where a view reads: `status.spec` and `metadata.spec` stay raw.
-        let node: Object =
-            serde_json::from_str(r#"{"status":{"spec":1},"metadata":{"spec":2}}"#).unwrap();
+        let node = Object::parse(r#"{"status":{"spec":1},"metadata":{"spec":2}}"#).unwrap();
         assert_eq!(node.get("status").unwrap().text(), Some(r#"{"spec":1}"#));
         let metadata = node.object("metadata").unwrap().unwrap();
         assert_eq!(metadata.get("spec").unwrap().text(), Some("2"));
         assert!(node.get("metadata").is_err());
         assert!(node.object("status").is_err());
+    }
+
+    /// The reader's own loop over members accepts what serde_json accepts as an object: every
+    /// cut of a request and every byte of it replaced by each byte that means something in JSON.
+    #[test]
+    fn reads_as_objects_what_serde_json_reads_as_objects() {
+        let doc = r#"{"request":{"uid":"1","kind":{"kind":"Pod"},"object":{"metadata":{"name":"p\"1"},"spec":{"template":{"spec":{"a":[1,-2.5e3,true,null]}}}}},"settings":{"rules":[]}}"#;
+        let serde_reads = |text: &str| {
+            serde_json::from_str::<serde_json::Value>(text).is_ok_and(|value| value.is_object())
+        };
+        let mut texts: Vec<String> = (0..=doc.len()).map(|cut| doc[..cut].to_owned()).collect();
+        for at in 0..doc.len() {
+            for &b in br#"{}[]",:\u0e.-+1 tfnx"#.iter().chain(&[b'\n', 0x01]) {
+                let mut damaged = doc.as_bytes().to_vec();
+                damaged[at] = b;
+                texts.extend(String::from_utf8(damaged));
+            }
+        }
+        for text in texts {
+            let read = Object::parse_as(&text, Level::Leaf);
+            assert_eq!(read.is_ok(), serde_reads(&text), "{text}: {read:?}");
+            if serde_reads(&text) && Object::parse_as(&text, Level::Envelope).is_err() {
+                // Only a member the envelope's levels read as an object can refuse it.
+                let err = Object::parse_as(&text, Level::Envelope).unwrap_err();
+                assert!(err.contains("expected an object"), "{text}: {err}");
+            }
+        }
     }
 
     #[test]
@@ -390,7 +622,7 @@ mod tests {
 
     #[test]
     fn follows_names_to_the_last_member_of_each() {
-        let object: Object = serde_json::from_str(
+        let object = Object::parse(
             r#"{"spec":{"template":{"spec":{"a":{"b":1},"a":{"b":2}}}},"status":{"x":1},"spec":null}"#,
         )
         .unwrap();
@@ -399,7 +631,7 @@ mod tests {
             object.follow(&["spec"]),
             Some(Reached::Raw("null", 0))
         ));
-        let object: Object = serde_json::from_str(
+        let object = Object::parse(
             r#"{"spec":{"template":{"spec":{"a":{"b":1},"a":{"b":2}}}},"status":{"x":1}}"#,
         )
         .unwrap();

@@ -63,17 +63,11 @@ fn openers(bytes: &[u8]) -> usize {
 }
 
 /// The offset of the `"` that closes the string opened at `open`, or `None` when it is not
-/// closed. A word at a time: a string is most of a request's bytes.
-pub fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
-    let mut at = open + 1;
-    loop {
-        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
-        if bytes[at] == b'"' {
-            return Some(at);
-        }
-        // A backslash: the byte after it is escaped, whatever it is.
-        at += 2;
-    }
+/// closed (or not JSON: these walks are meant for text serde_json accepted).
+fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    super::scan::string_end(bytes, open + 1)
+        .ok()
+        .map(|end| end - 1)
 }
 
 /// The path (`spec.taints[2].key`) of the value being read at byte `end` of `text`: the member

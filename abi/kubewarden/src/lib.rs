@@ -14,7 +14,7 @@ mod cluster;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::write_str;
+use taintguard::json::{write_str, Level, Object};
 use taintguard::{read_settings, run, run_read, Half, Policy, Verdict};
 
 pub use wapc_guest;
@@ -49,18 +49,6 @@ fn protocol_version(_: &[u8]) -> wapc_guest::CallResult {
     Ok(b"\"v1\"".to_vec())
 }
 
-/// The `validate` payload with the request and the settings read in the same pass: the fast way,
-/// and the only one a well-formed payload takes. Settings kept as text to be read after were
-/// walked twice, a fifth of what reading them cost (benchmarks/cost.md).
-#[derive(Deserialize)]
-struct ValidationRequest<'a, S> {
-    #[serde(borrow)]
-    request: AdmissionRequest<'a>,
-    /// Absent or `null`: every default, as [`settings_text`] reads them.
-    #[serde(default)]
-    settings: Option<S>,
-}
-
 /// The same payload with the request kept as text, for a payload the one pass refused: read
 /// apart, settings errors win over request errors and each error names its field, as in
 /// [`taintguard::run`].
@@ -86,14 +74,9 @@ pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     // capture (every member of the objects) on its own, a second pass over most of the bytes.
     let one_pass = std::str::from_utf8(payload)
         .ok()
-        .and_then(|text| serde_json::from_str::<ValidationRequest<P::Settings>>(text).ok());
+        .and_then(|text| read_in_one_pass::<P>(text));
     let verdict = match one_pass {
-        Some(envelope) => run_read::<P>(
-            &envelope.request,
-            envelope.settings.unwrap_or_default(),
-            Half::Mutating,
-            &cluster,
-        ),
+        Some((request, settings)) => run_read::<P>(&request, settings, Half::Mutating, &cluster),
         None => match serde_json::from_slice::<ValidationText>(payload) {
             Ok(envelope) => run::<P>(
                 envelope.request.get(),
@@ -108,6 +91,34 @@ pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
         },
     };
     response_json(&verdict)
+}
+
+/// The `validate` payload with the request and the settings read in the same pass: the fast way,
+/// and the only one a well-formed payload takes (`None` for any other, which [`run`] then reads
+/// apart to say what is wrong). Settings kept as text to be read after were walked twice, a fifth
+/// of what reading them cost (benchmarks/cost.md). Absent or `null` settings are every default.
+fn read_in_one_pass<P: Policy>(payload: &str) -> Option<(AdmissionRequest<'_>, P::Settings)> {
+    let mut settings = None;
+    let mut envelope = Object::parse_reading(payload, Level::Envelope, &mut |key, value| {
+        if key != r#""settings""# || value.starts_with("null") {
+            return None;
+        }
+        let mut read = serde_json::Deserializer::from_str(value).into_iter();
+        settings = Some(read.next()?.ok()?);
+        Some(read.byte_offset())
+    })
+    .ok()?;
+    let request = envelope.take_object("request").ok()??;
+    // Given twice, or spelt with escapes (then read from its text here): `get` says which.
+    let settings = match (settings, envelope.get("settings").ok()?.value()) {
+        (Some(settings), _) => settings,
+        (None, Some(text)) => serde_json::from_str(text).ok()?,
+        (None, None) => P::Settings::default(),
+    };
+    Some((
+        AdmissionRequest::from_members(payload, request).ok()?,
+        settings,
+    ))
 }
 
 /// Absent settings mean every default, as Kubewarden sends none for a policy without any.

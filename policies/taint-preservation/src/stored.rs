@@ -34,7 +34,7 @@ fn read_node<'a>(object: &'a Object<'a>) -> Result<NodeView<'a>, String> {
 }
 
 fn parse(node: &str) -> Result<Object<'_>, String> {
-    serde_json::from_str(node).map_err(|e| format!("node: {e}"))
+    Object::parse(node).map_err(|e| format!("node: {e}"))
 }
 
 /// The owner of each taint `node` (a Node's JSON text) carries, in the node's order.

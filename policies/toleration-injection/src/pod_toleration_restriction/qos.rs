@@ -118,7 +118,7 @@ mod tests {
                 false,
             ),
         ];
-        let read = |spec| serde_json::from_str::<Object>(spec).unwrap();
+        let read = |spec| Object::parse(spec).unwrap();
         for (spec, want) in cases {
             assert_eq!(best_effort(Some(&read(spec))), Ok(want), "{spec}");
         }

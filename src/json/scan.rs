@@ -1,0 +1,417 @@
+//! Where JSON values end, found without building them: the reader under the request's one pass
+//! ([`super::Object`]).
+//!
+//! serde_json skips a value it is not asked to build (`IgnoredAny`, a `&RawValue` capture) with
+//! the machinery it builds values with: a call per token and a string checked four bytes at a time
+//! in a waPC module (its words are `usize`). Most of a request is values no policy reads (a
+//! Node's status, a pod's containers), so their skipping is most of what reading costs. Here the
+//! cursor stays a local, a string is checked eight bytes at a time (wasm has 64-bit integers but
+//! no SIMD here) and only a container costs more than its bytes: a third less than serde_json on
+//! a Node in a waPC module, 40% less on a document of short members (benchmarks/cost.md, "The
+//! request's own reader").
+//!
+//! It accepts what serde_json accepts when it skips a value, no more and no less (a differential
+//! test holds the two together): strings without raw control characters and with known escapes
+//! (a `\u` escape needs four hex digits, whatever they are: serde_json checks surrogates only in
+//! strings it decodes), numbers in JSON's grammar, `true`, `false`, `null`, and any nesting
+//! (serde_json counts no depth while it skips; neither does this, and it does not recurse).
+//! Errors carry only where the text stopped being JSON: callers ask serde_json for the words.
+
+/// The byte offset at which the text stopped being JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed(pub usize);
+
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGH: u64 = ONES * 0x80;
+
+/// Bytes that end a string's plain run: `"`, `\` and the control characters.
+const STOPS: [bool; 256] = {
+    let mut stops = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        stops[byte] = true;
+        byte += 1;
+    }
+    stops[b'"' as usize] = true;
+    stops[b'\\' as usize] = true;
+    stops
+};
+
+/// The offset of the first byte at or after `at` that is not JSON whitespace.
+#[inline(always)]
+pub fn whitespace_end(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// The offset just past the `"` that closes the string whose contents begin at `at` (just past
+/// its opening `"`).
+///
+/// # Errors
+///
+/// A raw control character, an unknown or short escape, or no closing `"`.
+#[inline(always)]
+pub fn string_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
+    escaped_string_end(bytes, at).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the string has escapes.
+///
+/// # Errors
+///
+/// As [`string_end`].
+#[inline(always)]
+pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), Malformed> {
+    let mut escaped = false;
+    loop {
+        match bytes.get(at..at + 8) {
+            Some(word) => {
+                let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+                let quote = x ^ (ONES * u64::from(b'"'));
+                let backslash = x ^ (ONES * u64::from(b'\\'));
+                // The high bit of each byte that is `"`, `\` or below 0x20, and maybe of bytes
+                // after one (a borrow carries on): the lowest, the only one read, is exact.
+                let stops = ((quote.wrapping_sub(ONES) & !quote)
+                    | (backslash.wrapping_sub(ONES) & !backslash)
+                    | (x.wrapping_sub(ONES * 0x20) & !x))
+                    & HIGH;
+                if stops == 0 {
+                    at += 8;
+                    continue;
+                }
+                at += (stops.trailing_zeros() / 8) as usize;
+            }
+            None => {
+                while bytes.get(at).is_some_and(|&b| !STOPS[usize::from(b)]) {
+                    at += 1;
+                }
+            }
+        }
+        match bytes.get(at) {
+            Some(b'"') => return Ok((at + 1, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                at = escape_end(bytes, at + 1)?;
+            }
+            _ => return Err(Malformed(at)),
+        }
+    }
+}
+
+/// The offset past the escape whose letter is at `at` (just past its `\`).
+fn escape_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
+    match bytes.get(at) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 1),
+        Some(b'u') => match bytes.get(at + 1..at + 5) {
+            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(at + 5),
+            _ => Err(Malformed(at)),
+        },
+        _ => Err(Malformed(at)),
+    }
+}
+
+fn digits_end(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(u8::is_ascii_digit) {
+        at += 1;
+    }
+    at
+}
+
+/// The offset past the number at `at`:
+/// `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)? ([eE] [+-]? [0-9]+)?
+fn number_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
+    if bytes.get(at) == Some(&b'-') {
+        at += 1;
+    }
+    at = match bytes.get(at) {
+        Some(b'0') => at + 1,
+        Some(b'1'..=b'9') => digits_end(bytes, at + 1),
+        _ => return Err(Malformed(at)),
+    };
+    if bytes.get(at) == Some(&b'.') {
+        let end = digits_end(bytes, at + 1);
+        if end == at + 1 {
+            return Err(Malformed(end));
+        }
+        at = end;
+    }
+    if let Some(b'e' | b'E') = bytes.get(at) {
+        at += 1;
+        if let Some(b'+' | b'-') = bytes.get(at) {
+            at += 1;
+        }
+        let end = digits_end(bytes, at);
+        if end == at {
+            return Err(Malformed(end));
+        }
+        at = end;
+    }
+    Ok(at)
+}
+
+/// The offset past `word` (`true`, `false` or `null`) at `at`.
+fn literal_end(bytes: &[u8], at: usize, word: &[u8]) -> Result<usize, Malformed> {
+    match bytes.get(at..at + word.len()) {
+        Some(found) if found == word => Ok(at + word.len()),
+        _ => {
+            let same = (bytes[at..].iter().zip(word)).take_while(|(a, b)| a == b);
+            Err(Malformed(at + same.count()))
+        }
+    }
+}
+
+/// The offset past a member's key (its `"` at `at`) and the `:` after it.
+#[inline(always)]
+fn key_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
+    if bytes.get(at) != Some(&b'"') {
+        return Err(Malformed(at));
+    }
+    let at = whitespace_end(bytes, string_end(bytes, at + 1)?);
+    match bytes.get(at) {
+        Some(b':') => Ok(at + 1),
+        _ => Err(Malformed(at)),
+    }
+}
+
+/// The offset past the value that begins at `at`, after whitespace; containers whole.
+///
+/// # Errors
+///
+/// Where the text stops being JSON, inside the value or at its end.
+pub fn value_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
+    let mut open = Nesting::default();
+    loop {
+        // A value begins here.
+        at = whitespace_end(bytes, at);
+        match bytes.get(at) {
+            Some(b'{') => {
+                at = whitespace_end(bytes, at + 1);
+                if bytes.get(at) == Some(&b'}') {
+                    at += 1;
+                } else {
+                    open.push(true);
+                    at = key_end(bytes, at)?;
+                    continue;
+                }
+            }
+            Some(b'[') => {
+                at = whitespace_end(bytes, at + 1);
+                if bytes.get(at) == Some(&b']') {
+                    at += 1;
+                } else {
+                    open.push(false);
+                    continue;
+                }
+            }
+            Some(b'"') => at = string_end(bytes, at + 1)?,
+            Some(b't') => at = literal_end(bytes, at, b"true")?,
+            Some(b'f') => at = literal_end(bytes, at, b"false")?,
+            Some(b'n') => at = literal_end(bytes, at, b"null")?,
+            Some(b'-' | b'0'..=b'9') => at = number_end(bytes, at)?,
+            _ => return Err(Malformed(at)),
+        }
+        // A value ended: close what it ends, up to a container with more to come.
+        loop {
+            let Some(in_object) = open.top() else {
+                return Ok(at);
+            };
+            at = whitespace_end(bytes, at);
+            match bytes.get(at) {
+                Some(b',') if in_object => {
+                    at = key_end(bytes, whitespace_end(bytes, at + 1))?;
+                    break;
+                }
+                Some(b',') => {
+                    at += 1;
+                    break;
+                }
+                Some(b'}') if in_object => at += 1,
+                Some(b']') if !in_object => at += 1,
+                _ => return Err(Malformed(at)),
+            }
+            open.pop();
+        }
+    }
+}
+
+/// The containers open around the cursor, innermost last: a bit each (object or array), the
+/// innermost 64 in a word and the outer ones spilled, so no nesting is too deep to skip.
+#[derive(Default)]
+struct Nesting {
+    top: u64,
+    spilled: Vec<u64>,
+    depth: usize,
+}
+
+impl Nesting {
+    #[inline(always)]
+    fn push(&mut self, object: bool) {
+        if self.depth > 0 && self.depth.is_multiple_of(64) {
+            self.spilled.push(self.top);
+            self.top = 0;
+        }
+        self.top = (self.top << 1) | u64::from(object);
+        self.depth += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) {
+        self.top >>= 1;
+        self.depth -= 1;
+        if self.depth > 0 && self.depth.is_multiple_of(64) {
+            self.top = self.spilled.pop().unwrap_or_default();
+        }
+    }
+
+    /// Whether the innermost container is an object; `None` outside all.
+    #[inline(always)]
+    fn top(&self) -> Option<bool> {
+        (self.depth > 0).then_some(self.top & 1 == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether serde_json, skipping, accepts `text` as one value (whitespace around it allowed).
+    fn serde_accepts(text: &str) -> bool {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    }
+
+    fn scan_accepts(text: &str) -> bool {
+        let bytes = text.as_bytes();
+        value_end(bytes, 0).is_ok_and(|end| whitespace_end(bytes, end) == bytes.len())
+    }
+
+    /// Texts around every rule of the grammar, each accepted or refused as serde_json does.
+    #[test]
+    fn accepts_what_serde_json_accepts() {
+        let texts = [
+            "",
+            " ",
+            "1",
+            "-0",
+            "01",
+            "-",
+            "1.",
+            "1.5",
+            "1.e3",
+            "1e",
+            "1e+",
+            "1E-7",
+            "-1.25e+10",
+            "0x10",
+            "+1",
+            ".5",
+            "true",
+            "tru",
+            "truex",
+            "false",
+            "null",
+            "nul",
+            "nan",
+            r#""""#,
+            r#"""#,
+            r#""a"#,
+            r#""\""#,
+            r#""\"""#,
+            r#""\\""#,
+            r#""\/\b\f\n\r\t""#,
+            r#""\u00e9""#,
+            r#""\uD800""#,
+            r#""\u12""#,
+            r#""\u12g4""#,
+            r#""\x41""#,
+            "\"\t\"",
+            "\"\u{7f}\"",
+            "\"\u{e9}\u{1f600}\"",
+            "\"a\nb\"",
+            "[]",
+            "[ ]",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "[1,2]",
+            "[[]]",
+            "[[]",
+            "]",
+            "{}",
+            "{ }",
+            r#"{"a":1}"#,
+            r#"{"a" : 1 , "b":[]}"#,
+            r#"{"a":1,}"#,
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            r#"{a:1}"#,
+            r#"{"a":1"b":2}"#,
+            r#"{1:2}"#,
+            r#"{"a":1]"#,
+            r#"[1}"#,
+            "{}}",
+            "[] []",
+            " \n\t\r[1] \n",
+            "\u{a0}1",
+            r#"{"":{"":{}}}"#,
+            r#"{"s":"0123456789abcdef\"x\\y"}"#,
+            r#"["01234567","89abcdef","0123456\"]"#,
+        ];
+        for text in texts {
+            assert_eq!(scan_accepts(text), serde_accepts(text), "{text:?}");
+        }
+    }
+
+    /// Every cut of a realistic document, and every byte of it replaced by each byte that
+    /// means something in JSON: accepted or refused as serde_json does.
+    #[test]
+    fn agrees_with_serde_json_on_damaged_documents() {
+        let doc = r#"{"metadata":{"name":"n\"1","labels":{"a/b":"x\u0041"}},"spec":{"taints":[{"key":"k","effect":"NoSchedule","timeAdded":null}],"n":[-1.5e3,0,true,false]},"status":{"images":[{"names":["registry.k8s.io/pause:3.9"],"sizeBytes":321520}]}}"#;
+        for cut in 0..=doc.len() {
+            let text = &doc[..cut];
+            assert_eq!(scan_accepts(text), serde_accepts(text), "{text}");
+        }
+        let bytes: &[u8] = br#"{}[]",:\/u0e.-+1 tfnx"#;
+        for at in 0..doc.len() {
+            for &b in bytes.iter().chain(&[b'\n', 0x01]) {
+                let mut damaged = doc.as_bytes().to_vec();
+                damaged[at] = b;
+                let Ok(text) = std::str::from_utf8(&damaged) else {
+                    continue;
+                };
+                assert_eq!(scan_accepts(text), serde_accepts(text), "{text}");
+            }
+        }
+    }
+
+    /// Deeper than a word of nesting bits, and deeper than serde_json builds, without recursion.
+    #[test]
+    fn skips_any_depth() {
+        for depth in [63, 64, 65, 128, 129, 10_000] {
+            let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let objects = format!("{}1{}", r#"{"a":["#.repeat(depth), "]}".repeat(depth));
+            for text in [arrays, objects] {
+                assert_eq!(value_end(text.as_bytes(), 0), Ok(text.len()), "{depth}");
+                let short = &text[..text.len() - 1];
+                assert!(value_end(short.as_bytes(), 0).is_err(), "{depth}");
+            }
+        }
+    }
+
+    #[test]
+    fn ends_where_the_value_ends() {
+        // (text, from, end)
+        let cases = [
+            (r#"{"a":1} ,"#, 0, 7),
+            (r#"  "x\"y" :"#, 0, 8),
+            ("[1, [2]]]", 0, 8),
+            ("-12.5e3,", 0, 7),
+            ("null}", 0, 4),
+            (r#"[1,"a"]"#, 3, 6),
+        ];
+        for (text, from, end) in cases {
+            assert_eq!(value_end(text.as_bytes(), from), Ok(end), "{text}");
+        }
+    }
+}
