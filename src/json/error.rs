@@ -36,23 +36,23 @@ pub fn path(text: &str, error: &serde_json::Error) -> String {
 /// The message of an error reading `text`, with the path of the field it is about:
 /// `invalid type: integer `7`, expected a string (at `userInfo.username`)`.
 pub fn describe(text: &str, error: &serde_json::Error) -> String {
-    let message = message(error);
-    match path(text, error) {
-        path if path.is_empty() => message,
-        path => format!("{message} (at `{path}`)"),
-    }
+    describe_in(text, text, error)
 }
 
 /// [`describe`] for an error reading `inner`, a slice of `outer` (a member of the document):
 /// the path is named in `outer`.
 pub fn describe_in(outer: &str, inner: &str, error: &serde_json::Error) -> String {
-    let message = message(error);
     if error.line() == 0 {
-        return message;
+        return message(error);
     }
     let at = super::span_in(outer, inner).start + offset(inner, error.line(), error.column());
-    match path_at(outer, at) {
-        path if path.is_empty() => message,
+    with_path(message(error), &path_at(outer, at))
+}
+
+/// `message`, naming `path` after it (` (at `spec.taints[2].key`)`) unless it is the top level.
+pub fn with_path(message: String, path: &str) -> String {
+    match path {
+        "" => message,
         path => format!("{message} (at `{path}`)"),
     }
 }

@@ -184,9 +184,14 @@ impl<'a> Object<'a> {
     }
 
     fn member(&self, key: &str) -> Result<Option<&Member<'a>>, String> {
+        Ok(self.position(key)?.map(|i| &self.members[i].1))
+    }
+
+    /// Where the member `key` is among the members; an error when it is written twice.
+    fn position(&self, key: &str) -> Result<Option<usize>, String> {
         let mut found = None;
-        for (k, value) in &self.members {
-            if k.is(key) && found.replace(value).is_some() {
+        for (i, (k, _)) in self.members.iter().enumerate() {
+            if k.is(key) && found.replace(i).is_some() {
                 return Err(format!("duplicate field `{key}`"));
             }
         }
@@ -413,13 +418,7 @@ impl<'a> Object<'a> {
     ///
     /// As [`Object::object`].
     pub fn take_object(&mut self, key: &str) -> Result<Option<Object<'a>>, String> {
-        let mut found = None;
-        for (i, (k, _)) in self.members.iter().enumerate() {
-            if k.is(key) && found.replace(i).is_some() {
-                return Err(format!("duplicate field `{key}`"));
-            }
-        }
-        let Some(i) = found else {
+        let Some(i) = self.position(key)? else {
             return Ok(None);
         };
         match std::mem::replace(&mut self.members[i].1, Member::Raw("null")) {
@@ -450,10 +449,7 @@ fn unread(text: &str, why: Unread) -> String {
             super::walk::path_at(text, end),
         ),
     };
-    match path.as_str() {
-        "" => error,
-        path => format!("{error} (at `{path}`)"),
-    }
+    super::error::with_path(error, &path)
 }
 
 /// What serde_json says of a value that is no object.
