@@ -1,7 +1,6 @@
 //! Taints as they appear in `Node.spec.taints`, and settings selectors over them.
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
@@ -66,16 +65,14 @@ pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Err
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
-    let entries: Vec<&RawValue> = serde_json::from_str(raw)?;
-    entries
-        .into_iter()
+    (crate::json::items(raw)?.into_iter())
         .map(|entry| {
-            let fields: TaintFields = serde_json::from_str(entry.get())?;
+            let fields: TaintFields = serde_json::from_str(entry)?;
             Ok(Taint {
                 key: fields.key,
                 value: fields.value.unwrap_or_default(),
                 effect: fields.effect,
-                raw: entry.get(),
+                raw: entry,
             })
         })
         .collect()

@@ -1,4 +1,63 @@
-//! Items appended to a JSON array's text.
+//! A JSON array's items: read as their texts, and appended to an array's text.
+
+use serde_json::value::RawValue;
+
+use super::scan;
+
+/// The items of the JSON array `array`, each as its text, in order.
+///
+/// A list whose items are each read on their own (taints, tolerations) was first read as
+/// `Vec<&RawValue>`, with serde_json's machinery for building values; the scanner under the
+/// request's pass finds where each item ends for a third of that (benchmarks/cost.md, "Decision
+/// work, measured per function"). It accepts what serde_json accepts (a differential test holds
+/// the two together); a text it refuses is read by serde_json, for its words.
+///
+/// # Errors
+///
+/// `array` is not one JSON array, in serde_json's words.
+///
+/// # Examples
+///
+/// ```
+/// let items = taintguard::json::items(r#"[{"key": "a"}, 2 ,"x"]"#).unwrap();
+/// assert_eq!(items, [r#"{"key": "a"}"#, "2", r#""x""#]);
+/// ```
+pub fn items(array: &str) -> Result<Vec<&str>, serde_json::Error> {
+    match scanned_items(array) {
+        Some(items) => Ok(items),
+        None => serde_json::from_str::<Vec<&RawValue>>(array)
+            .map(|items| items.into_iter().map(RawValue::get).collect()),
+    }
+}
+
+/// [`items`] by the scanner; `None` where the text is not one array.
+fn scanned_items(text: &str) -> Option<Vec<&str>> {
+    let bytes = text.as_bytes();
+    let mut at = scan::whitespace_end(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    let mut items = Vec::new();
+    at = scan::whitespace_end(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        at += 1;
+    } else {
+        loop {
+            let end = scan::value_end(bytes, at).ok()?;
+            items.push(&text[at..end]);
+            at = scan::whitespace_end(bytes, end);
+            match bytes.get(at) {
+                Some(b',') => at = scan::whitespace_end(bytes, at + 1),
+                Some(b']') => {
+                    at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (scan::whitespace_end(bytes, at) == bytes.len()).then_some(items)
+}
 
 /// The array `array` (its JSON text) with `items` (JSON texts) appended: the array's own text,
 /// spacing included, is kept up to its closing bracket.
@@ -21,6 +80,26 @@ pub fn append_items(array: &str, items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_items_serde_json_reads() {
+        let doc = r#" [{"key":"a\"b","effect":"NoSchedule"}, [1, -2.5e3], true ,null,"x",{}] "#;
+        let mut texts: Vec<String> = (0..=doc.len()).map(|cut| doc[..cut].to_owned()).collect();
+        for at in 0..doc.len() {
+            for &b in br#"{}[]",:\u0e.-+1 tfnx"#.iter().chain(&[b'\n', 0x01]) {
+                let mut damaged = doc.as_bytes().to_vec();
+                damaged[at] = b;
+                texts.extend(String::from_utf8(damaged));
+            }
+        }
+        texts.extend(["[]", " [ ] ", "[,]", "[1,]", "[1 2]", "{}", "1", "[1] x"].map(String::from));
+        for text in texts {
+            let serde = serde_json::from_str::<Vec<&RawValue>>(&text)
+                .map(|items| items.into_iter().map(RawValue::get).collect::<Vec<_>>());
+            assert_eq!(scanned_items(&text), serde.as_ref().ok().cloned(), "{text}");
+            assert_eq!(items(&text).ok(), serde.ok(), "{text}");
+        }
+    }
 
     #[test]
     fn appends_after_what_the_array_holds() {

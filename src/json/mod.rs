@@ -13,7 +13,7 @@ mod scan;
 mod text;
 mod walk;
 
-pub use array::append_items;
+pub use array::{append_items, items};
 pub use object::{get_in, Level, MemberReader, Object, Reached};
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};

@@ -35,19 +35,25 @@ struct Key<'a> {
 }
 
 impl Key<'_> {
-    /// The key's text between its quotes, escapes as written.
-    fn inner(&self) -> &str {
-        (self.literal.get(1..self.literal.len().saturating_sub(1))).unwrap_or_default()
-    }
-
     /// Whether the key is the string `name`: lengths first, which tell most keys apart.
     #[inline]
     fn is(&self, name: &str) -> bool {
         if self.escaped {
-            return serde_json::from_str::<JsonStr<'_>>(self.literal)
-                .is_ok_and(|k| k.as_str() == name);
+            return self.decoded_is(name);
         }
-        self.literal.len() == name.len() + 2 && self.inner() == name
+        // Bytes, not `str`s: slicing a `str` checks char boundaries.
+        let literal = self.literal.as_bytes();
+        literal.len() == name.len() + 2 && literal[1..=name.len()] == *name.as_bytes()
+    }
+
+    /// [`Key::is`] of a key with escapes, decoded first. Out of line: inlined, serde's decoding
+    /// made every comparison set up its frame, and this one runs for every member of every
+    /// object read, the views' lookups included (5% of incident 1's guest instructions:
+    /// benchmarks/cost.md, "Decision work, measured per function").
+    #[cold]
+    #[inline(never)]
+    fn decoded_is(&self, name: &str) -> bool {
+        serde_json::from_str::<JsonStr<'_>>(self.literal).is_ok_and(|k| k.as_str() == name)
     }
 }
 

@@ -15,7 +15,7 @@ use super::controllers::ByController;
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
 use super::node::NodeView;
-use super::record::entry;
+use super::record::{entry, entry_order, has_entry};
 use taintguard::json::{members, JsonStr};
 use taintguard::small_map::SmallSet;
 use taintguard::taint::Taint;
@@ -106,8 +106,11 @@ impl OwnerRecord {
 
     /// What the record says of `taint`.
     pub fn claim(&self, taint: &Taint<'_>) -> Option<&Claim> {
-        let e = entry(taint)?;
-        self.find(&e).ok().map(|i| &self.0[i].1)
+        if self.0.is_empty() || !has_entry(taint) {
+            return None;
+        }
+        let i = (self.0.binary_search_by(|(e, _)| entry_order(e, taint))).ok()?;
+        Some(&self.0[i].1)
     }
 
     /// The recorded owner of `taint`, carried or removed: the owner of a removed taint that a

@@ -5,6 +5,8 @@
 //! startup taints in an UPDATE after registration. Only a removal the policy observed makes a
 //! later addition a re-add (docs/incidents.md, incident 3).
 
+use std::cmp::Ordering;
+
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
 use taintguard::small_map::SmallSet;
@@ -20,10 +22,24 @@ pub struct RemovalRecord(Vec<String>);
 /// back as written, and no node can carry such a taint.
 pub(super) fn entry(taint: &Taint<'_>) -> Option<String> {
     let (key, effect) = taint.identity();
-    let valid = Effect::try_from(effect).is_ok()
+    has_entry(taint).then(|| [key, ":", effect].concat())
+}
+
+/// Whether `taint` has an entry ([`entry`]).
+pub(super) fn has_entry(taint: &Taint<'_>) -> bool {
+    let (key, effect) = taint.identity();
+    Effect::try_from(effect).is_ok()
         && !key.is_empty()
-        && key.chars().all(taintguard::k8s_names::taint_key_character);
-    valid.then(|| [key, ":", effect].concat())
+        && key.chars().all(taintguard::k8s_names::taint_key_character)
+}
+
+/// How the entry `e` orders against `taint`'s, were it built: finding a taint's entry, most of
+/// which are in no record, then builds no string (benchmarks/cost.md, "Decision work, measured
+/// per function"). Whether `taint` has an entry at all is [`has_entry`]'s to say.
+pub(super) fn entry_order(e: &str, taint: &Taint<'_>) -> Ordering {
+    let (key, effect) = taint.identity();
+    e.bytes()
+        .cmp(key.bytes().chain(*b":").chain(effect.bytes()))
 }
 
 impl RemovalRecord {
@@ -46,7 +62,7 @@ impl RemovalRecord {
     }
 
     pub fn contains(&self, taint: &Taint<'_>) -> bool {
-        entry(taint).is_some_and(|wanted| self.0.contains(&wanted))
+        has_entry(taint) && (self.0.iter()).any(|e| entry_order(e, taint).is_eq())
     }
 
     /// Records `taint`; whether it was new.
