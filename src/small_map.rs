@@ -89,6 +89,8 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
 
     pub fn get(&self, key: &K) -> Option<&V> {
         match self {
+            // Nothing to hash the key for: sets are often empty (no taint stripped, none owned).
+            SmallMap::Small(entries) if entries.is_empty() => None,
             SmallMap::Small(entries) => {
                 let print = fingerprint(key);
                 entries
