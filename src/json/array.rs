@@ -6,7 +6,7 @@ use super::scan;
 
 /// The items of the JSON array `array`, each as its text, in order.
 ///
-/// A list whose items are each read on their own (taints, tolerations) was first read as
+/// A list whose items are each read on their own (a Node's taints) was first read as
 /// `Vec<&RawValue>`, with serde_json's machinery for building values; the scanner under the
 /// request's pass finds where each item ends for a third of that (benchmarks/cost.md, "Decision
 /// work, measured per function"). It accepts what serde_json accepts (a differential test holds
@@ -84,14 +84,7 @@ mod tests {
     #[test]
     fn reads_the_items_serde_json_reads() {
         let doc = r#" [{"key":"a\"b","effect":"NoSchedule"}, [1, -2.5e3], true ,null,"x",{}] "#;
-        let mut texts: Vec<String> = (0..=doc.len()).map(|cut| doc[..cut].to_owned()).collect();
-        for at in 0..doc.len() {
-            for &b in br#"{}[]",:\u0e.-+1 tfnx"#.iter().chain(&[b'\n', 0x01]) {
-                let mut damaged = doc.as_bytes().to_vec();
-                damaged[at] = b;
-                texts.extend(String::from_utf8(damaged));
-            }
-        }
+        let mut texts = crate::json::scan::cut_and_damaged(doc);
         texts.extend(["[]", " [ ] ", "[,]", "[1,]", "[1 2]", "{}", "1", "[1] x"].map(String::from));
         for text in texts {
             let serde = serde_json::from_str::<Vec<&RawValue>>(&text)

@@ -584,14 +584,7 @@ mod tests {
         let serde_reads = |text: &str| {
             serde_json::from_str::<serde_json::Value>(text).is_ok_and(|value| value.is_object())
         };
-        let mut texts: Vec<String> = (0..=doc.len()).map(|cut| doc[..cut].to_owned()).collect();
-        for at in 0..doc.len() {
-            for &b in br#"{}[]",:\u0e.-+1 tfnx"#.iter().chain(&[b'\n', 0x01]) {
-                let mut damaged = doc.as_bytes().to_vec();
-                damaged[at] = b;
-                texts.extend(String::from_utf8(damaged));
-            }
-        }
+        let texts = crate::json::scan::cut_and_damaged(doc);
         for text in texts {
             let read = Object::parse_as(&text, Level::Leaf);
             assert_eq!(read.is_ok(), serde_reads(&text), "{text}: {read:?}");

@@ -272,6 +272,22 @@ impl Nesting {
     }
 }
 
+/// Every cut of `doc`, and `doc` with each byte replaced by each byte that means something in
+/// JSON (where the result is UTF-8): the texts the differential tests hold the readers to
+/// serde_json on.
+#[cfg(test)]
+pub(super) fn cut_and_damaged(doc: &str) -> Vec<String> {
+    let mut texts: Vec<String> = (0..=doc.len()).map(|cut| doc[..cut].to_owned()).collect();
+    for at in 0..doc.len() {
+        for &b in br#"{}[]",:\/u0e.-+1 tfnx"#.iter().chain(&[b'\n', 0x01]) {
+            let mut damaged = doc.as_bytes().to_vec();
+            damaged[at] = b;
+            texts.extend(String::from_utf8(damaged));
+        }
+    }
+    texts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,20 +384,8 @@ mod tests {
     #[test]
     fn agrees_with_serde_json_on_damaged_documents() {
         let doc = r#"{"metadata":{"name":"n\"1","labels":{"a/b":"x\u0041"}},"spec":{"taints":[{"key":"k","effect":"NoSchedule","timeAdded":null}],"n":[-1.5e3,0,true,false]},"status":{"images":[{"names":["registry.k8s.io/pause:3.9"],"sizeBytes":321520}]}}"#;
-        for cut in 0..=doc.len() {
-            let text = &doc[..cut];
-            assert_eq!(scan_accepts(text), serde_accepts(text), "{text}");
-        }
-        let bytes: &[u8] = br#"{}[]",:\/u0e.-+1 tfnx"#;
-        for at in 0..doc.len() {
-            for &b in bytes.iter().chain(&[b'\n', 0x01]) {
-                let mut damaged = doc.as_bytes().to_vec();
-                damaged[at] = b;
-                let Ok(text) = std::str::from_utf8(&damaged) else {
-                    continue;
-                };
-                assert_eq!(scan_accepts(text), serde_accepts(text), "{text}");
-            }
+        for text in cut_and_damaged(doc) {
+            assert_eq!(scan_accepts(&text), serde_accepts(&text), "{text}");
         }
     }
 
