@@ -30,6 +30,52 @@ fn fingerprint<K: Hash>(key: &K) -> u64 {
     hasher.finish()
 }
 
+/// How a [`SmallMap`] tells apart keys whose fingerprints agree: as `==` does, but strings are
+/// compared eight bytes at a time. `==` on strings calls wasi-libc's `memcmp` in a waPC module,
+/// a byte at a time: a taint's identity compared so took 180 guest instructions, and the
+/// identity sets' comparisons 14k of a 25 KB Node status update (benchmarks/cost.md,
+/// "Decision work, measured per function").
+pub trait SmallKey: Eq + Hash {
+    fn same(&self, other: &Self) -> bool;
+}
+
+impl SmallKey for usize {
+    fn same(&self, other: &usize) -> bool {
+        self == other
+    }
+}
+
+impl<A: AsRef<str> + Eq + Hash, B: AsRef<str> + Eq + Hash> SmallKey for (A, B) {
+    fn same(&self, other: &Self) -> bool {
+        same_str(self.0.as_ref(), other.0.as_ref()) && same_str(self.1.as_ref(), other.1.as_ref())
+    }
+}
+
+impl<A, B, C> SmallKey for (A, B, C)
+where
+    A: AsRef<str> + Eq + Hash,
+    B: AsRef<str> + Eq + Hash,
+    C: AsRef<str> + Eq + Hash,
+{
+    fn same(&self, other: &Self) -> bool {
+        same_str(self.0.as_ref(), other.0.as_ref())
+            && same_str(self.1.as_ref(), other.1.as_ref())
+            && same_str(self.2.as_ref(), other.2.as_ref())
+    }
+}
+
+/// `a == b`, eight bytes at a time.
+fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let ((a_words, a_rest), (b_words, b_rest)) = (a.as_chunks::<8>(), b.as_chunks::<8>());
+    let word = |w: &[u8; 8]| u64::from_ne_bytes(*w);
+    (a_words.iter().zip(b_words)).all(|(x, y)| word(x) == word(y))
+        && (a_rest.iter().zip(b_rest)).all(|(x, y)| x == y)
+}
+
 /// A set: a [`SmallMap`] to nothing.
 pub type SmallSet<K> = SmallMap<K, ()>;
 
@@ -39,7 +85,7 @@ impl<K, V> Default for SmallMap<K, V> {
     }
 }
 
-impl<K: Eq + Hash, V> SmallMap<K, V> {
+impl<K: SmallKey, V> SmallMap<K, V> {
     /// The value of `key`, inserted as `value` when new (the value already there stays).
     pub fn entry(&mut self, key: K, value: V) -> &mut V {
         // One scan of a small map: where the key is, or that it is new.
@@ -48,7 +94,7 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
         if let SmallMap::Small(entries) = self {
             found = entries
                 .iter()
-                .position(|(p, k, _)| *p == print && *k == key);
+                .position(|(p, k, _)| *p == print && k.same(&key));
             if found.is_none() && entries.len() >= SMALL {
                 *self = SmallMap::Large(hashed(entries));
             }
@@ -72,7 +118,7 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
                 let print = fingerprint(&key);
                 if let Some(slot) = entries
                     .iter_mut()
-                    .find(|(p, k, _)| *p == print && *k == key)
+                    .find(|(p, k, _)| *p == print && k.same(&key))
                 {
                     slot.2 = value;
                     return false;
@@ -95,7 +141,7 @@ impl<K: Eq + Hash, V> SmallMap<K, V> {
                 let print = fingerprint(key);
                 entries
                     .iter()
-                    .find(|(p, k, _)| *p == print && k == key)
+                    .find(|(p, k, _)| *p == print && k.same(key))
                     .map(|(_, _, v)| v)
             }
             SmallMap::Large(map) => map.get(key),
@@ -115,7 +161,7 @@ fn hashed<K: Eq + Hash, V>(entries: &mut Vec<(u64, K, V)>) -> HashMap<K, V> {
         .collect()
 }
 
-impl<K: Eq + Hash, V> FromIterator<(K, V)> for SmallMap<K, V> {
+impl<K: SmallKey, V> FromIterator<(K, V)> for SmallMap<K, V> {
     /// The last value of a key given twice wins, as in a `HashMap`.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
         let mut map = SmallMap::default();
@@ -135,17 +181,45 @@ mod tests {
     fn answers_as_a_hash_map_across_the_switch() {
         let mut small = SmallMap::default();
         let mut hashed = HashMap::new();
-        for i in 0..(3 * SMALL as u32) {
-            let key = i % (2 * SMALL as u32);
+        for i in 0..(3 * SMALL) {
+            let key = i % (2 * SMALL);
             assert_eq!(small.insert(key, i), hashed.insert(key, i).is_none(), "{i}");
             *small.entry(key + 1, 0) += 1;
             *hashed.entry(key + 1).or_insert(0) += 1;
-            for probe in 0..(2 * SMALL as u32 + 2) {
+            for probe in 0..(2 * SMALL + 2) {
                 assert_eq!(small.get(&probe), hashed.get(&probe), "{i} {probe}");
             }
         }
         assert!(matches!(small, SmallMap::Large(_)));
-        let set: SmallSet<u8> = [1, 2, 1].into_iter().map(|k| (k, ())).collect();
+        let set: SmallSet<usize> = [1, 2, 1].into_iter().map(|k| (k, ())).collect();
         assert!(set.contains(&1) && set.contains(&2) && !set.contains(&3));
+    }
+
+    /// String keys are the same exactly when `==` says so, whatever their lengths and wherever
+    /// they differ.
+    #[test]
+    fn string_keys_are_compared_as_eq_compares_them() {
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefgi",
+            "bbcdefgh",
+        ];
+        let long: Vec<String> = (0..20).map(|i| format!("{}{i}", "k".repeat(i))).collect();
+        let all: Vec<&str> = texts
+            .iter()
+            .copied()
+            .chain(long.iter().map(String::as_str))
+            .collect();
+        for a in &all {
+            for b in &all {
+                assert_eq!(same_str(a, b), a == b, "{a:?} {b:?}");
+                assert_eq!((*a, *b).same(&(*b, *a)), (a, b) == (b, a), "{a:?} {b:?}");
+            }
+        }
     }
 }

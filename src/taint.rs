@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::glob::Glob;
-use crate::json::JsonStr;
+use crate::json::{plain_strings, JsonStr};
 use crate::k8s_names::taint_key_character;
 use crate::settings::{checked, settings_object, string_enum};
 
@@ -67,7 +67,14 @@ pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Err
     };
     (crate::json::items(raw)?.into_iter())
         .map(|entry| {
-            let fields: TaintFields = serde_json::from_str(entry)?;
+            let fields = match plain_strings(entry, ["key", "value", "effect"]) {
+                Some([key, value, effect]) => TaintFields {
+                    key: key.map(JsonStr::borrowed).unwrap_or_default(),
+                    value: value.map(JsonStr::borrowed),
+                    effect: effect.map(JsonStr::borrowed).unwrap_or_default(),
+                },
+                None => serde_json::from_str(entry)?,
+            };
             Ok(Taint {
                 key: fields.key,
                 value: fields.value.unwrap_or_default(),

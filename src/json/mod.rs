@@ -8,12 +8,14 @@
 
 mod array;
 pub mod error;
+mod flat;
 mod object;
 mod scan;
 mod text;
 mod walk;
 
 pub use array::{append_items, items};
+pub use flat::plain_strings;
 pub use object::{get_in, Level, MemberReader, Object, Reached};
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
