@@ -61,17 +61,17 @@ fn scanned_items(text: &str) -> Option<Vec<&str>> {
 
 /// The array `array` (its JSON text) with `items` (JSON texts) appended: the array's own text,
 /// spacing included, is kept up to its closing bracket.
-pub fn append_items(array: &str, items: &[String]) -> String {
+pub fn append_items<S: AsRef<str>>(array: &str, items: &[S]) -> String {
     let body = &array[..array.len() - 1];
     let empty = body[1..].trim().is_empty();
-    let added: usize = items.iter().map(|item| item.len() + 1).sum();
+    let added: usize = items.iter().map(|item| item.as_ref().len() + 1).sum();
     let mut out = String::with_capacity(array.len() + added);
     out.push_str(body);
     for (i, item) in items.iter().enumerate() {
         if i > 0 || !empty {
             out.push(',');
         }
-        out.push_str(item);
+        out.push_str(item.as_ref());
     }
     out.push(']');
     out
