@@ -3,12 +3,14 @@
 //! checked by them. A name these accept can be written into a selector's query text as it is:
 //! none holds `,`, `=`, `!`, `(`, `)` or a space.
 
+use std::borrow::Cow;
+
 use crate::settings::checked;
 
 checked! {
     /// An annotation key (a qualified name), for the records the policies keep on objects.
-    pub struct AnnotationKey(String) = |key| match qualified_name(&key) {
-        Ok(()) => Ok(key),
+    pub struct AnnotationKey(Cow<'static, str>) = |key| match qualified_name(&key) {
+        Ok(()) => Ok(Cow::Owned(key)),
         Err(_) => Err(format!("{key:?} is not a valid annotation key ([prefix/]name)")),
     };
 }
@@ -31,21 +33,33 @@ checked! {
     /// An RBAC API group a SubjectAccessReview asks about: a DNS-1123 subdomain's characters.
     /// The empty group is the core API group, whose roles grant real powers over nodes, so it
     /// is refused.
-    pub struct ApiGroup(String) = |group| {
+    pub struct ApiGroup(Cow<'static, str>) = |group| {
         if group.is_empty() {
             return Err("the core API group (\"\") is refused: roles over real node resources \
                         would grant this permission; name a group no API server serves, such as \
                         \"taintguard.io\""
                 .to_owned());
         }
-        rbac_name(&group, true).map(|()| group)
+        rbac_name(&group, true).map(|()| Cow::Owned(group))
     };
 }
 
 checked! {
     /// An RBAC resource or verb: lower-case letters, digits and `-`.
-    pub struct RbacName(String) = |name| rbac_name(&name, false).map(|()| name);
+    pub struct RbacName(Cow<'static, str>) = |name| rbac_name(&name, false).map(|()| Cow::Owned(name));
 }
+
+// The names held as `Cow`s, so that a built-in default borrows its text: their text.
+macro_rules! as_str {
+    ($($name:ident),*) => {$(
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+    )*};
+}
+as_str!(AnnotationKey, ApiGroup, RbacName);
 
 /// RBAC matches groups, resources and verbs exactly, so the characters a role can name are
 /// checked here rather than found wrong in an audit: lower-case letters, digits, `-` and, in a

@@ -209,6 +209,13 @@ impl Builtin for String {
     }
 }
 
+/// Borrowed: nothing copied when the default is made, nothing freed when it is dropped.
+impl Builtin for std::borrow::Cow<'static, str> {
+    fn builtin(text: &'static str) -> Self {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// A settings object whose derives carry `#[serde(remote = "Self")]`, so that [`settings_object!`]
 /// can give it the `Deserialize` and `Serialize` impls.
 pub trait SettingsObject: Sized {

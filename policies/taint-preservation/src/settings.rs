@@ -1,6 +1,8 @@
 //! Settings of the taint-preservation policy. The policy README is the reference for users;
 //! every field has a default, so `{}` is a complete configuration.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use taintguard::k8s_names::{AnnotationKey, ApiGroup, RbacName};
@@ -34,14 +36,6 @@ const DEFAULT_UNPROTECTED_TAINTS: &[TaintSelector] = &[
     TaintSelector::builtin("readiness.k8s.io/*"),
 ];
 
-/// A default one-shot startup taint: its key glob, the keys it leaves out, and whether only the
-/// kubelet's registration (a CREATE) sets it.
-struct DefaultOneShot {
-    key: TaintKeyGlob,
-    except: &'static [TaintKeyGlob],
-    only_at_registration: bool,
-}
-
 /// Startup taints that, once removed, must not come back (docs/incidents.md, incident 3). The
 /// uninitialized taints and Karpenter's `unregistered` are registration taints. The CSI node
 /// plugins' `<driver>/agent-not-ready` (EBS, EFS, FSx for Lustre and OpenZFS, Mountpoint for S3,
@@ -49,28 +43,16 @@ struct DefaultOneShot {
 /// `startupTaints` so) and removed once by the node plugin when it starts; nothing of the driver
 /// ever applies it again. Cilium's `node.cilium.io/agent-not-ready` shares the form but its
 /// operator re-taints a node whose agent pod is not ready, so it is left out (and unprotected above).
-const DEFAULT_ONE_SHOT_TAINTS: &[DefaultOneShot] = &[
-    DefaultOneShot {
-        key: TaintKeyGlob::constant("node.cloudprovider.kubernetes.io/uninitialized"),
-        except: &[],
-        only_at_registration: true,
-    },
-    DefaultOneShot {
-        key: TaintKeyGlob::constant("node.cluster.x-k8s.io/uninitialized"),
-        except: &[],
-        only_at_registration: true,
-    },
-    DefaultOneShot {
-        key: TaintKeyGlob::constant("karpenter.sh/unregistered"),
-        except: &[],
-        only_at_registration: true,
-    },
-    DefaultOneShot {
-        key: TaintKeyGlob::constant("*/agent-not-ready"),
-        except: &[TaintKeyGlob::constant("node.cilium.io/agent-not-ready")],
-        only_at_registration: false,
-    },
+const DEFAULT_ONE_SHOT_TAINTS: &[OneShotRule] = &[
+    OneShotRule::builtin("node.cloudprovider.kubernetes.io/uninitialized", &[], true),
+    OneShotRule::builtin("node.cluster.x-k8s.io/uninitialized", &[], true),
+    OneShotRule::builtin("karpenter.sh/unregistered", &[], true),
+    OneShotRule::builtin("*/agent-not-ready", CILIUM_AGENT_NOT_READY, false),
 ];
+
+/// Cilium's own `agent-not-ready`, which its operator puts back (see above).
+const CILIUM_AGENT_NOT_READY: &[TaintKeyGlob] =
+    &[TaintKeyGlob::constant("node.cilium.io/agent-not-ready")];
 
 /// The default protected-taint rule's key: every taint the lists above leave alone.
 const PROTECT_EVERYTHING: TaintKeyGlob = TaintKeyGlob::constant("*");
@@ -172,7 +154,7 @@ pub struct OneShotRule {
     /// Keys the selector leaves out, so that a convention can be written as one glob even when
     /// one component using its form re-adds its taint.
     #[serde(default)]
-    pub except: Vec<TaintKeyGlob>,
+    pub except: Cow<'static, [TaintKeyGlob]>,
     /// Only the kubelet's registration sets it, so an UPDATE adding it is always a re-add. Other
     /// one-shot taints may be applied by an UPDATE until their removal has been recorded.
     #[serde(default)]
@@ -184,7 +166,7 @@ settings_object!(
     from_str = |key: &str| Ok::<_, String>(OneShotRule {
         key: TaintKeyGlob::try_from(key.to_owned())?,
         effects: Vec::new(),
-        except: Vec::new(),
+        except: Cow::Borrowed(&[]),
         only_at_registration: false,
     })
 );
@@ -199,6 +181,21 @@ impl SelectsTaints for OneShotRule {
 }
 
 impl OneShotRule {
+    /// A default rule, in the code: its key glob, the keys it leaves out, and whether only the
+    /// kubelet's registration (a CREATE) sets it.
+    const fn builtin(
+        key: &'static str,
+        except: &'static [TaintKeyGlob],
+        only_at_registration: bool,
+    ) -> OneShotRule {
+        OneShotRule {
+            key: TaintKeyGlob::constant(key),
+            effects: Vec::new(),
+            except: Cow::Borrowed(except),
+            only_at_registration,
+        }
+    }
+
     pub fn selects(&self, taint: &Taint<'_>) -> bool {
         self.matches(taint) && !self.except.iter().any(|g| g.matches(taint.key.as_str()))
     }
@@ -342,8 +339,11 @@ impl Default for Rbac {
 pub struct Settings {
     pub mode: Mode,
     pub protected_taints: Vec<ProtectedRule>,
-    pub unprotected_taints: Vec<TaintSelector>,
-    pub one_shot_taints: Vec<OneShotRule>,
+    /// The lists, built in or read from the settings. Built in, they are borrowed: defaults are
+    /// made for every request, and copying then dropping these lists was a third of what the
+    /// defaults cost (benchmarks/cost.md, "Decision work, measured per function").
+    pub unprotected_taints: Cow<'static, [TaintSelector]>,
+    pub one_shot_taints: Cow<'static, [OneShotRule]>,
     /// The annotation that records which one-shot taints were removed from a node.
     pub one_shot_record_annotation: AnnotationKey,
     pub permitted: PrincipalList<true>,
@@ -365,16 +365,8 @@ impl Default for Settings {
                 effects: Vec::new(),
                 permitted: PrincipalList::default(),
             }],
-            unprotected_taints: DEFAULT_UNPROTECTED_TAINTS.to_vec(),
-            one_shot_taints: DEFAULT_ONE_SHOT_TAINTS
-                .iter()
-                .map(|d| OneShotRule {
-                    key: d.key.clone(),
-                    effects: Vec::new(),
-                    except: d.except.to_vec(),
-                    only_at_registration: d.only_at_registration,
-                })
-                .collect(),
+            unprotected_taints: Cow::Borrowed(DEFAULT_UNPROTECTED_TAINTS),
+            one_shot_taints: Cow::Borrowed(DEFAULT_ONE_SHOT_TAINTS),
             one_shot_record_annotation: AnnotationKey::builtin(DEFAULT_ONE_SHOT_RECORD_ANNOTATION),
             permitted: PrincipalList::default(),
             cordon: Cordon::default(),
