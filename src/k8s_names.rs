@@ -61,6 +61,15 @@ macro_rules! as_str {
 }
 as_str!(AnnotationKey, ApiGroup, RbacName);
 
+impl AnnotationKey {
+    /// A built-in annotation key, `const` and unchecked as
+    /// [`TaintKeyGlob::constant`](crate::taint::TaintKeyGlob::constant) is; the defaults read
+    /// back through the checks in the settings tests.
+    pub const fn constant(key: &'static str) -> AnnotationKey {
+        AnnotationKey(Cow::Borrowed(key))
+    }
+}
+
 /// RBAC matches groups, resources and verbs exactly, so the characters a role can name are
 /// checked here rather than found wrong in an audit: lower-case letters, digits, `-` and, in a
 /// group, `.`.

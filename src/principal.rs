@@ -1,5 +1,7 @@
 //! Who made a request, and lists of principals that settings permit.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::glob::Glob;
@@ -77,10 +79,15 @@ impl<'r> Principal<'r> {
 )]
 pub struct PrincipalList<const ADMINS: bool = false> {
     pub people: bool,
-    pub users: Vec<NameGlob>,
-    pub groups: Vec<NameGlob>,
-    pub service_accounts: Vec<ServiceAccountGlob>,
+    /// The globs, built in or read from the settings. Built in (defaults are made for every
+    /// request), they borrow constants: nothing is copied, compiled or freed.
+    pub users: Cow<'static, [NameGlob]>,
+    pub groups: Cow<'static, [NameGlob]>,
+    pub service_accounts: Cow<'static, [ServiceAccountGlob]>,
 }
+
+/// The group whose members bypass RBAC, a default of the lists that start from admins.
+pub const SYSTEM_MASTERS: &[NameGlob] = &[NameGlob::constant("system:masters")];
 
 settings_object!(PrincipalList<const ADMINS: bool>);
 
@@ -110,17 +117,31 @@ checked! {
     };
 }
 
+impl NameGlob {
+    /// A built-in name glob, `const` and unchecked as [`TaintKeyGlob::constant`] is; the
+    /// defaults read back through the checks in the settings tests.
+    ///
+    /// [`TaintKeyGlob::constant`]: crate::taint::TaintKeyGlob::constant
+    pub const fn constant(text: &'static str) -> NameGlob {
+        NameGlob(Glob::builtin(text))
+    }
+}
+
+impl ServiceAccountGlob {
+    /// A built-in `namespace/name` glob, as [`NameGlob::constant`].
+    pub const fn constant(text: &'static str) -> ServiceAccountGlob {
+        ServiceAccountGlob(Glob::builtin(text))
+    }
+}
+
 impl<const ADMINS: bool> PrincipalList<ADMINS> {
-    fn defaults() -> Self {
+    /// None, or with `ADMINS` people and `system:masters`.
+    pub const fn defaults() -> Self {
         PrincipalList {
             people: ADMINS,
-            users: Vec::new(),
-            groups: if ADMINS {
-                vec![NameGlob::builtin("system:masters")]
-            } else {
-                Vec::new()
-            },
-            service_accounts: Vec::new(),
+            users: Cow::Borrowed(&[]),
+            groups: Cow::Borrowed(if ADMINS { SYSTEM_MASTERS } else { &[] }),
+            service_accounts: Cow::Borrowed(&[]),
         }
     }
 
@@ -200,9 +221,10 @@ mod tests {
     fn lists_allow() {
         let list: PrincipalList = PrincipalList {
             people: true,
-            users: vec![NameGlob::try_from("system:kube-scheduler".to_owned()).unwrap()],
-            groups: vec![NameGlob::try_from("system:masters".to_owned()).unwrap()],
-            service_accounts: vec![ServiceAccountGlob::try_from("karpenter/*".to_owned()).unwrap()],
+            users: vec![NameGlob::try_from("system:kube-scheduler".to_owned()).unwrap()].into(),
+            groups: vec![NameGlob::try_from("system:masters".to_owned()).unwrap()].into(),
+            service_accounts: vec![ServiceAccountGlob::try_from("karpenter/*".to_owned()).unwrap()]
+                .into(),
         };
         let masters = groups(&["system:masters", "system:authenticated"]);
         let none = groups(&[]);

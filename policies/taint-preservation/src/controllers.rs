@@ -80,7 +80,7 @@ impl Judging<'_> {
         let Some(old) = &self.old else {
             return Ok(owned);
         };
-        for record in &self.settings.controller_records {
+        for record in self.settings.controller_records.iter() {
             let writer = record.owner.allows(&self.who);
             // A permitted principal may change any record and needs none: nothing to read.
             if !writer && self.permission.taints {

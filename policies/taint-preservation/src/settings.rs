@@ -63,44 +63,48 @@ pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
 
 /// The ownership records controllers keep of their own taints, each with its writer in that
 /// component's default install (docs/controllers.md has the sources read).
-fn default_controller_records() -> Vec<ControllerRecord> {
-    let users = |names: &[&'static str]| PrincipalList {
-        users: names.iter().map(|n| NameGlob::builtin(n)).collect(),
-        ..PrincipalList::default()
-    };
-    vec![
-        // nfd-master: kustomize's `nfd-master`, Helm's `<release>-node-feature-discovery` for
-        // the documented release `nfd`, both in namespace `node-feature-discovery`.
-        ControllerRecord {
-            annotation: AnnotationKey::builtin("nfd.node.kubernetes.io/taints"),
-            format: RecordFormat::Taints,
-            owner: PrincipalList {
-                service_accounts: vec![
-                    ServiceAccountGlob::builtin("node-feature-discovery/nfd-master"),
-                    ServiceAccountGlob::builtin(
-                        "node-feature-discovery/nfd-node-feature-discovery",
-                    ),
-                ],
-                ..PrincipalList::default()
-            },
+const DEFAULT_CONTROLLER_RECORDS: &[ControllerRecord] = &[
+    // nfd-master: kustomize's `nfd-master`, Helm's `<release>-node-feature-discovery` for
+    // the documented release `nfd`, both in namespace `node-feature-discovery`.
+    ControllerRecord {
+        annotation: AnnotationKey::constant("nfd.node.kubernetes.io/taints"),
+        format: RecordFormat::Taints,
+        owner: PrincipalList {
+            people: false,
+            users: Cow::Borrowed(&[]),
+            groups: Cow::Borrowed(&[]),
+            service_accounts: Cow::Borrowed(&[
+                ServiceAccountGlob::constant("node-feature-discovery/nfd-master"),
+                ServiceAccountGlob::constant("node-feature-discovery/nfd-node-feature-discovery"),
+            ]),
         },
-        // Cluster API's machine controller writes the workload cluster's Nodes with the
-        // kubeconfig it generates: client certificate `kubernetes-admin` in `system:masters`.
-        ControllerRecord {
-            annotation: AnnotationKey::builtin("cluster.x-k8s.io/taints-from-machine"),
-            format: RecordFormat::Taints,
-            owner: users(&["kubernetes-admin"]),
+    },
+    // Cluster API's machine controller writes the workload cluster's Nodes with the
+    // kubeconfig it generates: client certificate `kubernetes-admin` in `system:masters`.
+    ControllerRecord {
+        annotation: AnnotationKey::constant("cluster.x-k8s.io/taints-from-machine"),
+        format: RecordFormat::Taints,
+        owner: PrincipalList {
+            people: false,
+            users: Cow::Borrowed(&[NameGlob::constant("kubernetes-admin")]),
+            groups: Cow::Borrowed(&[]),
+            service_accounts: Cow::Borrowed(&[]),
         },
-        // Talos' machined on a control-plane node: a short-lived certificate `admin` in
-        // `system:masters` (workers write with the kubelet's identity, which NodeRestriction
-        // keeps from changing taints).
-        ControllerRecord {
-            annotation: AnnotationKey::builtin("talos.dev/owned-taints"),
-            format: RecordFormat::Keys,
-            owner: users(&["admin"]),
+    },
+    // Talos' machined on a control-plane node: a short-lived certificate `admin` in
+    // `system:masters` (workers write with the kubelet's identity, which NodeRestriction
+    // keeps from changing taints).
+    ControllerRecord {
+        annotation: AnnotationKey::constant("talos.dev/owned-taints"),
+        format: RecordFormat::Keys,
+        owner: PrincipalList {
+            people: false,
+            users: Cow::Borrowed(&[NameGlob::constant("admin")]),
+            groups: Cow::Borrowed(&[]),
+            service_accounts: Cow::Borrowed(&[]),
         },
-    ]
-}
+    },
+];
 
 string_enum! {
     #[derive(Default)]
@@ -350,7 +354,7 @@ pub struct Settings {
     pub cordon: Cordon,
     pub taint_owners: TaintOwners,
     /// Controllers' own ownership records; a list in the settings replaces the default whole.
-    pub controller_records: Vec<ControllerRecord>,
+    pub controller_records: Cow<'static, [ControllerRecord]>,
     pub rbac: Rbac,
 }
 
@@ -371,7 +375,7 @@ impl Default for Settings {
             permitted: PrincipalList::default(),
             cordon: Cordon::default(),
             taint_owners: TaintOwners::default(),
-            controller_records: default_controller_records(),
+            controller_records: Cow::Borrowed(DEFAULT_CONTROLLER_RECORDS),
             rbac: Rbac::default(),
         }
     }

@@ -62,7 +62,7 @@ pub fn taint_owners(node: &str, settings: &Settings) -> Result<Vec<StoredTaint>,
     let view = read_node(&object)?;
     let record = OwnerRecord::on(&view, settings.taint_owners.key())?;
     let mut listed = Vec::new();
-    for controller in &settings.controller_records {
+    for controller in settings.controller_records.iter() {
         let key = controller.annotation.as_str();
         listed.push((key, controller.listed(view.annotation(key)?.as_deref())));
     }

@@ -1,5 +1,7 @@
 //! Settings of the toleration-injection policy; the policy README is the users' reference.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::conditions::Condition;
@@ -8,7 +10,7 @@ use super::workload::Kind;
 use taintguard::glob::Glob;
 use taintguard::k8s_names;
 use taintguard::label_selector::LabelSelector;
-use taintguard::principal::{NameGlob, PrincipalList};
+use taintguard::principal::{PrincipalList, SYSTEM_MASTERS};
 use taintguard::settings::{checked, settings_object, At, PolicySettings, SettingsError};
 use taintguard::taint::{SelectsTaints, TaintKeyGlob, TaintSelector};
 use taintguard::toleration::Toleration;
@@ -181,7 +183,7 @@ impl Default for PodTolerationRestriction {
             implicit_tolerations: true,
             guard_annotations: true,
             annotation_editors: PrincipalList {
-                groups: vec![NameGlob::builtin("system:masters")],
+                groups: Cow::Borrowed(SYSTEM_MASTERS),
                 ..PrincipalList::default()
             },
         }
