@@ -241,7 +241,9 @@ pub fn value_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
 #[derive(Default)]
 struct Nesting {
     top: u64,
-    spilled: Vec<u64>,
+    /// `None` until the 65th level: an empty `Vec` is still dropped through a call, once per
+    /// value skipped (benchmarks/cost.md, "Decision work, measured per function").
+    spilled: Option<Vec<u64>>,
     depth: usize,
 }
 
@@ -249,7 +251,7 @@ impl Nesting {
     #[inline(always)]
     fn push(&mut self, object: bool) {
         if self.depth > 0 && self.depth.is_multiple_of(64) {
-            self.spilled.push(self.top);
+            self.spilled.get_or_insert_default().push(self.top);
             self.top = 0;
         }
         self.top = (self.top << 1) | u64::from(object);
@@ -261,7 +263,9 @@ impl Nesting {
         self.top >>= 1;
         self.depth -= 1;
         if self.depth > 0 && self.depth.is_multiple_of(64) {
-            self.top = self.spilled.pop().unwrap_or_default();
+            self.top = (self.spilled.as_mut())
+                .and_then(Vec::pop)
+                .unwrap_or_default();
         }
     }
 
