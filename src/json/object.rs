@@ -17,12 +17,13 @@ use super::{JsonStr, Raw};
 /// a policy's view finds the few members it needs (a Node's taints, a pod template's
 /// tolerations) without walking any part of the object again: the rest, a Node's status above
 /// all, is skipped once (benchmarks/cost.md). An edit writes the objects on the way to it anew
-/// from their members ([`Object::write`], [`Object::write_at`]): every member it does not edit
-/// keeps its text byte for byte; only the spacing between the members of those objects is not
-/// kept.
-#[derive(Debug, Clone, Default)]
+/// ([`Object::write`], [`Object::write_at`]): every member it does not edit keeps its text byte
+/// for byte, and so does the spacing between them; only around an edited member is it not kept.
+#[derive(Debug, Clone)]
 pub struct Object<'a> {
     members: Vec<(Key<'a>, Member<'a>)>,
+    /// The object's own text, braces included: the members' texts lie in it.
+    text: &'a str,
 }
 
 /// A member's key: its string literal as written, and whether it has escapes. Most keys have
@@ -208,7 +209,8 @@ impl<'a> Object<'a> {
     /// it has keeps its place, one it lacks is added at the end. Every other member is written
     /// as it was read.
     pub fn write(&self, edits: &[(&str, String)]) -> String {
-        let mut out = String::with_capacity(self.length() + 2);
+        let added: usize = edits.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+        let mut out = String::with_capacity(self.text.len() + added);
         self.write_into(&mut out, edits);
         out
     }
@@ -225,44 +227,64 @@ impl<'a> Object<'a> {
         }
     }
 
-    /// About how long the object's text is, to size what it is written into.
-    fn length(&self) -> usize {
-        (self.members.iter())
-            .map(|(k, v)| {
-                k.literal.len()
-                    + 2
-                    + match v {
-                        Member::Raw(raw) => raw.len(),
-                        Member::Object(object) => object.length() + 2,
-                    }
-            })
-            .sum()
-    }
-
+    /// Writes the object with `edits` into `out`. The members it leaves as they were are
+    /// copied in runs, each run one copy of the text that holds it, separators included: copied
+    /// a key and a value at a time, each copy a call into the host in a waPC module
+    /// (`memory.copy`), a restored Node's metadata and spec cost a sixth more guest
+    /// instructions (benchmarks/cost.md, "Decision work, measured per function").
     fn write_into(&self, out: &mut String, edits: &[(&str, String)]) {
         out.push('{');
         let opened = out.len();
-        let member = |out: &mut String, key: &str| {
+        let separate = |out: &mut String| {
             if out.len() > opened {
                 out.push(',');
             }
-            out.push_str(key);
-            out.push(':');
         };
-        let edit_of = |key: Key<'_>| edits.iter().find(|(name, _)| key.is(name));
+        // Where a member's texts lie in the object's text (all of them are slices of it).
+        let offset = |part: &str| part.as_ptr() as usize - self.text.as_ptr() as usize;
+        let mut run: Option<(usize, usize)> = None;
+        let flush = |out: &mut String, run: &mut Option<(usize, usize)>| {
+            if let Some((start, end)) = run.take() {
+                separate(out);
+                out.push_str(&self.text[start..end]);
+            }
+        };
         for (key, value) in &self.members {
-            member(out, key.literal);
-            match (edit_of(*key), value) {
-                (Some((_, new)), _) => out.push_str(new),
-                (None, Member::Raw(raw)) => out.push_str(raw),
-                (None, Member::Object(object)) => object.write_into(out, &[]),
+            match edits.iter().find(|(name, _)| key.is(name)) {
+                None => {
+                    let text = match value {
+                        Member::Raw(raw) => raw,
+                        Member::Object(object) => object.text,
+                    };
+                    // A run holds members next to each other in the text only: one taken out
+                    // ([`Object::take_object`]) leaves its text between the two beside it.
+                    let key_start = offset(key.literal);
+                    let next = |(start, end): (usize, usize)| {
+                        let gap = &self.text.as_bytes()[end..key_start];
+                        gap.iter().all(|b| b", \n\t\r".contains(b)).then_some(start)
+                    };
+                    let start = match run.and_then(next) {
+                        Some(start) => start,
+                        None => {
+                            flush(out, &mut run);
+                            key_start
+                        }
+                    };
+                    run = Some((start, offset(text) + text.len()));
+                }
+                Some((_, new)) => {
+                    flush(out, &mut run);
+                    separate(out);
+                    out.push_str(key.literal);
+                    out.push(':');
+                    out.push_str(new);
+                }
             }
         }
+        flush(out, &mut run);
         for (name, new) in edits {
             if !self.members.iter().any(|(key, _)| key.is(name)) {
-                if out.len() > opened {
-                    out.push(',');
-                }
+                separate(out);
                 super::write_str(out, name);
                 out.push(':');
                 out.push_str(new);
@@ -296,10 +318,15 @@ fn read<'a>(
     own: MemberReader<'_, 'a>,
 ) -> Result<(Object<'a>, usize), Unread> {
     let bytes = text.as_bytes();
+    let opened = at;
+    let object = |members, end: usize| Object {
+        members,
+        text: &text[opened..end],
+    };
     let mut members = Vec::with_capacity(16);
     let mut at = scan::whitespace_end(bytes, at + 1);
     if bytes.get(at) == Some(&b'}') {
-        return Ok((Object { members }, at + 1));
+        return Ok((object(members, at + 1), at + 1));
     }
     loop {
         if bytes.get(at) != Some(&b'"') {
@@ -324,7 +351,7 @@ fn read<'a>(
                 let (object, end) = read(text, at, inner, &mut |_, _| None)?;
                 (Member::Object(object), end)
             }
-            Some(_) if text[at..].starts_with("null") => (Member::Raw("null"), at + 4),
+            Some(_) if text[at..].starts_with("null") => (Member::Raw(&text[at..at + 4]), at + 4),
             opened => {
                 let end = scan::value_end(bytes, at)?;
                 if opened.is_some() {
@@ -337,7 +364,7 @@ fn read<'a>(
         at = scan::whitespace_end(bytes, end);
         match bytes.get(at) {
             Some(b',') => at = scan::whitespace_end(bytes, at + 1),
-            Some(b'}') => return Ok((Object { members }, at + 1)),
+            Some(b'}') => return Ok((object(members, at + 1), at + 1)),
             _ => return Err(Unread::Malformed(at)),
         }
     }
@@ -417,8 +444,8 @@ impl<'a> Object<'a> {
         }
     }
 
-    /// The member `key` read as an object, taken out of this one (left `null`); `None` when
-    /// absent or `null`.
+    /// The member `key` read as an object, taken out of this one (no longer among its
+    /// members); `None` when absent or `null`.
     ///
     /// # Errors
     ///
@@ -427,13 +454,13 @@ impl<'a> Object<'a> {
         let Some(i) = self.position(key)? else {
             return Ok(None);
         };
-        match std::mem::replace(&mut self.members[i].1, Member::Raw("null")) {
-            Member::Object(object) => Ok(Some(object)),
+        match self.members[i].1 {
             Member::Raw("null") => Ok(None),
-            Member::Raw(raw) => {
-                self.members[i].1 = Member::Raw(raw);
-                Err(format!("`{key}` is not read as an object"))
-            }
+            Member::Raw(_) => Err(format!("`{key}` is not read as an object")),
+            Member::Object(_) => match self.members.remove(i).1 {
+                Member::Object(object) => Ok(Some(object)),
+                Member::Raw(_) => Ok(None),
+            },
         }
     }
 }
@@ -491,7 +518,7 @@ mod tests {
             (
                 r#"{ "a" : [1, 2] , "b":{"x" :1}}"#,
                 &[],
-                r#"{"a":[1, 2],"b":{"x" :1}}"#,
+                r#"{"a" : [1, 2] , "b":{"x" :1}}"#,
             ),
             (
                 r#"{"a":1,"b":2}"#,
@@ -511,6 +538,14 @@ mod tests {
             assert_eq!(written, want, "{text}");
             assert!(serde_json::from_str::<serde_json::Value>(&written).is_ok());
         }
+        // A member taken out is not written back with the members beside it.
+        let mut request =
+            Object::parse_as(r#"{"a":1, "object":{"k":1} ,"b":2,"c":3}"#, Level::Request).unwrap();
+        assert!(request.take_object("object").unwrap().is_some());
+        assert_eq!(
+            request.write(&[("c", "4".into())]),
+            r#"{"a":1,"b":2,"c":4}"#
+        );
     }
 
     #[test]
@@ -542,7 +577,7 @@ mod tests {
             (
                 r#"{"spec":{"template":{"metadata":{},"spec":{ "a" : 1 }}}}"#,
                 &["spec", "template", "spec"],
-                r#"{"spec":{"template":{"metadata":{},"spec":{"a":1,"x":true}}}}"#,
+                r#"{"spec":{"template":{"metadata":{},"spec":{"a" : 1,"x":true}}}}"#,
             ),
             (
                 r#"{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"x":false}}}}}}"#,
