@@ -128,14 +128,65 @@ impl<'a> AdmissionRequest<'a> {
     }
 }
 
+/// A field written the common way, read without serde's derive: the request's strings hold
+/// no escapes and its `kind` is three of them (benchmarks/cost.md, "Decision work, measured
+/// per function").
+trait Plain<'a>: Sized {
+    /// The value of `member` when it is written plainly; `None` for serde to read.
+    fn plain(member: &'a str) -> Option<Self>;
+}
+
+impl<'a> Plain<'a> for JsonStr<'a> {
+    fn plain(member: &'a str) -> Option<Self> {
+        json::plain_str(member).map(JsonStr::borrowed)
+    }
+}
+
+impl<'a> Plain<'a> for GroupVersionKind<'a> {
+    fn plain(member: &'a str) -> Option<Self> {
+        let [group, version, kind] = json::plain_strings(member, ["group", "version", "kind"])?;
+        let field = |s: Option<&'a str>| s.map(JsonStr::borrowed).unwrap_or_default();
+        Some(GroupVersionKind {
+            group: field(group),
+            version: field(version),
+            kind: field(kind),
+        })
+    }
+}
+
+impl Plain<'_> for Operation {
+    fn plain(member: &str) -> Option<Self> {
+        match json::plain_str(member)? {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            "CONNECT" => Some(Operation::Connect),
+            _ => None,
+        }
+    }
+}
+
+impl Plain<'_> for UserInfo<'_> {
+    /// Its groups are a list: serde reads it.
+    fn plain(_: &str) -> Option<Self> {
+        None
+    }
+}
+
 /// `member` of `text` decoded as a `T`; errors name its path in `text`.
-fn decoded<'a, T: Deserialize<'a>>(text: &'a str, member: &'a str) -> Result<T, MalformedRequest> {
+fn decoded<'a, T: Deserialize<'a> + Plain<'a>>(
+    text: &'a str,
+    member: &'a str,
+) -> Result<T, MalformedRequest> {
+    if let Some(value) = T::plain(member) {
+        return Ok(value);
+    }
     serde_json::from_str(member)
         .map_err(|e| MalformedRequest(json::error::describe_in(text, member, &e)))
 }
 
 /// An optional member: `None` when absent or `null`.
-fn optional<'a, T: Deserialize<'a>>(
+fn optional<'a, T: Deserialize<'a> + Plain<'a>>(
     text: &'a str,
     member: json::Raw<'a>,
 ) -> Result<Option<T>, MalformedRequest> {

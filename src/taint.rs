@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::glob::Glob;
-use crate::json::{plain_strings, JsonStr};
+use crate::json::{plain_items, plain_strings, JsonStr};
 use crate::k8s_names::taint_key_character;
 use crate::settings::{checked, settings_object, string_enum};
 
@@ -62,27 +62,42 @@ impl Taint<'static> {
 
 /// Reads a `spec.taints` value; absent or `null` is the empty list.
 pub fn parse_taints(raw: Option<&str>) -> Result<Vec<Taint<'_>>, serde_json::Error> {
+    const FIELDS: [&str; 3] = ["key", "value", "effect"];
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
+    // Taints written plainly, as the API server writes them, in one pass; a list with any other
+    // taint to serde, each taint from its own text.
+    if let Some(taints) = plain_items(raw, FIELDS) {
+        return Ok((taints.into_iter())
+            .map(|(entry, fields)| plain_taint(entry, fields))
+            .collect());
+    }
     (crate::json::items(raw)?.into_iter())
-        .map(|entry| {
-            let fields = match plain_strings(entry, ["key", "value", "effect"]) {
-                Some([key, value, effect]) => TaintFields {
-                    key: key.map(JsonStr::borrowed).unwrap_or_default(),
-                    value: value.map(JsonStr::borrowed),
-                    effect: effect.map(JsonStr::borrowed).unwrap_or_default(),
-                },
-                None => serde_json::from_str(entry)?,
-            };
-            Ok(Taint {
-                key: fields.key,
-                value: fields.value.unwrap_or_default(),
-                effect: fields.effect,
-                raw: entry,
-            })
+        .map(|entry| match plain_strings(entry, FIELDS) {
+            Some(fields) => Ok(plain_taint(entry, fields)),
+            None => {
+                let fields: TaintFields = serde_json::from_str(entry)?;
+                Ok(Taint {
+                    key: fields.key,
+                    value: fields.value.unwrap_or_default(),
+                    effect: fields.effect,
+                    raw: entry,
+                })
+            }
         })
         .collect()
+}
+
+/// The taint whose text is `raw` and whose `key`, `value` and `effect` are plain strings.
+fn plain_taint<'a>(raw: &'a str, [key, value, effect]: [Option<&'a str>; 3]) -> Taint<'a> {
+    let field = |s: Option<&'a str>| s.map(JsonStr::borrowed).unwrap_or_default();
+    Taint {
+        key: field(key),
+        value: field(value),
+        effect: field(effect),
+        raw,
+    }
 }
 
 string_enum! {

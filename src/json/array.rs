@@ -32,6 +32,18 @@ pub fn items(array: &str) -> Result<Vec<&str>, serde_json::Error> {
 
 /// [`items`] by the scanner; `None` where the text is not one array.
 fn scanned_items(text: &str) -> Option<Vec<&str>> {
+    each_item(text, |at| {
+        let end = scan::value_end(text.as_bytes(), at).ok()?;
+        Some((&text[at..end], end))
+    })
+}
+
+/// The items of the JSON array `text`, each read by `item` from where it begins (what it read,
+/// and where the item ends); `None` where the text is not one array or `item` refuses one.
+pub(super) fn each_item<T>(
+    text: &str,
+    mut item: impl FnMut(usize) -> Option<(T, usize)>,
+) -> Option<Vec<T>> {
     let bytes = text.as_bytes();
     let mut at = scan::whitespace_end(bytes, 0);
     if bytes.get(at) != Some(&b'[') {
@@ -43,8 +55,8 @@ fn scanned_items(text: &str) -> Option<Vec<&str>> {
         at += 1;
     } else {
         loop {
-            let end = scan::value_end(bytes, at).ok()?;
-            items.push(&text[at..end]);
+            let (read, end) = item(at)?;
+            items.push(read);
             at = scan::whitespace_end(bytes, end);
             match bytes.get(at) {
                 Some(b',') => at = scan::whitespace_end(bytes, at + 1),

@@ -1,5 +1,5 @@
-//! The string members of a small flat object, read without serde: a taint's `key`, `value` and
-//! `effect`.
+//! Plain strings read without serde: a taint's `key`, `value` and `effect`, the request's
+//! strings.
 
 use super::scan;
 
@@ -28,8 +28,35 @@ pub fn plain_strings<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
+    let (found, end) = plain_object_at(text, scan::whitespace_end(bytes, 0), names)?;
+    (scan::whitespace_end(bytes, end) == bytes.len()).then_some(found)
+}
+
+/// An item's text, and the strings [`plain_strings`] found in it.
+pub type PlainItem<'a, const N: usize> = (&'a str, [Option<&'a str>; N]);
+
+/// The items of the JSON array `text` when each is an object [`plain_strings`] reads: each
+/// item's text, and its strings. Read in one pass: a Node's taints split first and then read
+/// one by one were read twice (benchmarks/cost.md, "Decision work, measured per function").
+/// `None` for any other text.
+pub fn plain_items<'a, const N: usize>(
+    text: &'a str,
+    names: [&str; N],
+) -> Option<Vec<PlainItem<'a, N>>> {
+    super::array::each_item(text, |at| {
+        let (found, end) = plain_object_at(text, at, names)?;
+        Some(((&text[at..end], found), end))
+    })
+}
+
+/// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`.
+fn plain_object_at<'a, const N: usize>(
+    text: &'a str,
+    mut at: usize,
+    names: [&str; N],
+) -> Option<([Option<&'a str>; N], usize)> {
+    let bytes = text.as_bytes();
     let mut found = [None; N];
-    let mut at = scan::whitespace_end(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
@@ -62,7 +89,24 @@ pub fn plain_strings<'a, const N: usize>(
             }
         }
     }
-    (scan::whitespace_end(bytes, at + 1) == bytes.len()).then_some(found)
+    Some((found, at + 1))
+}
+
+/// The string of `literal` when it is one JSON string without escapes, borrowed; `None` for any
+/// other text, for serde to decode or refuse.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::plain_str;
+///
+/// assert_eq!(plain_str(r#""UPDATE""#), Some("UPDATE"));
+/// assert_eq!(plain_str(r#""a\nb""#), None);
+/// assert_eq!(plain_str("7"), None);
+/// ```
+pub fn plain_str(literal: &str) -> Option<&str> {
+    let chars = plain_string(literal.as_bytes(), 0)?;
+    (chars.end + 1 == literal.len()).then(|| &literal[chars])
 }
 
 /// Where the string at `at` holds its characters, between its quotes, when it is a string
@@ -90,6 +134,47 @@ mod tests {
         value: Option<JsonStr<'a>>,
         #[serde(borrow)]
         effect: Option<JsonStr<'a>>,
+    }
+
+    #[test]
+    fn plain_str_is_what_serde_decodes_or_none() {
+        for text in [
+            r#""a""#,
+            r#""""#,
+            r#""a\"""#,
+            r#" "a""#,
+            r#""a" "#,
+            r#""a"#,
+            "1",
+            "null",
+            r#""a\u0041""#,
+        ] {
+            let serde = serde_json::from_str::<JsonStr>(text).ok();
+            match plain_str(text) {
+                Some(s) => assert_eq!(Some(s), serde.as_ref().map(JsonStr::as_str), "{text}"),
+                None => assert!(serde.is_none() || text.contains('\\') || text != text.trim()),
+            }
+        }
+    }
+
+    /// Wherever it answers, the items are those `items` splits, each with the strings
+    /// `plain_strings` reads in it; a list of plain objects it answers.
+    #[test]
+    fn reads_plain_items_as_items_then_plain_strings_do() {
+        let doc =
+            r#"[{"key":"a","effect":"NoSchedule"}, {"key" : "b","timeAdded":null,"value":"v"} ]"#;
+        let names = ["key", "value", "effect"];
+        assert!(plain_items(doc, names).is_some());
+        for text in crate::json::scan::cut_and_damaged(doc) {
+            let Some(read) = plain_items(&text, names) else {
+                continue;
+            };
+            let items = crate::json::items(&text).unwrap();
+            let split: Vec<_> = (items.iter())
+                .map(|item| (*item, plain_strings(item, names).unwrap()))
+                .collect();
+            assert_eq!(read, split, "{text}");
+        }
     }
 
     /// Wherever it answers, serde's derive reads the same strings; where serde reads plain
