@@ -59,7 +59,7 @@ pub fn parse_labels(raw: Option<&str>) -> Result<Labels<'_>, serde_json::Error> 
     };
     members(raw)?
         .into_iter()
-        .map(|(k, v)| Ok((k, serde_json::from_str::<JsonStr>(v.get())?)))
+        .map(|(k, v)| Ok((k, JsonStr::read(v)?)))
         .collect()
 }
 

@@ -52,11 +52,50 @@ pub fn plain_items<'a, const N: usize>(
 /// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`.
 fn plain_object_at<'a, const N: usize>(
     text: &'a str,
-    mut at: usize,
+    at: usize,
     names: [&str; N],
 ) -> Option<([Option<&'a str>; N], usize)> {
     let bytes = text.as_bytes();
     let mut found = [None; N];
+    let end = each_member(text, at, |key, at| {
+        match names.iter().position(|name| *name == key) {
+            Some(i) if found[i].is_none() => {
+                let value = plain_string(bytes, at)?;
+                found[i] = Some(&text[value.clone()]);
+                Some(value.end + 1)
+            }
+            Some(_) => None,
+            None => scan::value_end(bytes, at).ok(),
+        }
+    })?;
+    Some((found, end))
+}
+
+/// The members of the JSON object `text` when no key has escapes: each key's string and its
+/// value's text. `None` for any other text, which serde reads. Annotations and labels were read
+/// by serde as `&RawValue`s, each found with the machinery it builds values with (benchmarks/
+/// cost.md, "Decision work, measured per function").
+pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(&str, &str)>> {
+    let bytes = text.as_bytes();
+    let mut members = Vec::new();
+    let end = each_member(text, scan::whitespace_end(bytes, 0), |key, at| {
+        let end = scan::value_end(bytes, at).ok()?;
+        members.push((key, &text[at..end]));
+        Some(end)
+    })?;
+    (scan::whitespace_end(bytes, end) == bytes.len()).then_some(members)
+}
+
+/// Walks the object that begins at `at` (its `{`), its keys strings without escapes: `member`
+/// is given each key's string and where its value begins, and answers where the value ends.
+/// The offset past the object's `}`; `None` where the text is not such an object or `member`
+/// refuses a value.
+fn each_member<'a>(
+    text: &'a str,
+    mut at: usize,
+    mut member: impl FnMut(&'a str, usize) -> Option<usize>,
+) -> Option<usize> {
+    let bytes = text.as_bytes();
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
@@ -69,18 +108,7 @@ fn plain_object_at<'a, const N: usize>(
                 return None;
             }
             at = scan::whitespace_end(bytes, at + 1);
-            let end = match names
-                .iter()
-                .position(|name| name.as_bytes() == &bytes[key.clone()])
-            {
-                Some(i) if found[i].is_none() => {
-                    let value = plain_string(bytes, at)?;
-                    found[i] = Some(&text[value.clone()]);
-                    value.end + 1
-                }
-                Some(_) => return None,
-                None => scan::value_end(bytes, at).ok()?,
-            };
+            let end = member(&text[key], at)?;
             at = scan::whitespace_end(bytes, end);
             match bytes.get(at) {
                 Some(b',') => at = scan::whitespace_end(bytes, at + 1),
@@ -89,7 +117,7 @@ fn plain_object_at<'a, const N: usize>(
             }
         }
     }
-    Some((found, at + 1))
+    Some(at + 1)
 }
 
 /// The string of `literal` when it is one JSON string without escapes, borrowed; `None` for any

@@ -16,6 +16,20 @@ impl<'a> JsonStr<'a> {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The string the JSON text `text` holds: borrowed as it is when written plainly
+    /// ([`plain_str`](super::plain_str)), else decoded by serde (benchmarks/cost.md, "Decision
+    /// work, measured per function").
+    ///
+    /// # Errors
+    ///
+    /// serde_json's, when `text` is no JSON string.
+    pub fn read(text: &'a str) -> Result<JsonStr<'a>, serde_json::Error> {
+        match super::plain_str(text) {
+            Some(plain) => Ok(JsonStr::borrowed(plain)),
+            None => serde_json::from_str(text),
+        }
+    }
 }
 
 impl fmt::Debug for JsonStr<'_> {
@@ -93,8 +107,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     }
 }
 
-/// The members of a JSON object, in document order, with their values as raw text.
-pub fn members(object: &str) -> Result<Vec<(JsonStr<'_>, &RawValue)>, serde_json::Error> {
+/// The members of a JSON object, in document order, with their values as raw text. Keys
+/// without escapes, all that Kubernetes writes, are read by the request's scanner
+/// (`flat::plain_keyed_members`); any other object by serde, which also words the errors.
+pub fn members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, serde_json::Error> {
+    match super::flat::plain_keyed_members(object) {
+        Some(members) => Ok((members.into_iter())
+            .map(|(key, value)| (JsonStr::borrowed(key), value))
+            .collect()),
+        None => serde_members(object),
+    }
+}
+
+/// [`members`] read by serde.
+fn serde_members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, serde_json::Error> {
     struct Members;
     impl<'de> Visitor<'de> for Members {
         type Value = Vec<(JsonStr<'de>, &'de RawValue)>;
@@ -110,7 +136,10 @@ pub fn members(object: &str) -> Result<Vec<(JsonStr<'_>, &RawValue)>, serde_json
         }
     }
     let mut de = serde_json::Deserializer::from_str(object);
-    de.deserialize_map(Members)
+    let members = de.deserialize_map(Members)?;
+    Ok((members.into_iter())
+        .map(|(key, value)| (key, value.get()))
+        .collect())
 }
 
 /// The member `key` of the JSON object `object`, as raw text (`null` kept); other members are
@@ -277,6 +306,25 @@ mod tests {
         let m = members(r#"{"z":1,"a\u0041":[2],"m":{"x":null}}"#).unwrap();
         let keys: Vec<_> = m.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["z", "aA", "m"]);
-        assert_eq!(m[2].1.get(), r#"{"x":null}"#);
+        assert_eq!(m[2].1, r#"{"x":null}"#);
+        let plain = members(r#" {"z": 1 ,"a":[2], "m":{"x":null}} "#).unwrap();
+        let plain: Vec<_> = plain.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(plain, [("z", "1"), ("a", "[2]"), ("m", r#"{"x":null}"#)]);
+    }
+
+    /// The scanner's members are serde's wherever it answers; it answers for keys without
+    /// escapes.
+    #[test]
+    fn members_are_serdes() {
+        let doc = r#"{"a":"x","b" : [1, {"c":null}],"d":"\u0041","a":2}"#;
+        for text in crate::json::scan::cut_and_damaged(doc) {
+            let serde = serde_members(&text).ok();
+            let scanned = crate::json::flat::plain_keyed_members(&text);
+            if let Some(scanned) = &scanned {
+                let serde = serde.as_ref().expect("serde reads what the scanner reads");
+                let serde: Vec<_> = serde.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+                assert_eq!(*scanned, serde, "{text}");
+            }
+        }
     }
 }

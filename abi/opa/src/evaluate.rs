@@ -200,7 +200,7 @@ fn settings_from_data(data: Option<&[u8]>) -> Result<Cow<'_, str>, String> {
         }
         write_str(&mut out, key.as_str());
         out.push(':');
-        out.push_str(value.get());
+        out.push_str(value);
     }
     out.push('}');
     Ok(Cow::Owned(out))

@@ -3,8 +3,6 @@
 
 use std::cell::OnceCell;
 
-use serde_json::value::RawValue;
-
 use taintguard::json::{get_in, members, JsonStr, Object};
 use taintguard::taint::{parse_taints, Taint};
 
@@ -25,7 +23,7 @@ pub struct NodeView<'a> {
     annotation_members: OnceCell<Result<AnnotationMembers<'a>, String>>,
 }
 
-type AnnotationMembers<'a> = Vec<(JsonStr<'a>, &'a RawValue)>;
+type AnnotationMembers<'a> = Vec<(JsonStr<'a>, &'a str)>;
 
 /// A member's text unless it is absent or `null`.
 fn non_null(text: Option<&str>) -> Option<&str> {
@@ -88,7 +86,7 @@ impl<'a> NodeView<'a> {
     }
 
     /// The members of `metadata.annotations`; none when it is absent or `null`.
-    fn annotation_members(&self) -> Result<&[(JsonStr<'a>, &'a RawValue)], String> {
+    fn annotation_members(&self) -> Result<&[(JsonStr<'a>, &'a str)], String> {
         let read = || match non_null(self.annotations) {
             Some(annotations) => {
                 members(annotations).map_err(|e| format!("metadata.annotations: {e}"))
@@ -105,8 +103,8 @@ impl<'a> NodeView<'a> {
     pub fn annotation(&self, key: &str) -> Result<Option<String>, String> {
         for (k, v) in self.annotation_members()? {
             if k.as_str() == key {
-                let value: JsonStr = serde_json::from_str(v.get())
-                    .map_err(|e| format!("metadata.annotations.{key}: {e}"))?;
+                let value =
+                    JsonStr::read(v).map_err(|e| format!("metadata.annotations.{key}: {e}"))?;
                 return Ok(Some(value.0.into_owned()));
             }
         }
@@ -158,7 +156,7 @@ impl<'a> NodeView<'a> {
         let mut kept: Vec<(&str, String)> = self
             .annotation_members()?
             .iter()
-            .map(|(k, v)| (k.as_str(), v.get().to_owned()))
+            .map(|(k, v)| (k.as_str(), (*v).to_owned()))
             .collect();
         // Callers edit only what differs, so any edit of a present key, or any value set, is a
         // change. A duplicated key is written once.

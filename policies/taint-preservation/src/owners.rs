@@ -58,7 +58,7 @@ impl OwnerRecord {
     /// so every taint it would cover is judged as an unowned one. Empty usernames own nothing.
     pub fn parse(annotation: Option<&str>) -> OwnerRecord {
         let claim = |value: &str| -> Option<Claim> {
-            if let Ok(owner) = serde_json::from_str::<JsonStr<'_>>(value) {
+            if let Ok(owner) = JsonStr::read(value) {
                 return Some(Claim {
                     owner: owner.0.into_owned(),
                     removed: false,
@@ -74,7 +74,7 @@ impl OwnerRecord {
             members(text)
                 .ok()?
                 .into_iter()
-                .map(|(key, value)| Some((key.0.into_owned(), claim(value.get())?)))
+                .map(|(key, value)| Some((key.0.into_owned(), claim(value)?)))
                 .collect()
         };
         let mut entries = annotation.and_then(read).unwrap_or_default();
