@@ -16,7 +16,7 @@ mod walk;
 
 pub use array::{append_items, items};
 pub use flat::{plain_items, plain_str, plain_strings};
-pub use object::{get_in, Level, MemberReader, Object, Reached};
+pub use object::{fields_in, get_in, Level, MemberReader, Object, Reached};
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 

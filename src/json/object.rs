@@ -294,6 +294,19 @@ impl<'a> Object<'a> {
     }
 }
 
+/// The members `names` of `object`, as [`Object::fields`] finds them; all absent when `object`
+/// is.
+///
+/// # Errors
+///
+/// As [`Object::fields`].
+pub fn fields_in<'a, const N: usize>(
+    object: Option<&Object<'a>>,
+    names: [&str; N],
+) -> Result<[Raw<'a>; N], String> {
+    object.map_or(Ok([Raw(None); N]), |object| object.fields(names))
+}
+
 /// The member `key` of `object`; absent when `object` is (a `metadata` or `spec` the object
 /// lacks, or `null`, has no members).
 ///

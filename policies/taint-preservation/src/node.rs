@@ -3,7 +3,7 @@
 
 use std::cell::OnceCell;
 
-use taintguard::json::{get_in, members, JsonStr, Object};
+use taintguard::json::{fields_in, members, JsonStr, Object};
 use taintguard::taint::{parse_taints, Taint};
 
 /// Members are kept as their text, `null` included (`None`: absent), like
@@ -54,15 +54,16 @@ impl<'a> NodeView<'a> {
             .object("metadata")
             .map_err(|e| format!("{which}: {e}"))?;
         let spec = object.object("spec").map_err(|e| format!("{which}: {e}"))?;
-        let in_metadata =
-            |key: &str| get_in(metadata, key).map_err(|e| format!("{which}.metadata: {e}"));
-        let in_spec = |key: &str| get_in(spec, key).map_err(|e| format!("{which}.spec: {e}"));
-        let name = (in_metadata("name")?)
-            .read::<Option<JsonStr>>()
-            .map_err(|e| format!("{which}.metadata.name: {e}"))?;
+        // Each object's members found in one walk of it.
+        let [name, annotations] = fields_in(metadata, ["name", "annotations"])
+            .map_err(|e| format!("{which}.metadata: {e}"))?;
+        let [taints, unschedulable] = fields_in(spec, ["taints", "unschedulable"])
+            .map_err(|e| format!("{which}.spec: {e}"))?;
+        let name =
+            (name.read::<Option<JsonStr>>()).map_err(|e| format!("{which}.metadata.name: {e}"))?;
         // Each taint is read from its own text, so serde's position is in that taint, not in
         // the list: the message says what is wrong without a path.
-        let taints = parse_taints(in_spec("taints")?.value()).map_err(|e| {
+        let taints = parse_taints(taints.value()).map_err(|e| {
             format!(
                 "{which}.spec.taints: {}",
                 taintguard::json::error::message(&e)
@@ -73,8 +74,8 @@ impl<'a> NodeView<'a> {
             name,
             metadata,
             spec,
-            annotations: in_metadata("annotations")?.text(),
-            unschedulable: in_spec("unschedulable")?.text(),
+            annotations: annotations.text(),
+            unschedulable: unschedulable.text(),
             taints,
             annotation_members: OnceCell::new(),
         })
