@@ -172,6 +172,103 @@ unsafe impl<G: Grow> GlobalAlloc for Arena<G> {
     }
 }
 
+/// C's allocation functions over the arena, exported by the `policy!` macro for wasi-libc's
+/// own rare allocations (its environment and error strings, behind a panic's message). Without
+/// them wasi-libc links its dlmalloc, 8 KB of each module that no request runs: with it
+/// toleration-injection passed its 400 KB budget (benchmarks/cost.md, "Decision work, measured
+/// per function"). A C block carries its size in a header of [`C_ALIGN`] bytes, so that `free`
+/// and `realloc` know it.
+impl<G: Grow> Arena<G> {
+    /// `malloc`: a block of `size` bytes aligned for any C object, or null.
+    ///
+    /// # Safety
+    ///
+    /// As C's `malloc`.
+    pub unsafe fn c_malloc(&self, size: usize) -> *mut u8 {
+        let Some(layout) = c_layout(size) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: a valid layout of non-zero size.
+        let block = unsafe { self.alloc(layout) };
+        if block.is_null() {
+            return block;
+        }
+        // SAFETY: the block is at least the header long and aligned for a `usize`.
+        unsafe {
+            block.cast::<usize>().write(size);
+            block.add(C_ALIGN)
+        }
+    }
+
+    /// `free`: gives back a block from [`Arena::c_malloc`]; null is nothing.
+    ///
+    /// # Safety
+    ///
+    /// As C's `free`: `ptr` is null or a live block of these functions.
+    pub unsafe fn c_free(&self, ptr: *mut u8) {
+        if ptr.is_null() {
+            return;
+        }
+        // SAFETY: a block of `c_malloc`, whose header lies before it and holds its size, with
+        // which its layout was valid.
+        unsafe {
+            let block = ptr.sub(C_ALIGN);
+            let size = block.cast::<usize>().read();
+            self.dealloc(block, c_layout(size).unwrap_or(Layout::new::<u8>()));
+        }
+    }
+
+    /// `calloc`: `n` zeroed objects of `size` bytes, or null when that overflows.
+    ///
+    /// # Safety
+    ///
+    /// As C's `calloc`.
+    pub unsafe fn c_calloc(&self, n: usize, size: usize) -> *mut u8 {
+        let Some(total) = n.checked_mul(size) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: as `malloc`; a non-null block is `total` bytes long.
+        unsafe {
+            let block = self.c_malloc(total);
+            if !block.is_null() {
+                block.write_bytes(0, total);
+            }
+            block
+        }
+    }
+
+    /// `realloc`: the block at `ptr` moved to one of `size` bytes (its bytes kept up to the
+    /// shorter length), or null with `ptr` untouched.
+    ///
+    /// # Safety
+    ///
+    /// As C's `realloc`: `ptr` is null or a live block of these functions.
+    pub unsafe fn c_realloc(&self, ptr: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: as `malloc` and `free`; both blocks are live and distinct, each at least as
+        // long as what is copied.
+        unsafe {
+            if ptr.is_null() {
+                return self.c_malloc(size);
+            }
+            let old = ptr.sub(C_ALIGN).cast::<usize>().read();
+            let block = self.c_malloc(size);
+            if !block.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, block, old.min(size));
+                self.c_free(ptr);
+            }
+            block
+        }
+    }
+}
+
+/// C's strictest alignment on wasm32 (`max_align_t`), and the size of a C block's header.
+pub const C_ALIGN: usize = 16;
+
+/// The layout of a C block of `size` bytes with its header; `None` when it would overflow.
+fn c_layout(size: usize) -> Option<Layout> {
+    Layout::from_size_align(size.checked_add(C_ALIGN)?, C_ALIGN).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +369,35 @@ mod tests {
             assert!(arena.mark.get().is_none());
             // Only the last block's room comes back, never the mark's.
             assert_eq!(arena.next.get(), next - 16);
+        }
+    }
+
+    /// C's functions keep each block's bytes and size, zero what `calloc` hands out, keep the
+    /// shorter length across `realloc`, and refuse sizes that overflow.
+    #[test]
+    fn c_blocks_behave_as_c_asks() {
+        let (_memory, buffer) = buffer(64);
+        let arena = Arena::new(&buffer);
+        // SAFETY: every pointer handed to `c_free` and `c_realloc` is one of these functions'
+        // live blocks, each written within its length.
+        unsafe {
+            let a = arena.c_malloc(5);
+            assert_eq!(a as usize % C_ALIGN, 0);
+            a.copy_from(b"hello".as_ptr(), 5);
+            let zeroed = arena.c_calloc(3, 4);
+            assert_eq!(std::slice::from_raw_parts(zeroed, 12), [0; 12]);
+            let grown = arena.c_realloc(a, 100);
+            assert_eq!(std::slice::from_raw_parts(grown, 5), b"hello");
+            let shrunk = arena.c_realloc(grown, 2);
+            assert_eq!(std::slice::from_raw_parts(shrunk, 2), b"he");
+            arena.c_free(shrunk);
+            arena.c_free(zeroed);
+            arena.c_free(std::ptr::null_mut());
+            assert_eq!(arena.live.get(), 0);
+            assert!(arena.c_malloc(usize::MAX - 8).is_null());
+            assert!(arena.c_calloc(usize::MAX / 2, 3).is_null());
+            let fresh = arena.c_realloc(std::ptr::null_mut(), 7);
+            assert!(!fresh.is_null());
         }
     }
 

@@ -30,6 +30,36 @@ macro_rules! policy {
         static ALLOCATOR: $crate::arena::Arena<$crate::arena::Memory> =
             $crate::arena::Arena::new($crate::arena::Memory);
 
+        // C's allocation functions over the same arena (see `arena`), so that wasi-libc's own
+        // allocator is not linked.
+        #[cfg(target_arch = "wasm32")]
+        #[no_mangle]
+        pub unsafe extern "C" fn malloc(size: usize) -> *mut u8 {
+            // SAFETY: C's contract, passed on.
+            unsafe { ALLOCATOR.c_malloc(size) }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        #[no_mangle]
+        pub unsafe extern "C" fn free(ptr: *mut u8) {
+            // SAFETY: C's contract, passed on.
+            unsafe { ALLOCATOR.c_free(ptr) }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        #[no_mangle]
+        pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut u8 {
+            // SAFETY: C's contract, passed on.
+            unsafe { ALLOCATOR.c_calloc(n, size) }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        #[no_mangle]
+        pub unsafe extern "C" fn realloc(ptr: *mut u8, size: usize) -> *mut u8 {
+            // SAFETY: C's contract, passed on.
+            unsafe { ALLOCATOR.c_realloc(ptr, size) }
+        }
+
         #[no_mangle]
         pub extern "C" fn wapc_init() {
             $crate::register::<$policy>();
