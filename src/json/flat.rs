@@ -1,5 +1,6 @@
-//! Plain strings read without serde: a taint's `key`, `value` and `effect`, the request's
-//! strings.
+//! JSON written plainly, read without serde: strings without escapes and objects whose keys
+//! have none (a taint's fields, the request's strings, annotations and labels). Any other text
+//! goes to serde, which also words the errors.
 
 use super::scan;
 
