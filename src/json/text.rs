@@ -317,6 +317,8 @@ mod tests {
     #[test]
     fn members_are_serdes() {
         let doc = r#"{"a":"x","b" : [1, {"c":null}],"d":"\u0041","a":2}"#;
+        assert!(crate::json::flat::plain_keyed_members(doc).is_some());
+        assert!(crate::json::flat::plain_keyed_members(r#"{"\u0061":1}"#).is_none());
         for text in crate::json::scan::cut_and_damaged(doc) {
             let serde = serde_members(&text).ok();
             let scanned = crate::json::flat::plain_keyed_members(&text);
