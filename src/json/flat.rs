@@ -93,32 +93,14 @@ pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(&str, &str)>> {
 /// refuses a value.
 fn each_member<'a>(
     text: &'a str,
-    mut at: usize,
+    at: usize,
     mut member: impl FnMut(&'a str, usize) -> Option<usize>,
 ) -> Option<usize> {
-    let bytes = text.as_bytes();
-    if bytes.get(at) != Some(&b'{') {
-        return None;
-    }
-    at = scan::whitespace_end(bytes, at + 1);
-    if bytes.get(at) != Some(&b'}') {
-        loop {
-            let key = plain_string(bytes, at)?;
-            at = scan::whitespace_end(bytes, key.end + 1);
-            if bytes.get(at) != Some(&b':') {
-                return None;
-            }
-            at = scan::whitespace_end(bytes, at + 1);
-            let end = member(&text[key], at)?;
-            at = scan::whitespace_end(bytes, end);
-            match bytes.get(at) {
-                Some(b',') => at = scan::whitespace_end(bytes, at + 1),
-                Some(b'}') => break,
-                _ => return None,
-            }
-        }
-    }
-    Some(at + 1)
+    let walked = scan::each_member(text.as_bytes(), at, |key, escaped, at| {
+        let read = (!escaped).then(|| member(&text[key.start + 1..key.end - 1], at));
+        read.flatten().ok_or(scan::Malformed(at))
+    });
+    walked.ok()
 }
 
 /// The string of `literal` when it is one JSON string without escapes, borrowed; `None` for any

@@ -331,30 +331,12 @@ fn read<'a>(
     own: MemberReader<'_, 'a>,
 ) -> Result<(Object<'a>, usize), Unread> {
     let bytes = text.as_bytes();
-    let opened = at;
-    let object = |members, end: usize| Object {
-        members,
-        text: &text[opened..end],
-    };
     let mut members = Vec::with_capacity(16);
-    let mut at = scan::whitespace_end(bytes, at + 1);
-    if bytes.get(at) == Some(&b'}') {
-        return Ok((object(members, at + 1), at + 1));
-    }
-    loop {
-        if bytes.get(at) != Some(&b'"') {
-            return Err(Unread::Malformed(at));
-        }
-        let (key_end, escaped) = scan::escaped_string_end(bytes, at + 1)?;
+    let end = scan::each_member(bytes, at, |key, escaped, at| {
         let key = Key {
-            literal: &text[at..key_end],
+            literal: &text[key],
             escaped,
         };
-        at = scan::whitespace_end(bytes, key_end);
-        if bytes.get(at) != Some(&b':') {
-            return Err(Unread::Malformed(at));
-        }
-        at = scan::whitespace_end(bytes, at + 1);
         let (value, end) = match level.opens(key) {
             _ if let Some(read) = own(key.literal, &text[at..]) => {
                 let value = text.get(at..at + read).ok_or(Unread::Malformed(at))?;
@@ -374,13 +356,13 @@ fn read<'a>(
             }
         };
         members.push((key, value));
-        at = scan::whitespace_end(bytes, end);
-        match bytes.get(at) {
-            Some(b',') => at = scan::whitespace_end(bytes, at + 1),
-            Some(b'}') => return Ok((object(members, at + 1), at + 1)),
-            _ => return Err(Unread::Malformed(at)),
-        }
-    }
+        Ok(end)
+    })?;
+    let object = Object {
+        members,
+        text: &text[at..end],
+    };
+    Ok((object, end))
 }
 
 /// Why [`read`] stopped.

@@ -17,6 +17,8 @@
 //! (serde_json counts no depth while it skips; neither does this, and it does not recurse).
 //! Errors carry only where the text stopped being JSON: callers ask serde_json for the words.
 
+use std::ops::Range;
+
 /// The byte offset at which the text stopped being JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed(pub usize);
@@ -158,6 +160,50 @@ fn literal_end(bytes: &[u8], at: usize, word: &[u8]) -> Result<usize, Malformed>
         _ => {
             let same = (bytes[at..].iter().zip(word)).take_while(|(a, b)| a == b);
             Err(Malformed(at + same.count()))
+        }
+    }
+}
+
+/// Walks the members of the object whose `{` is at `at`: `member` is given each key (the range
+/// of its literal, quotes included, and whether it has escapes) and where its value begins, and
+/// answers where the value ends. The offset past the object's `}`.
+///
+/// The one member walk of the readers that keep members ([`super::Object`]'s and the plain
+/// readers'); [`value_end`], which keeps nothing, walks members in its own loop, with no call
+/// per member.
+///
+/// # Errors
+///
+/// Where the text stops being JSON between the members, or what `member` answers.
+#[inline]
+pub fn each_member<E: From<Malformed>>(
+    bytes: &[u8],
+    mut at: usize,
+    mut member: impl FnMut(Range<usize>, bool, usize) -> Result<usize, E>,
+) -> Result<usize, E> {
+    if bytes.get(at) != Some(&b'{') {
+        return Err(Malformed(at).into());
+    }
+    at = whitespace_end(bytes, at + 1);
+    if bytes.get(at) == Some(&b'}') {
+        return Ok(at + 1);
+    }
+    loop {
+        if bytes.get(at) != Some(&b'"') {
+            return Err(Malformed(at).into());
+        }
+        let (key_end, escaped) = escaped_string_end(bytes, at + 1)?;
+        let key = at..key_end;
+        at = whitespace_end(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return Err(Malformed(at).into());
+        }
+        at = whitespace_end(bytes, at + 1);
+        at = whitespace_end(bytes, member(key, escaped, at)?);
+        match bytes.get(at) {
+            Some(b',') => at = whitespace_end(bytes, at + 1),
+            Some(b'}') => return Ok(at + 1),
+            _ => return Err(Malformed(at).into()),
         }
     }
 }
