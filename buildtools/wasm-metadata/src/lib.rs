@@ -1,7 +1,8 @@
 //! From a linked policy module to a Kubewarden artifact, and the readers every other crate uses:
 //! the one reader of a policy's `metadata.yml` ([`metadata`]), the metadata section a module
 //! carries (`section`), what each execution mode's host needs of a module's interface (`wapc`,
-//! `opa`), the API versions rules may name (`served`) and the post-link finishing of OPA-ABI modules (`opa::finish`).
+//! `opa`), the API versions rules may name (`served`) and the post-link finishing of OPA-ABI modules (`opa::finish`)
+//! and of waPC modules' `memory.copy` (`short_copies`).
 //! `src/bin/embed-metadata.rs` puts them together for `./build.sh`.
 
 pub mod metadata;
@@ -10,5 +11,7 @@ pub mod opa;
 #[cfg(feature = "module")]
 pub mod section;
 pub mod served;
+#[cfg(feature = "module")]
+pub mod short_copies;
 #[cfg(feature = "module")]
 pub mod wapc;

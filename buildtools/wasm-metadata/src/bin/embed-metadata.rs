@@ -1,6 +1,7 @@
 //! `embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM`: writes
 //! OUT_WASM, IN_WASM with the Kubewarden metadata section, after checking the module's interface
-//! for its execution mode.
+//! for its execution mode. A waPC module's `memory.copy` operators first become calls of a copy
+//! function of its own ([`short_copies`]: short copies without a call into the host).
 //!
 //! `--execution-mode gatekeeper|opa` makes the artifact of the same policy for another engine
 //! from the one `metadata.yml`: the mode is overridden and `mutating` set to false (these modules
@@ -10,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use taintguard_wasm_metadata::{metadata, opa, section, wapc};
+use taintguard_wasm_metadata::{metadata, opa, section, short_copies, wapc};
 
 const USAGE: &str =
     "usage: embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM";
@@ -33,7 +34,9 @@ fn run(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("--execution-mode: {e}"))?;
     }
     match meta["executionMode"].as_str() {
-        Some("kubewarden-wapc") => wapc::check(&wasm),
+        Some("kubewarden-wapc") => short_copies::rewrite(&wasm)
+            .map(|rewritten| wasm = rewritten)
+            .and_then(|()| wapc::check(&wasm)),
         Some("gatekeeper" | "opa") => opa::finish(&wasm).map(|finished| wasm = finished),
         _ => Ok(()),
     }

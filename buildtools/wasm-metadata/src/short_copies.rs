@@ -1,0 +1,307 @@
+//! The post-link rewrite of the waPC modules' `memory.copy`: short copies in the module's own
+//! code, long ones as before.
+//!
+//! wasmtime compiles `memory.copy` to a call into the host, about 160 instructions whatever the
+//! length, and a policy's answer is built of short strings: a warning is a dozen copies of a few
+//! bytes each, and the hostpath mutation made 215 copies, a fifth of its guest instructions
+//! (benchmarks/cost.md, "Short copies"). Rust's standard library comes prebuilt with bulk memory,
+//! and under LTO the wasm backend gives every function of a module the union of their features,
+//! so no compiler flag of ours stops it (`-Ctarget-cpu=mvp` included). This rewrite replaces each
+//! `memory.copy` with a call to one function added to the module: up to [`SHORT`] bytes it moves
+//! them with word loads and stores, every load before the first store, so that overlapping blocks
+//! copy as `memory.copy` copies them; anything longer, or empty, it hands to `memory.copy`.
+//!
+//! Re-encoding the module also writes the function indices that `wasm-ld` pads to five bytes in
+//! their shortest form, which takes about a twentieth off each module.
+
+use wasm_encoder::reencode::{self, Reencode, RoundtripReencoder};
+use wasm_encoder::{
+    BlockType, CodeSection, Function, FunctionSection, Instruction, MemArg, Module, TypeSection,
+    ValType,
+};
+use wasmparser::{Operator, Parser, Payload};
+
+/// The longest copy made in the module's own code, in bytes: 16 words loaded, then stored.
+/// Against 64, it took 2-4k more guest instructions off the Pod cases; 256 took nothing more
+/// off any (`bench --instructions`).
+pub const SHORT: u32 = 128;
+
+/// `wasm` with every `memory.copy` of memory 0 calling the added copy function; `wasm` itself
+/// when it has none, or when its memory is 64-bit (the function takes 32-bit addresses).
+///
+/// # Errors
+///
+/// The module cannot be read.
+pub fn rewrite(wasm: &[u8]) -> Result<Vec<u8>, String> {
+    let counts = Counts::of(wasm)?;
+    if counts.copies == 0 || counts.memory64 {
+        return Ok(wasm.to_vec());
+    }
+    let mut rewriter = Rewriter {
+        copy: counts.imported_functions + counts.defined_functions,
+        copy_type: counts.types,
+    };
+    let mut module = Module::new();
+    rewriter
+        .parse_core_module(&mut module, Parser::new(0), wasm)
+        .map_err(|e| format!("rewriting memory.copy: {e}"))?;
+    Ok(module.finish())
+}
+
+/// What the rewrite needs to know before it starts: where the added type and function go.
+#[derive(Default)]
+struct Counts {
+    types: u32,
+    imported_functions: u32,
+    defined_functions: u32,
+    copies: usize,
+    memory64: bool,
+}
+
+impl Counts {
+    fn of(wasm: &[u8]) -> Result<Counts, String> {
+        let err = |e: wasmparser::BinaryReaderError| e.to_string();
+        let mut counts = Counts::default();
+        for payload in Parser::new(0).parse_all(wasm) {
+            match payload.map_err(err)? {
+                Payload::TypeSection(reader) => {
+                    for group in reader {
+                        counts.types += u32::try_from(group.map_err(err)?.types().len())
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                Payload::ImportSection(reader) => {
+                    for import in reader.into_imports() {
+                        match import.map_err(err)?.ty {
+                            wasmparser::TypeRef::Func(_) => counts.imported_functions += 1,
+                            wasmparser::TypeRef::Memory(m) => counts.memory64 |= m.memory64,
+                            _ => {}
+                        }
+                    }
+                }
+                Payload::MemorySection(reader) => {
+                    for memory in reader {
+                        counts.memory64 |= memory.map_err(err)?.memory64;
+                    }
+                }
+                Payload::FunctionSection(reader) => counts.defined_functions = reader.count(),
+                Payload::CodeSectionEntry(body) => {
+                    for op in body.get_operators_reader().map_err(err)? {
+                        if let Operator::MemoryCopy {
+                            dst_mem: 0,
+                            src_mem: 0,
+                        } = op.map_err(err)?
+                        {
+                            counts.copies += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// Re-encodes a module as it was, but for `memory.copy` and the added type and function.
+struct Rewriter {
+    /// The added function's index: after every function the module had.
+    copy: u32,
+    /// Its type's index: after every type the module had.
+    copy_type: u32,
+}
+
+impl Reencode for Rewriter {
+    type Error = std::convert::Infallible;
+
+    fn parse_type_section(
+        &mut self,
+        types: &mut TypeSection,
+        section: wasmparser::TypeSectionReader<'_>,
+    ) -> Result<(), reencode::Error<Self::Error>> {
+        reencode::utils::parse_type_section(self, types, section)?;
+        types.ty().function([ValType::I32; 3], []);
+        Ok(())
+    }
+
+    fn parse_function_section(
+        &mut self,
+        functions: &mut FunctionSection,
+        section: wasmparser::FunctionSectionReader<'_>,
+    ) -> Result<(), reencode::Error<Self::Error>> {
+        reencode::utils::parse_function_section(self, functions, section)?;
+        functions.function(self.copy_type);
+        Ok(())
+    }
+
+    fn parse_code_section(
+        &mut self,
+        code: &mut CodeSection,
+        section: wasmparser::CodeSectionReader<'_>,
+    ) -> Result<(), reencode::Error<Self::Error>> {
+        reencode::utils::parse_code_section(self, code, section)?;
+        code.function(&copy_function());
+        Ok(())
+    }
+
+    fn instruction<'a>(
+        &mut self,
+        op: Operator<'a>,
+    ) -> Result<Instruction<'a>, reencode::Error<Self::Error>> {
+        match op {
+            // Same operands, same effect: (destination, source, length) -> ().
+            Operator::MemoryCopy {
+                dst_mem: 0,
+                src_mem: 0,
+            } => Ok(Instruction::Call(self.copy)),
+            op => RoundtripReencoder.instruction(op),
+        }
+    }
+}
+
+// The added function's parameters.
+const DST: u32 = 0;
+const SRC: u32 = 1;
+const LEN: u32 = 2;
+/// Its first i64 local: eight of them hold the words loaded before any is stored.
+const WORDS: u32 = 3;
+
+/// Unaligned access: the blocks are wherever Rust put them.
+fn byte_aligned(offset: u64) -> MemArg {
+    MemArg {
+        offset,
+        align: 0,
+        memory_index: 0,
+    }
+}
+
+/// The copy function: `(dst, src, len)`, as `memory.copy` takes them.
+///
+/// Each band of lengths `(hi / 2, hi]` is copied as `hi / 16` words from its start and as many
+/// ending at its end, which overlap in the middle and cover every byte; below 8 bytes, two
+/// 32-bit words or three bytes (first, middle, last) do the same.
+fn copy_function() -> Function {
+    let mut f = Function::new([(SHORT / 8, ValType::I64)]);
+    // The long and the empty: `memory.copy` itself (the empty one still checks its addresses).
+    f.instruction(&Instruction::Block(BlockType::Empty));
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::I32Const(SHORT as i32));
+    f.instruction(&Instruction::I32GtU);
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::I32Eqz);
+    f.instruction(&Instruction::I32Or);
+    f.instruction(&Instruction::BrIf(0));
+    let mut hi = SHORT;
+    while hi >= 16 {
+        // len > hi / 2 (and <= hi, as the bands above did not take it)
+        f.instruction(&Instruction::LocalGet(LEN));
+        f.instruction(&Instruction::I32Const((hi / 2) as i32));
+        f.instruction(&Instruction::I32GtU);
+        f.instruction(&Instruction::If(BlockType::Empty));
+        words(&mut f, hi / 16);
+        f.instruction(&Instruction::Return);
+        f.instruction(&Instruction::End);
+        hi /= 2;
+    }
+    // 4..=8 bytes: two 32-bit words.
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::I32Const(4));
+    f.instruction(&Instruction::I32GeU);
+    f.instruction(&Instruction::If(BlockType::Empty));
+    for (slot, from_end) in [(0, false), (1, true)] {
+        address(&mut f, SRC, 4, from_end);
+        f.instruction(&Instruction::I64Load32U(byte_aligned(0)));
+        f.instruction(&Instruction::LocalSet(WORDS + slot));
+    }
+    for (slot, from_end) in [(0, false), (1, true)] {
+        address(&mut f, DST, 4, from_end);
+        f.instruction(&Instruction::LocalGet(WORDS + slot));
+        f.instruction(&Instruction::I64Store32(byte_aligned(0)));
+    }
+    f.instruction(&Instruction::Return);
+    f.instruction(&Instruction::End);
+    // 1..=3 bytes: the first, the middle and the last.
+    let byte = |f: &mut Function, base: u32, at: Byte| {
+        f.instruction(&Instruction::LocalGet(base));
+        match at {
+            Byte::First => {}
+            Byte::Middle => {
+                f.instruction(&Instruction::LocalGet(LEN));
+                f.instruction(&Instruction::I32Const(1));
+                f.instruction(&Instruction::I32ShrU);
+                f.instruction(&Instruction::I32Add);
+            }
+            Byte::Last => {
+                f.instruction(&Instruction::LocalGet(LEN));
+                f.instruction(&Instruction::I32Add);
+                f.instruction(&Instruction::I32Const(1));
+                f.instruction(&Instruction::I32Sub);
+            }
+        }
+    };
+    let bytes = [Byte::First, Byte::Middle, Byte::Last];
+    for (slot, at) in (0..).zip(bytes) {
+        byte(&mut f, SRC, at);
+        f.instruction(&Instruction::I64Load8U(byte_aligned(0)));
+        f.instruction(&Instruction::LocalSet(WORDS + slot));
+    }
+    for (slot, at) in (0..).zip(bytes) {
+        byte(&mut f, DST, at);
+        f.instruction(&Instruction::LocalGet(WORDS + slot));
+        f.instruction(&Instruction::I64Store8(byte_aligned(0)));
+    }
+    f.instruction(&Instruction::Return);
+    f.instruction(&Instruction::End);
+    f.instruction(&Instruction::LocalGet(DST));
+    f.instruction(&Instruction::LocalGet(SRC));
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::MemoryCopy {
+        src_mem: 0,
+        dst_mem: 0,
+    });
+    f.instruction(&Instruction::End);
+    f
+}
+
+/// Which byte of a block of one to three.
+#[derive(Clone, Copy)]
+enum Byte {
+    First,
+    Middle,
+    Last,
+}
+
+/// Pushes `base` or, `from_end`, `base + len - width`: where a word of `width` bytes ending at
+/// the block's end begins.
+fn address(f: &mut Function, base: u32, width: i32, from_end: bool) {
+    f.instruction(&Instruction::LocalGet(base));
+    if from_end {
+        f.instruction(&Instruction::LocalGet(LEN));
+        f.instruction(&Instruction::I32Add);
+        f.instruction(&Instruction::I32Const(width));
+        f.instruction(&Instruction::I32Sub);
+    }
+}
+
+/// Copies `2 * half` 8-byte words: `half` from the block's start, `half` ending at its end; all
+/// loaded, then all stored.
+fn words(f: &mut Function, half: u32) {
+    let spots = (0..half)
+        .map(|i| (i, false))
+        .chain((0..half).map(|i| (i, true)));
+    // From the end, word i begins 8 * (half - i) bytes before it: base + len - 8 * half, + 8 i.
+    let load_or_store = |f: &mut Function, base: u32, (i, from_end): (u32, bool)| {
+        address(f, base, (8 * half) as i32, from_end);
+        byte_aligned(u64::from(8 * i))
+    };
+    for (slot, spot) in spots.clone().enumerate() {
+        let memarg = load_or_store(f, SRC, spot);
+        f.instruction(&Instruction::I64Load(memarg));
+        f.instruction(&Instruction::LocalSet(WORDS + slot as u32));
+    }
+    for (slot, spot) in spots.enumerate() {
+        let memarg = load_or_store(f, DST, spot);
+        f.instruction(&Instruction::LocalGet(WORDS + slot as u32));
+        f.instruction(&Instruction::I64Store(memarg));
+    }
+}
