@@ -3,7 +3,7 @@
 //! longest short copy, blocks apart and overlapping either way, and a trap where `memory.copy`
 //! traps. The policies' own tests run the rewritten artifacts.
 
-use taintguard_host::wasmtime::{Engine, Instance, Module, Store};
+use taintguard_host::wasmtime::{Engine, Instance, Memory, Module, Store, TypedFunc};
 use taintguard_wasm_metadata::short_copies::{rewrite, SHORT};
 use wasm_encoder::{
     CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, MemorySection,
@@ -77,17 +77,35 @@ fn copies_and_functions(wasm: &[u8]) -> (usize, usize) {
     (copies, functions)
 }
 
-/// Memory's first [`SPAN`] bytes after `copy(dst, src, len)` on a fresh instance whose memory
-/// held a pattern; `None` when the call traps.
-fn after_copy(engine: &Engine, module: &Module, dst: u32, src: u32, len: u32) -> Option<Vec<u8>> {
-    let mut store = Store::new(engine, ());
-    let instance = Instance::new(&mut store, module, &[]).unwrap();
-    let memory = instance.get_memory(&mut store, "memory").unwrap();
-    let pattern: Vec<u8> = (0..SPAN).map(|i| (i * 7 + 3) as u8).collect();
-    memory.write(&mut store, 0, &pattern).unwrap();
-    let copy = (instance.get_typed_func::<(u32, u32, u32), ()>(&mut store, "copy")).unwrap();
-    copy.call(&mut store, (dst, src, len)).ok()?;
-    Some(memory.data(&store)[..SPAN].to_vec())
+/// A module's instance, whose `copy` is called on memory holding a pattern each time. A trap
+/// leaves the instance usable: wasmtime unwinds it, and the pattern is written anew.
+struct Copier {
+    store: Store<()>,
+    memory: Memory,
+    copy: TypedFunc<(u32, u32, u32), ()>,
+}
+
+impl Copier {
+    fn new(engine: &Engine, wasm: &[u8]) -> Copier {
+        let module = Module::new(engine, wasm).unwrap();
+        let mut store = Store::new(engine, ());
+        let instance = Instance::new(&mut store, &module, &[]).unwrap();
+        let memory = instance.get_memory(&mut store, "memory").unwrap();
+        let copy = instance.get_typed_func(&mut store, "copy").unwrap();
+        Copier {
+            store,
+            memory,
+            copy,
+        }
+    }
+
+    /// Memory's first [`SPAN`] bytes after `copy(dst, src, len)`; `None` when it traps.
+    fn after_copy(&mut self, dst: u32, src: u32, len: u32) -> Option<Vec<u8>> {
+        let pattern: Vec<u8> = (0..SPAN).map(|i| (i * 7 + 3) as u8).collect();
+        self.memory.write(&mut self.store, 0, &pattern).unwrap();
+        self.copy.call(&mut self.store, (dst, src, len)).ok()?;
+        Some(self.memory.data(&self.store)[..SPAN].to_vec())
+    }
 }
 
 #[test]
@@ -117,8 +135,8 @@ fn rewrites_every_copy_into_a_call_and_the_module_stays_valid() {
 #[test]
 fn copies_as_memory_copy_does() {
     let engine = Engine::default();
-    let original = Module::new(&engine, module(true)).unwrap();
-    let rewritten = Module::new(&engine, rewrite(&module(true)).unwrap()).unwrap();
+    let mut original = Copier::new(&engine, &module(true));
+    let mut rewritten = Copier::new(&engine, &rewrite(&module(true)).unwrap());
     // Blocks apart, the same block, and overlapping by every distance up to past the longest
     // short copy, in either direction.
     let mut places = vec![(600, 100), (100, 600), (300, 300)];
@@ -129,8 +147,8 @@ fn copies_as_memory_copy_does() {
     let mut cases = 0;
     for len in 0..=SHORT + 40 {
         for &(dst, src) in &places {
-            let want = after_copy(&engine, &original, dst, src, len);
-            let got = after_copy(&engine, &rewritten, dst, src, len);
+            let want = original.after_copy(dst, src, len);
+            let got = rewritten.after_copy(dst, src, len);
             assert_eq!(got, want, "copy({dst}, {src}, {len})");
             cases += 1;
         }
@@ -145,7 +163,7 @@ fn copies_as_memory_copy_does() {
         (PAGE + 1, 0, 0),
         (0, PAGE + 1, 0),
     ] {
-        assert_eq!(after_copy(&engine, &original, dst, src, len), None);
-        assert_eq!(after_copy(&engine, &rewritten, dst, src, len), None);
+        assert_eq!(original.after_copy(dst, src, len), None);
+        assert_eq!(rewritten.after_copy(dst, src, len), None);
     }
 }

@@ -7,9 +7,10 @@
 //! (benchmarks/cost.md, "Short copies"). Rust's standard library comes prebuilt with bulk memory,
 //! and under LTO the wasm backend gives every function of a module the union of their features,
 //! so no compiler flag of ours stops it (`-Ctarget-cpu=mvp` included). This rewrite replaces each
-//! `memory.copy` with a call to one function added to the module: up to [`SHORT`] bytes it moves
-//! them with word loads and stores, every load before the first store, so that overlapping blocks
-//! copy as `memory.copy` copies them; anything longer, or empty, it hands to `memory.copy`.
+//! `memory.copy` with a call to one function added to the module, which moves up to [`SHORT`]
+//! bytes with word loads and stores: up to 16 bytes every load before the first store, so that
+//! overlapping blocks copy as `memory.copy` copies them, and longer blocks when they do not
+//! overlap. Anything else (longer, overlapping longer, or empty) it hands to `memory.copy`.
 //!
 //! Re-encoding the module also writes the function indices that `wasm-ld` pads to five bytes in
 //! their shortest form, which takes about a twentieth off each module.
@@ -21,10 +22,11 @@ use wasm_encoder::{
 };
 use wasmparser::{Operator, Parser, Payload};
 
-/// The longest copy made in the module's own code, in bytes: 16 words loaded, then stored.
-/// Against 64, it took 2-4k more guest instructions off the Pod cases; 256 took nothing more
-/// off any (`bench --instructions`).
-pub const SHORT: u32 = 128;
+/// The longest copy made in the module's own code, in bytes. Each doubling from 64 took a little
+/// more off the hostpath mutation (its per-function count: 64 -> 128 157.1k -> 153.1k, and
+/// 128 -> 256 150.1k -> 149.0k after the dispatch below), the longest band costing 32
+/// load-store pairs of code.
+pub const SHORT: u32 = 256;
 
 /// `wasm` with every `memory.copy` of memory 0 calling the added copy function; `wasm` itself
 /// when it has none, or when its memory is 64-bit (the function takes 32-bit addresses).
@@ -163,7 +165,7 @@ impl Reencode for Rewriter {
 const DST: u32 = 0;
 const SRC: u32 = 1;
 const LEN: u32 = 2;
-/// Its first i64 local: eight of them hold the words loaded before any is stored.
+/// Its first i64 local: three of them hold what is loaded before any is stored.
 const WORDS: u32 = 3;
 
 /// Unaligned access: the blocks are wherever Rust put them.
@@ -177,50 +179,91 @@ fn byte_aligned(offset: u64) -> MemArg {
 
 /// The copy function: `(dst, src, len)`, as `memory.copy` takes them.
 ///
-/// Each band of lengths `(hi / 2, hi]` is copied as `hi / 16` words from its start and as many
-/// ending at its end, which overlap in the middle and cover every byte; below 8 bytes, two
-/// 32-bit words or three bytes (first, middle, last) do the same.
+/// Most copies are a few bytes, so lengths 1 to 16 are told apart first. Each band of lengths
+/// `(hi / 2, hi]` from 9 bytes up is copied as `hi / 16` words from its start and as many ending at its
+/// end, which overlap in the middle and cover every byte; 4 to 8 bytes as two 32-bit words the
+/// same way, 1 to 3 as their first, middle and last byte.
 fn copy_function() -> Function {
-    let mut f = Function::new([(SHORT / 8, ValType::I64)]);
-    // The long and the empty: `memory.copy` itself (the empty one still checks its addresses).
-    f.instruction(&Instruction::Block(BlockType::Empty));
-    f.instruction(&Instruction::LocalGet(LEN));
-    f.instruction(&Instruction::I32Const(SHORT as i32));
-    f.instruction(&Instruction::I32GtU);
-    f.instruction(&Instruction::LocalGet(LEN));
-    f.instruction(&Instruction::I32Eqz);
-    f.instruction(&Instruction::I32Or);
-    f.instruction(&Instruction::BrIf(0));
-    let mut hi = SHORT;
-    while hi >= 16 {
-        // len > hi / 2 (and <= hi, as the bands above did not take it)
+    let mut f = Function::new([(3, ValType::I64)]);
+    let compare = |f: &mut Function, bound: u32, op: Instruction<'static>| {
         f.instruction(&Instruction::LocalGet(LEN));
-        f.instruction(&Instruction::I32Const((hi / 2) as i32));
-        f.instruction(&Instruction::I32GtU);
+        f.instruction(&Instruction::I32Const(bound as i32));
+        f.instruction(&op);
+    };
+    // What this block does not copy and return from, `memory.copy` copies after it: the long,
+    // the overlapping longer than 16 bytes, and the empty (whose addresses it still checks).
+    f.instruction(&Instruction::Block(BlockType::Empty));
+    // 1..=16 bytes: len - 1 < 16, which 0 wraps past.
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::I32Const(1));
+    f.instruction(&Instruction::I32Sub);
+    f.instruction(&Instruction::I32Const(16));
+    f.instruction(&Instruction::I32LtU);
+    f.instruction(&Instruction::If(BlockType::Empty));
+    compare(&mut f, 8, Instruction::I32GtU);
+    f.instruction(&Instruction::If(BlockType::Empty));
+    words(&mut f, 1, false);
+    f.instruction(&Instruction::Return);
+    f.instruction(&Instruction::End);
+    compare(&mut f, 4, Instruction::I32GeU);
+    f.instruction(&Instruction::If(BlockType::Empty));
+    four_to_eight(&mut f);
+    f.instruction(&Instruction::Return);
+    f.instruction(&Instruction::End);
+    one_to_three(&mut f);
+    f.instruction(&Instruction::Return);
+    f.instruction(&Instruction::End);
+    // 17..=SHORT bytes of blocks apart, widest band first: each word stored as it is loaded, as
+    // sixteen words held at once made the function save registers on every call. Blocks that
+    // overlap (dst - src and src - dst, unsigned, both at least len when they do not) are left
+    // to `memory.copy`.
+    compare(&mut f, SHORT, Instruction::I32GtU);
+    f.instruction(&Instruction::BrIf(0));
+    for (from, to) in [(DST, SRC), (SRC, DST)] {
+        f.instruction(&Instruction::LocalGet(from));
+        f.instruction(&Instruction::LocalGet(to));
+        f.instruction(&Instruction::I32Sub);
+        f.instruction(&Instruction::LocalGet(LEN));
+        f.instruction(&Instruction::I32LtU);
+        f.instruction(&Instruction::BrIf(0));
+    }
+    let mut hi = SHORT;
+    while hi >= 32 {
+        compare(&mut f, hi / 2, Instruction::I32GtU);
         f.instruction(&Instruction::If(BlockType::Empty));
-        words(&mut f, hi / 16);
+        words(&mut f, hi / 16, true);
         f.instruction(&Instruction::Return);
         f.instruction(&Instruction::End);
         hi /= 2;
     }
-    // 4..=8 bytes: two 32-bit words.
+    f.instruction(&Instruction::End);
+    f.instruction(&Instruction::LocalGet(DST));
+    f.instruction(&Instruction::LocalGet(SRC));
     f.instruction(&Instruction::LocalGet(LEN));
-    f.instruction(&Instruction::I32Const(4));
-    f.instruction(&Instruction::I32GeU);
-    f.instruction(&Instruction::If(BlockType::Empty));
+    f.instruction(&Instruction::MemoryCopy {
+        src_mem: 0,
+        dst_mem: 0,
+    });
+    f.instruction(&Instruction::End);
+    f
+}
+
+/// Copies 4 to 8 bytes: a 32-bit word from the start and one ending at the end.
+fn four_to_eight(f: &mut Function) {
     for (slot, from_end) in [(0, false), (1, true)] {
-        address(&mut f, SRC, 4, from_end);
+        address(f, SRC, 4, from_end);
         f.instruction(&Instruction::I64Load32U(byte_aligned(0)));
         f.instruction(&Instruction::LocalSet(WORDS + slot));
     }
     for (slot, from_end) in [(0, false), (1, true)] {
-        address(&mut f, DST, 4, from_end);
+        address(f, DST, 4, from_end);
         f.instruction(&Instruction::LocalGet(WORDS + slot));
         f.instruction(&Instruction::I64Store32(byte_aligned(0)));
     }
-    f.instruction(&Instruction::Return);
-    f.instruction(&Instruction::End);
-    // 1..=3 bytes: the first, the middle and the last.
+}
+
+/// Copies 1 to 3 bytes: the first, the middle and the last.
+fn one_to_three(f: &mut Function) {
     let byte = |f: &mut Function, base: u32, at: Byte| {
         f.instruction(&Instruction::LocalGet(base));
         match at {
@@ -241,26 +284,15 @@ fn copy_function() -> Function {
     };
     let bytes = [Byte::First, Byte::Middle, Byte::Last];
     for (slot, at) in (0..).zip(bytes) {
-        byte(&mut f, SRC, at);
+        byte(f, SRC, at);
         f.instruction(&Instruction::I64Load8U(byte_aligned(0)));
         f.instruction(&Instruction::LocalSet(WORDS + slot));
     }
     for (slot, at) in (0..).zip(bytes) {
-        byte(&mut f, DST, at);
+        byte(f, DST, at);
         f.instruction(&Instruction::LocalGet(WORDS + slot));
         f.instruction(&Instruction::I64Store8(byte_aligned(0)));
     }
-    f.instruction(&Instruction::Return);
-    f.instruction(&Instruction::End);
-    f.instruction(&Instruction::LocalGet(DST));
-    f.instruction(&Instruction::LocalGet(SRC));
-    f.instruction(&Instruction::LocalGet(LEN));
-    f.instruction(&Instruction::MemoryCopy {
-        src_mem: 0,
-        dst_mem: 0,
-    });
-    f.instruction(&Instruction::End);
-    f
 }
 
 /// Which byte of a block of one to three.
@@ -283,25 +315,35 @@ fn address(f: &mut Function, base: u32, width: i32, from_end: bool) {
     }
 }
 
-/// Copies `2 * half` 8-byte words: `half` from the block's start, `half` ending at its end; all
-/// loaded, then all stored.
-fn words(f: &mut Function, half: u32) {
+/// Copies `2 * half` 8-byte words: `half` from the block's start, `half` ending at its end.
+/// `apart`: the blocks do not overlap, and each word is stored as soon as it is loaded;
+/// otherwise all are loaded first, then stored.
+fn words(f: &mut Function, half: u32, apart: bool) {
     let spots = (0..half)
         .map(|i| (i, false))
         .chain((0..half).map(|i| (i, true)));
     // From the end, word i begins 8 * (half - i) bytes before it: base + len - 8 * half, + 8 i.
-    let load_or_store = |f: &mut Function, base: u32, (i, from_end): (u32, bool)| {
+    let at = |f: &mut Function, base: u32, (i, from_end): (u32, bool)| {
         address(f, base, (8 * half) as i32, from_end);
         byte_aligned(u64::from(8 * i))
     };
-    for (slot, spot) in spots.clone().enumerate() {
-        let memarg = load_or_store(f, SRC, spot);
-        f.instruction(&Instruction::I64Load(memarg));
-        f.instruction(&Instruction::LocalSet(WORDS + slot as u32));
+    if apart {
+        for spot in spots {
+            let store = at(f, DST, spot);
+            let load = at(f, SRC, spot);
+            f.instruction(&Instruction::I64Load(load));
+            f.instruction(&Instruction::I64Store(store));
+        }
+        return;
     }
-    for (slot, spot) in spots.enumerate() {
-        let memarg = load_or_store(f, DST, spot);
-        f.instruction(&Instruction::LocalGet(WORDS + slot as u32));
-        f.instruction(&Instruction::I64Store(memarg));
+    for (slot, spot) in (0..).zip(spots.clone()) {
+        let load = at(f, SRC, spot);
+        f.instruction(&Instruction::I64Load(load));
+        f.instruction(&Instruction::LocalSet(WORDS + slot));
+    }
+    for (slot, spot) in (0..).zip(spots) {
+        let store = at(f, DST, spot);
+        f.instruction(&Instruction::LocalGet(WORDS + slot));
+        f.instruction(&Instruction::I64Store(store));
     }
 }
