@@ -37,8 +37,13 @@ pub enum Decision {
     /// builds (every test, every fuzz run) check on each verdict; release builds do not read
     /// it a second time, as a mutation's least cost does not (benchmarks/cost.md). The
     /// mutating half also checks that engines can read it back (`policy::try_run`): syntax
-    /// alone allows any nesting, a `serde_json::Value` only 127 levels.
-    Mutate(String),
+    /// alone allows any nesting, a `serde_json::Value` only 127 levels. `nesting`, when the
+    /// policy's writer knew it, is how many levels `object` nests at most, and spares that
+    /// check its walk of the object.
+    Mutate {
+        object: String,
+        nesting: Option<usize>,
+    },
     /// Refused. `code` is HTTP-style: 403 refused, 400 malformed input or settings.
     Reject { code: u16, message: String },
 }
@@ -47,7 +52,8 @@ impl PartialEq for Decision {
     fn eq(&self, other: &Decision) -> bool {
         match (self, other) {
             (Decision::Accept, Decision::Accept) => true,
-            (Decision::Mutate(a), Decision::Mutate(b)) => a == b,
+            // The same object is the same mutation, whatever its writer knew of it.
+            (Decision::Mutate { object: a, .. }, Decision::Mutate { object: b, .. }) => a == b,
             (
                 Decision::Reject { code, message },
                 Decision::Reject {
@@ -81,11 +87,23 @@ impl Verdict {
 
     /// Admits `object` (JSON text, see [`Decision::Mutate`]) instead of the object sent.
     pub fn mutate(object: String) -> Verdict {
+        Verdict::mutate_nesting(object, None)
+    }
+
+    /// [`Verdict::mutate`] of an object known to nest at most `nesting` levels, as an
+    /// [`Object`](crate::json::Object) written with edits does: the object the request sent
+    /// nests [`Object::nesting`](crate::json::Object::nesting) levels, and each edit as deep as
+    /// its place and its own text. Debug builds check the bound.
+    pub fn mutate_nesting(object: String, nesting: Option<usize>) -> Verdict {
         debug_assert!(
             serde_json::from_str::<serde::de::IgnoredAny>(&object).is_ok(),
             "a policy's edits made an object that is not JSON: {object}"
         );
-        Verdict::from(Decision::Mutate(object))
+        debug_assert!(
+            nesting.is_none_or(|n| crate::json::nested_past(&object, n).is_none()),
+            "the object nests deeper than its writer's {nesting:?} levels: {object}"
+        );
+        Verdict::from(Decision::Mutate { object, nesting })
     }
 
     pub fn reject(code: u16, message: impl Into<String>) -> Verdict {
@@ -97,7 +115,7 @@ impl Verdict {
 
     /// The same verdict for an engine that cannot mutate: a mutation becomes a plain admission.
     pub fn without_mutation(mut self) -> Verdict {
-        if let Decision::Mutate(_) = self.decision {
+        if let Decision::Mutate { .. } = self.decision {
             self.decision = Decision::Accept;
         }
         self
@@ -110,7 +128,7 @@ impl Verdict {
     /// The object to admit instead of the one sent, if the policy changed it.
     pub fn mutated_object(&self) -> Option<&str> {
         match &self.decision {
-            Decision::Mutate(object) => Some(object),
+            Decision::Mutate { object, .. } => Some(object),
             _ => None,
         }
     }

@@ -24,6 +24,10 @@ pub struct Object<'a> {
     members: Vec<(Key<'a>, Member<'a>)>,
     /// The object's own text, braces included: the members' texts lie in it.
     text: &'a str,
+    /// At most how many levels of arrays and objects its text nests, itself the first:
+    /// [`scan::SHALLOW`] for each member kept as text, unless it is deeper, which makes this
+    /// `usize::MAX`, as does a member an engine's own reader read.
+    nesting: usize,
 }
 
 /// A member's key: its string literal as written, and whether it has escapes. Most keys have
@@ -190,6 +194,16 @@ impl<'a> Object<'a> {
         }
     }
 
+    /// At most how many levels of arrays and objects the object's text nests, itself the first,
+    /// as its reader told: each member kept as text nests at most [`scan::SHALLOW`] levels
+    /// unless it nests deeper, which makes this `usize::MAX`, as does a member an engine's own
+    /// reader read ([`Object::parse_reading`]). A mutation written from the object nests no
+    /// deeper than this or than what it writes in, which engines then read back without a walk
+    /// of its text (see [`super::nested_past`]).
+    pub fn nesting(&self) -> usize {
+        self.nesting
+    }
+
     fn member(&self, key: &str) -> Result<Option<&Member<'a>>, String> {
         Ok(self.position(key)?.map(|i| &self.members[i].1))
     }
@@ -332,35 +346,45 @@ fn read<'a>(
 ) -> Result<(Object<'a>, usize), Unread> {
     let bytes = text.as_bytes();
     let mut members = Vec::with_capacity(16);
+    let (mut deepest, mut deep) = (0, false);
     let end = scan::each_member(bytes, at, |key, escaped, at| {
         let key = Key {
             literal: &text[key],
             escaped,
         };
-        let (value, end) = match level.opens(key) {
+        let (value, end, nesting) = match level.opens(key) {
             _ if let Some(read) = own(key.literal, &text[at..]) => {
                 let value = text.get(at..at + read).ok_or(Unread::Malformed(at))?;
-                (Member::Raw(value), at + read)
+                (Member::Raw(value), at + read, usize::MAX)
             }
             Some(inner) if bytes.get(at) == Some(&b'{') => {
                 let (object, end) = read(text, at, inner, &mut |_, _| None)?;
-                (Member::Object(object), end)
+                let nesting = object.nesting;
+                (Member::Object(object), end, nesting)
             }
-            Some(_) if text[at..].starts_with("null") => (Member::Raw(&text[at..at + 4]), at + 4),
+            Some(_) if text[at..].starts_with("null") => {
+                (Member::Raw(&text[at..at + 4]), at + 4, 0)
+            }
             opened => {
-                let end = scan::value_end(bytes, at)?;
+                let end = scan::value_end_deep(bytes, at, &mut deep)?;
                 if opened.is_some() {
                     return Err(Unread::NotAnObject(at, end));
                 }
-                (Member::Raw(&text[at..end]), end)
+                (Member::Raw(&text[at..end]), end, scan::SHALLOW)
             }
         };
+        deepest = deepest.max(nesting);
         members.push((key, value));
         Ok(end)
     })?;
     let object = Object {
         members,
         text: &text[at..end],
+        nesting: if deep {
+            usize::MAX
+        } else {
+            deepest.saturating_add(1)
+        },
     };
     Ok((object, end))
 }
@@ -642,6 +666,42 @@ mod tests {
                     && err.to_string().contains(&format!("object.{path}")),
                 "{text}: {err}"
             );
+        }
+    }
+
+    /// The nesting an object tells bounds its text's, and a mutation written from it; a member
+    /// nesting past the scanner's word makes it unknown.
+    #[test]
+    fn tells_at_most_how_deep_it_nests() {
+        let deep = format!(
+            "{}{}",
+            "[".repeat(scan::SHALLOW + 1),
+            "]".repeat(scan::SHALLOW + 1)
+        );
+        let shallow = format!("{}{}", "[".repeat(scan::SHALLOW), "]".repeat(scan::SHALLOW));
+        // (text, the bound it tells)
+        let cases = [
+            ("{}".to_owned(), Some(1)),
+            (r#"{"a":1}"#.to_owned(), Some(1 + scan::SHALLOW)),
+            (r#"{"spec":{"template":{"spec":{}}}}"#.to_owned(), Some(4)),
+            (
+                r#"{"spec":null,"metadata":{"a":[]}}"#.to_owned(),
+                Some(2 + scan::SHALLOW),
+            ),
+            (
+                format!(r#"{{"status":{shallow}}}"#),
+                Some(1 + scan::SHALLOW),
+            ),
+            (format!(r#"{{"status":{deep}}}"#), None),
+            (format!(r#"{{"spec":{{"x":{deep}}}}}"#), None),
+        ];
+        for (text, bound) in cases {
+            let object = Object::parse(&text).unwrap();
+            let told = (object.nesting() != usize::MAX).then_some(object.nesting());
+            assert_eq!(told, bound, "{text}");
+            if let Some(n) = told {
+                assert!(super::super::nested_past(&text, n).is_none(), "{text}");
+            }
         }
     }
 

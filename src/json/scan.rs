@@ -14,7 +14,8 @@
 //! test holds the two together): strings without raw control characters and with known escapes
 //! (a `\u` escape needs four hex digits, whatever they are: serde_json checks surrogates only in
 //! strings it decodes), numbers in JSON's grammar, `true`, `false`, `null`, and any nesting
-//! (serde_json counts no depth while it skips; neither does this, and it does not recurse).
+//! (serde_json limits no depth while it skips; neither does this, and it does not recurse: it
+//! only tells whether a value nests past [`SHALLOW`] levels, [`value_end_deep`]).
 //! Errors carry only where the text stopped being JSON: callers ask serde_json for the words.
 
 use std::ops::Range;
@@ -221,13 +222,37 @@ fn key_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
     }
 }
 
+/// The levels of arrays and objects the scanner keeps in a word; a value nesting deeper spills
+/// the outer ones into a `Vec`.
+pub const SHALLOW: usize = 64;
+
 /// The offset past the value that begins at `at`, after whitespace; containers whole.
 ///
 /// # Errors
 ///
 /// Where the text stops being JSON, inside the value or at its end.
-pub fn value_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
-    let mut open = Nesting::default();
+#[inline]
+pub fn value_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
+    value_end_deep(bytes, at, &mut false)
+}
+
+/// [`value_end`], which also sets `deep` when the value nests more than [`SHALLOW`] levels of
+/// arrays and objects. A mutation that copies values known to nest no deeper is read back by
+/// engines without a walk of its text (see [`super::nested_past`]). `deep` is written only when
+/// it happens: counting every level, and returning the count, cost a tenth more skipping
+/// (incident 1, per-function counts: benchmarks/cost.md, "The mutation's nesting, told by the
+/// reader"); this, about 1.5%.
+///
+/// # Errors
+///
+/// As [`value_end`].
+pub fn value_end_deep(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<usize, Malformed> {
+    let mut open = Nesting {
+        top: 0,
+        spilled: None,
+        depth: 0,
+        deep,
+    };
     loop {
         // A value begins here.
         at = whitespace_end(bytes, at);
@@ -235,6 +260,7 @@ pub fn value_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
             Some(b'{') => {
                 at = whitespace_end(bytes, at + 1);
                 if bytes.get(at) == Some(&b'}') {
+                    open.empty();
                     at += 1;
                 } else {
                     open.push(true);
@@ -245,6 +271,7 @@ pub fn value_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
             Some(b'[') => {
                 at = whitespace_end(bytes, at + 1);
                 if bytes.get(at) == Some(&b']') {
+                    open.empty();
                     at += 1;
                 } else {
                     open.push(false);
@@ -284,31 +311,42 @@ pub fn value_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
 
 /// The containers open around the cursor, innermost last: a bit each (object or array), the
 /// innermost 64 in a word and the outer ones spilled, so no nesting is too deep to skip.
-#[derive(Default)]
-struct Nesting {
+struct Nesting<'d> {
     top: u64,
     /// `None` until the 65th level: an empty `Vec` is still dropped through a call, once per
     /// value skipped (benchmarks/cost.md, "Decision work, measured per function").
     spilled: Option<Vec<u64>>,
     depth: usize,
+    /// Set when a container opens past [`SHALLOW`] levels, an empty one included: written
+    /// only then, so that telling costs nothing until it happens.
+    deep: &'d mut bool,
 }
 
-impl Nesting {
+impl Nesting<'_> {
     #[inline(always)]
     fn push(&mut self, object: bool) {
-        if self.depth > 0 && self.depth.is_multiple_of(64) {
+        if self.depth > 0 && self.depth.is_multiple_of(SHALLOW) {
             self.spilled.get_or_insert_default().push(self.top);
             self.top = 0;
+            *self.deep = true;
         }
         self.top = (self.top << 1) | u64::from(object);
         self.depth += 1;
+    }
+
+    /// An empty container, opened and closed at once.
+    #[inline(always)]
+    fn empty(&mut self) {
+        if self.depth >= SHALLOW {
+            *self.deep = true;
+        }
     }
 
     #[inline(always)]
     fn pop(&mut self) {
         self.top >>= 1;
         self.depth -= 1;
-        if self.depth > 0 && self.depth.is_multiple_of(64) {
+        if self.depth > 0 && self.depth.is_multiple_of(SHALLOW) {
             self.top = (self.spilled.as_mut())
                 .and_then(Vec::pop)
                 .unwrap_or_default();
@@ -451,6 +489,37 @@ mod tests {
                 assert!(value_end(short.as_bytes(), 0).is_err(), "{depth}");
             }
         }
+    }
+
+    /// A value is deep exactly when the walk of `nested_past` finds it nesting past
+    /// [`SHALLOW`] levels, on every text the scanner accepts.
+    #[test]
+    fn tells_a_deep_value_as_the_walk_does() {
+        let doc = r#"{"metadata":{"name":"n\"1","labels":{"a/b":"[{x"}},"spec":{"taints":[{"key":"k","e":{}}],"n":[[],[[1]],true]},"s":"]]"}"#;
+        let mut texts = cut_and_damaged(doc);
+        for depth in [SHALLOW - 1, SHALLOW, SHALLOW + 1, 2 * SHALLOW + 1] {
+            texts.push(format!("{}{}", "[".repeat(depth), "]".repeat(depth)));
+            texts.push(format!(
+                "{}{{}}{}",
+                r#"{"a":["#.repeat(depth / 2),
+                "]}".repeat(depth / 2)
+            ));
+            texts.push(format!(
+                "[{}1{}, 2]",
+                "[".repeat(depth - 1),
+                "]".repeat(depth - 1)
+            ));
+        }
+        let (mut shallow, mut deep) = (0, 0);
+        for text in texts {
+            let mut is_deep = false;
+            if let Ok(end) = value_end_deep(text.as_bytes(), 0, &mut is_deep) {
+                let walked = super::super::nested_past(&text[..end], SHALLOW).is_some();
+                assert_eq!(is_deep, walked, "{text}");
+                *(if is_deep { &mut deep } else { &mut shallow }) += 1;
+            }
+        }
+        assert!(shallow > 20 && deep >= 4, "{shallow} {deep}");
     }
 
     #[test]

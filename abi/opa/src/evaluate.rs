@@ -177,7 +177,7 @@ fn violation_set<P: Policy>(verdict: &Verdict) -> String {
                 code: *code,
             },
         }]),
-        Decision::Accept | Decision::Mutate(_) => result_set([(); 0]),
+        Decision::Accept | Decision::Mutate { .. } => result_set([(); 0]),
     }
 }
 
@@ -284,7 +284,7 @@ fn review_set(uid: &str, verdict: &Verdict) -> String {
             message,
             code: *code,
         }),
-        Decision::Accept | Decision::Mutate(_) => None,
+        Decision::Accept | Decision::Mutate { .. } => None,
     };
     result_set(AdmissionReview {
         api_version: "admission.k8s.io/v1",

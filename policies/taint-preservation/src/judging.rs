@@ -143,7 +143,7 @@ impl<'a> Judging<'a> {
             let mut verdict = if edits.is_empty() {
                 Verdict::accept()
             } else {
-                Verdict::mutate(self.new.apply(&edits)?)
+                Verdict::mutate_nesting(self.new.apply(&edits)?, Some(self.edited_nesting()))
             };
             verdict.warnings = self.warnings(&findings, &attempted);
             verdict
@@ -155,6 +155,15 @@ impl<'a> Judging<'a> {
             wants,
             node: self.node_name.clone(),
         })
+    }
+
+    /// How many levels the node with this policy's edits nests at most: the edits copy taints
+    /// from the request's two objects into `spec.taints` (a list at level 3, each taint where it
+    /// was), and write strings into `metadata.annotations` (level 3) beside values the node had,
+    /// and a boolean into `spec`. So no deeper than either object, or 3.
+    fn edited_nesting(&self) -> usize {
+        let old = self.old.as_ref().map_or(0, NodeView::nesting);
+        self.new.nesting().max(old).max(3)
     }
 
     /// A warning per finding: who may not do what, and what the patch does about it.

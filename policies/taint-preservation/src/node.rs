@@ -112,6 +112,12 @@ impl<'a> NodeView<'a> {
         Ok(None)
     }
 
+    /// How many levels of arrays and objects the node's text nests, as its reader counted them
+    /// ([`Object::nesting`]).
+    pub fn nesting(&self) -> usize {
+        self.object.nesting()
+    }
+
     /// The node's text with `edits` made: written into `spec` and `metadata`, or as new
     /// members where the node has none.
     pub fn apply(&self, edits: &NodeEdits) -> Result<String, String> {

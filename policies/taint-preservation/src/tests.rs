@@ -1047,7 +1047,7 @@ fn rbac_permits_what_the_lists_do_not() {
         assert_eq!(*cluster.asked.borrow(), case.asked, "{label}");
         let outcome = match &verdict.decision {
             taintguard::Decision::Accept => None,
-            taintguard::Decision::Mutate(_) => Some(true),
+            taintguard::Decision::Mutate { .. } => Some(true),
             taintguard::Decision::Reject { .. } => Some(false),
         };
         assert_eq!(outcome, case.outcome, "{label}: {verdict:?}");

@@ -448,8 +448,9 @@ impl Matched<'_> {
 
 /// The mutation that appends the tolerations `described`. Kubewarden's monitor mode drops the
 /// patch and passes warnings and audit annotations on: both say what the request lacked and what
-/// the patch does, never that it was done.
-fn mutation(mutated: String, described: &[String]) -> Verdict {
+/// the patch does, never that it was done. `mutated` is the object's text and how many levels it
+/// nests at most.
+fn mutation((mutated, nesting): (String, usize), described: &[String]) -> Verdict {
     Verdict {
         warnings: described
             .iter()
@@ -463,7 +464,7 @@ fn mutation(mutated: String, described: &[String]) -> Verdict {
             })
             .collect(),
         audit_annotations: vec![("missing-tolerations".to_owned(), described.join("; "))],
-        ..Verdict::mutate(mutated)
+        ..Verdict::mutate_nesting(mutated, Some(nesting))
     }
 }
 

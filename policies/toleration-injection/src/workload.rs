@@ -141,14 +141,23 @@ impl<'a> Workload<'a> {
         self.object.write(&[])
     }
 
-    /// The object's text with `additions` appended to its tolerations; `None` when it has no
-    /// pod spec to put them in (the API server refuses such objects anyway).
-    pub fn with_tolerations(&self, additions: &[String]) -> Option<String> {
+    /// The object's text with `additions` (tolerations, each an object of scalars) appended to
+    /// its tolerations, and how many levels it nests at most: the list sits one level below the
+    /// pod spec and keeps the tolerations it had where they were, so no deeper than the object
+    /// was ([`Object::nesting`]) or than the list's new objects. `None` when it has no pod spec
+    /// to put them in (the API server refuses such objects anyway).
+    pub fn with_tolerations(&self, additions: &[String]) -> Option<(String, usize)> {
         self.pod_spec?;
         let tolerations = match self.tolerations_raw.filter(|t| *t != "null") {
             Some(list) => append_items(list, additions),
             None => format!("[{}]", additions.join(",")),
         };
-        (self.object).write_at(self.kind.pod_spec_path(), &[("tolerations", tolerations)])
+        let path = self.kind.pod_spec_path();
+        // The object, its path to the pod spec, the pod spec, the list, its new objects.
+        let nesting = self.object.nesting().max(path.len() + 3);
+        let text = self
+            .object
+            .write_at(path, &[("tolerations", tolerations)])?;
+        Some((text, nesting))
     }
 }
