@@ -1,7 +1,7 @@
 //! A map for the few keys a request usually holds that stays linear for the many it may hold.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 /// Up to this many entries a map is a vector searched in order: real objects carry a handful of
 /// taints or tolerations, and hashing each lookup key with SipHash costs more than comparing
@@ -22,12 +22,11 @@ pub enum SmallMap<K, V> {
     Large(HashMap<K, V>),
 }
 
-/// A fast hash of `key` (rustc's FxHash), for telling small-map keys apart before comparing
-/// them. Not for the hash map: keys chosen to collide could make FxHash quadratic there.
-fn fingerprint<K: Hash>(key: &K) -> u64 {
-    let mut hasher = rustc_hash::FxHasher::default();
-    key.hash(&mut hasher);
-    hasher.finish()
+/// A fingerprint of `key`, for telling small-map keys apart before comparing them
+/// ([`SmallKey::print`]). Not for the hash map: keys chosen to collide would make it quadratic
+/// there; here they only cost a comparison each.
+fn fingerprint<K: SmallKey>(key: &K) -> u64 {
+    key.print()
 }
 
 /// How a [`SmallMap`] tells apart keys whose fingerprints agree: as `==` does, but strings are
@@ -35,19 +34,33 @@ fn fingerprint<K: Hash>(key: &K) -> u64 {
 /// a byte at a time: a taint's identity compared so took 180 guest instructions, and the
 /// identity sets' comparisons 14k of a 25 KB Node status update (benchmarks/cost.md,
 /// "Decision work, measured per function").
+///
+/// And how it fingerprints them: keys that are the same have the same print, and most that are
+/// not, not. A string's is its length and its first and last eight bytes: rustc's FxHash of a
+/// taint's identity, four bytes a step on wasm32, cost 108 guest instructions a key, a tenth of
+/// a 25 KB Node's restore (benchmarks/cost.md, "Short copies").
 pub trait SmallKey: Eq + Hash {
     fn same(&self, other: &Self) -> bool;
+    fn print(&self) -> u64;
 }
 
 impl SmallKey for usize {
     fn same(&self, other: &usize) -> bool {
         self == other
     }
+
+    fn print(&self) -> u64 {
+        *self as u64
+    }
 }
 
 impl<A: AsRef<str> + Eq + Hash, B: AsRef<str> + Eq + Hash> SmallKey for (A, B) {
     fn same(&self, other: &Self) -> bool {
         same_str(self.0.as_ref(), other.0.as_ref()) && same_str(self.1.as_ref(), other.1.as_ref())
+    }
+
+    fn print(&self) -> u64 {
+        mix(str_print(self.0.as_ref()), str_print(self.1.as_ref()))
     }
 }
 
@@ -62,6 +75,28 @@ where
             && same_str(self.1.as_ref(), other.1.as_ref())
             && same_str(self.2.as_ref(), other.2.as_ref())
     }
+
+    fn print(&self) -> u64 {
+        let first = mix(str_print(self.0.as_ref()), str_print(self.1.as_ref()));
+        mix(first, str_print(self.2.as_ref()))
+    }
+}
+
+/// Two prints in one (FxHash's step: rotate, xor, multiply).
+fn mix(a: u64, b: u64) -> u64 {
+    (a.rotate_left(5) ^ b).wrapping_mul(0xf135_7aea_2e62_a9c5)
+}
+
+/// A string's print: its length, its first eight bytes and its last eight (overlapping when
+/// shorter than sixteen; those of a shorter string than eight, one by one).
+fn str_print(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    let (head, tail) = match b.len() {
+        8.. => (word(0), word(b.len() - 8)),
+        _ => (b.iter().fold(0, |acc, &x| acc << 8 | u64::from(x)), 0),
+    };
+    mix(mix(b.len() as u64, head), tail)
 }
 
 /// `a == b`, eight bytes at a time.
