@@ -162,7 +162,7 @@ fn readable_by_engines(verdict: Verdict) -> Result<Verdict, String> {
         return Ok(verdict);
     };
     // A bound its writer knew is checked without a walk of the object (a quarter of a 25 KB
-    // Node's restore: benchmarks/cost.md, "The mutation's nesting, told by the reader").
+    // Node's restore: benchmarks/cost.md, "Short copies", the mutation's nesting).
     if nesting.is_some_and(|n| n <= json::MAX_NESTING) {
         return Ok(verdict);
     }

@@ -240,8 +240,8 @@ pub fn value_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
 /// arrays and objects. A mutation that copies values known to nest no deeper is read back by
 /// engines without a walk of its text (see [`super::nested_past`]). `deep` is written only when
 /// it happens: counting every level, and returning the count, cost a tenth more skipping
-/// (incident 1, per-function counts: benchmarks/cost.md, "The mutation's nesting, told by the
-/// reader"); this, about 1.5%.
+/// (incident 1, per-function counts: benchmarks/cost.md, "Short copies", the mutation's
+/// nesting); this, about 1.5%.
 ///
 /// # Errors
 ///
