@@ -68,8 +68,8 @@ impl<'a> Judging<'a> {
         let node_name = new
             .name
             .as_ref()
-            .map(|n| n.to_string())
-            .or_else(|| request.name.as_ref().map(|n| n.to_string()))
+            .map(|n| n.as_str().to_owned())
+            .or_else(|| request.name.as_ref().map(|n| n.as_str().to_owned()))
             .unwrap_or_else(|| "(unnamed)".to_owned());
         Ok(Judging {
             settings,
