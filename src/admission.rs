@@ -114,10 +114,7 @@ impl<'a> AdmissionRequest<'a> {
     }
 
     pub fn principal(&self) -> Principal<'_> {
-        Principal {
-            username: self.user_info.username.as_str(),
-            groups: &self.user_info.groups,
-        }
+        Principal::new(self.user_info.username.as_str(), &self.user_info.groups)
     }
 
     /// True for the main resource of `kind` in the core group (not a subresource).

@@ -18,6 +18,10 @@ const NODES_GROUP: &str = "system:nodes";
 pub struct Principal<'r> {
     pub username: &'r str,
     pub groups: &'r [JsonStr<'r>],
+    /// Told once: each principal list a request is checked against asks for it (five times on
+    /// a restore), and each time cost a search of the username (benchmarks/cost.md, "Short
+    /// copies").
+    identity: Identity<'r>,
 }
 
 /// What kind of identity a username is. Kubernetes reserves the `system:` prefix, so a person's
@@ -36,25 +40,20 @@ pub enum Identity<'r> {
 }
 
 impl<'r> Principal<'r> {
-    pub fn identity(&self) -> Identity<'r> {
-        let username = self.username;
-        if let Some(rest) = username.strip_prefix(SERVICE_ACCOUNT_PREFIX) {
-            return match rest.split_once(':') {
-                Some((namespace, name)) => Identity::ServiceAccount { namespace, name },
-                None => Identity::System,
-            };
-        }
-        if username.starts_with(NODE_PREFIX) || self.in_group(NODES_GROUP) {
-            Identity::Node
-        } else if username.is_empty() || username.starts_with("system:") {
-            Identity::System
-        } else {
-            Identity::Person
+    pub fn new(username: &'r str, groups: &'r [JsonStr<'r>]) -> Principal<'r> {
+        Principal {
+            username,
+            groups,
+            identity: identity_of(username, groups),
         }
     }
 
+    pub fn identity(&self) -> Identity<'r> {
+        self.identity
+    }
+
     pub fn in_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| g.as_str() == group)
+        in_group(self.groups, group)
     }
 
     /// How the requester is named in messages.
@@ -180,6 +179,27 @@ impl<const ADMINS: bool> PrincipalList<ADMINS> {
     }
 }
 
+/// What kind of identity `username`, in `groups`, is (see [`Identity`]).
+fn identity_of<'r>(username: &'r str, groups: &[JsonStr<'_>]) -> Identity<'r> {
+    if let Some(rest) = username.strip_prefix(SERVICE_ACCOUNT_PREFIX) {
+        return match rest.split_once(':') {
+            Some((namespace, name)) => Identity::ServiceAccount { namespace, name },
+            None => Identity::System,
+        };
+    }
+    if username.starts_with(NODE_PREFIX) || in_group(groups, NODES_GROUP) {
+        Identity::Node
+    } else if username.is_empty() || username.starts_with("system:") {
+        Identity::System
+    } else {
+        Identity::Person
+    }
+}
+
+fn in_group(groups: &[JsonStr<'_>], group: &str) -> bool {
+    groups.iter().any(|g| g.as_str() == group)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +232,7 @@ mod tests {
             ("", &none, Identity::System),
         ];
         for (username, groups, want) in cases {
-            let p = Principal { username, groups };
+            let p = Principal::new(username, groups);
             assert_eq!(p.identity(), *want, "{username}");
         }
     }
@@ -239,7 +259,7 @@ mod tests {
         ];
         for (username, groups, want) in cases {
             assert_eq!(
-                list.allows(&Principal { username, groups }),
+                list.allows(&Principal::new(username, groups)),
                 *want,
                 "{username}"
             );
