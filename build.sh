@@ -345,6 +345,8 @@ run_tests() {
   cargo clippy -q $(printf -- '-p %s ' $(policies)) $(wasm_features $(policies)) -- -D warnings
   cargo clippy -q -p taintguard-opa $(printf -- '-p %s ' $(policies)) $(wasm_features $(policies)) \
     --target wasm32-unknown-unknown -- -D warnings
+  # The waPC guest's host calls and exports, which exist only in a wasm32 build.
+  cargo clippy -q -p taintguard-wapc -p taintguard-kubewarden --target wasm32-wasip1 -- -D warnings
   say "unit tests and wasm-tests (built modules in the waPC host)"
   cargo test --workspace
   opa_sdk_tests

@@ -82,7 +82,7 @@ fn call(operation: &str, _: &[u8]) -> Result<Vec<u8>, ClusterError> {
 
 #[cfg(target_arch = "wasm32")]
 fn call(operation: &str, payload: &[u8]) -> Result<Vec<u8>, ClusterError> {
-    wapc_guest::host_call("kubewarden", "kubernetes", operation, payload).map_err(|e| {
+    taintguard_wapc::host_call("kubewarden", "kubernetes", operation, payload).map_err(|e| {
         ClusterError::Failed(format!(
             "the host refused kubewarden/kubernetes/{operation}: {e} (does the policy's \
              configuration grant it? see docs/context.md)"

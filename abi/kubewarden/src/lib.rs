@@ -17,11 +17,11 @@ use taintguard::admission::AdmissionRequest;
 use taintguard::json::{write_str, Level, Object};
 use taintguard::{read_settings, run, run_read, Half, Policy, Verdict};
 
-pub use wapc_guest;
+pub use taintguard_wapc;
 
-/// Exports `wapc_init`, which registers the policy's operations. policy-server instantiates the
-/// module for every request and runs `wapc_init` each time, so it only fills the handler table.
-/// In a module, memory comes from the bump arena ([`arena`]), marked once the table is filled.
+/// Exports waPC's `__guest_call`, which answers the policy's operations ([`serve`]), and
+/// `wapc_init`, which policy-server runs on every fresh instance, so for every request: it only
+/// marks the bump arena ([`arena`]), where a module's memory comes from.
 #[macro_export]
 macro_rules! policy {
     ($policy:ty) => {
@@ -60,23 +60,25 @@ macro_rules! policy {
             unsafe { ALLOCATOR.c_realloc(ptr, size) }
         }
 
+        $crate::taintguard_wapc::guest!($crate::serve::<$policy>);
+
+        #[cfg(target_arch = "wasm32")]
         #[no_mangle]
         pub extern "C" fn wapc_init() {
-            $crate::register::<$policy>();
-            #[cfg(target_arch = "wasm32")]
             ALLOCATOR.mark();
         }
     };
 }
 
-pub fn register<P: Policy>() {
-    wapc_guest::register_function("validate", validate::<P>);
-    wapc_guest::register_function("validate_settings", validate_settings::<P>);
-    wapc_guest::register_function("protocol_version", protocol_version);
-}
-
-fn protocol_version(_: &[u8]) -> wapc_guest::CallResult {
-    Ok(b"\"v1\"".to_vec())
+/// The answer to the waPC operation `operation` with `payload`; an error for an operation
+/// Kubewarden does not call.
+pub fn serve<P: Policy>(operation: &[u8], payload: &[u8]) -> taintguard_wapc::Answer {
+    match operation {
+        b"validate" => Ok(validate_payload::<P>(payload)),
+        b"validate_settings" => Ok(validate_settings::<P>(payload)),
+        b"protocol_version" => Ok(b"\"v1\"".to_vec()),
+        other => Err(taintguard_wapc::unknown(other)),
+    }
 }
 
 /// The same payload with the request kept as text, for a payload the one pass refused: read
@@ -90,13 +92,9 @@ struct ValidationText<'a> {
     settings: Option<&'a RawValue>,
 }
 
-/// Every outcome, malformed payloads included, is a `ValidationResponse`: a rejection here is an
-/// answer the API server can show, where a guest error would only say "internal server error".
-fn validate<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
-    Ok(validate_payload::<P>(payload))
-}
-
-/// The answer to one `validate` payload (public for the profiling example).
+/// The answer to one `validate` payload (public for the profiling example). Every outcome,
+/// malformed payloads included, is a `ValidationResponse`: a rejection here is an answer the API
+/// server can show, where a guest error would only say "internal server error".
 #[doc(hidden)]
 pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let cluster = cluster::HostCluster::<P>(std::marker::PhantomData);
@@ -176,7 +174,7 @@ fn utf8(payload: &[u8]) -> Option<&str> {
     Some(unsafe { std::str::from_utf8_unchecked(payload) })
 }
 
-fn validate_settings<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
+fn validate_settings<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(payload);
     let response = match read_settings::<P>(&text) {
         Ok(_) => SettingsResponse {
@@ -188,7 +186,7 @@ fn validate_settings<P: Policy>(payload: &[u8]) -> wapc_guest::CallResult {
             message: Some(e.to_string()),
         },
     };
-    Ok(to_json(&response))
+    to_json(&response)
 }
 
 /// The answer to `validate_settings`.

@@ -7,20 +7,13 @@
 //! feature it first asks for the request's Namespace as the policy does
 //! (`benchmarks/ask-namespace`). Not a policy to deploy.
 
-use wapc_guest::CallResult;
-
-#[no_mangle]
-pub extern "C" fn wapc_init() {
-    wapc_guest::register_function("validate", validate);
-    wapc_guest::register_function("validate_settings", |_| Ok(br#"{"valid":true}"#.to_vec()));
-    wapc_guest::register_function("protocol_version", |_| Ok(br#""v1""#.to_vec()));
-}
+taintguard_wapc::guest!(taintguard_wapc::answering(validate));
 
 /// The policy's answer to the case this module was built for.
 const ANSWER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/answer.json"));
 
 #[cfg(not(feature = "namespace"))]
-fn validate(payload: &[u8]) -> CallResult {
+fn validate(payload: &[u8]) -> taintguard_wapc::Validated {
     serde_json::from_slice::<serde::de::IgnoredAny>(payload)?;
     Ok(ANSWER.to_vec())
 }
@@ -40,7 +33,7 @@ struct Request<'a> {
 }
 
 #[cfg(feature = "namespace")]
-fn validate(payload: &[u8]) -> CallResult {
+fn validate(payload: &[u8]) -> taintguard_wapc::Validated {
     let payload: Payload = serde_json::from_slice(payload)?;
     ask_namespace::ask(payload.request.namespace)?;
     Ok(ANSWER.to_vec())

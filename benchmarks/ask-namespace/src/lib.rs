@@ -31,7 +31,7 @@ pub fn ask(name: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         namespace: None,
         disable_cache: true,
     };
-    let answer = wapc_guest::host_call(
+    let answer = taintguard_wapc::host_call(
         "kubewarden",
         "kubernetes",
         "get_resource",

@@ -9,14 +9,8 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use wapc_guest::CallResult;
 
-#[no_mangle]
-pub extern "C" fn wapc_init() {
-    wapc_guest::register_function("validate", validate);
-    wapc_guest::register_function("validate_settings", |_| Ok(br#"{"valid":true}"#.to_vec()));
-    wapc_guest::register_function("protocol_version", |_| Ok(br#""v1""#.to_vec()));
-}
+taintguard_wapc::guest!(taintguard_wapc::answering(validate));
 
 #[derive(Deserialize)]
 struct Payload<'a> {
@@ -36,7 +30,7 @@ struct Request<'a> {
 /// The member added: a name no Kubernetes object has, so the patch is one `add`.
 const MEMBER: &str = r#""taintguardBenchmark":true"#;
 
-fn validate(payload: &[u8]) -> CallResult {
+fn validate(payload: &[u8]) -> taintguard_wapc::Validated {
     let payload: Payload = serde_json::from_slice(payload)?;
     #[cfg(feature = "namespace")]
     ask_namespace::ask(payload.request.namespace)?;

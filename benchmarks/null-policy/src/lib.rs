@@ -2,15 +2,14 @@
 //! payload, so what a host spends around a policy (HTTP, the AdmissionReview, a fresh instance,
 //! the waPC round trip) is all it costs. Built with the workspace release profile like the policies.
 
-use wapc_guest::CallResult;
+taintguard_wapc::guest!(serve);
 
-#[no_mangle]
-pub extern "C" fn wapc_init() {
-    wapc_guest::register_function("validate", |_| answer(br#"{"accepted":true}"#));
-    wapc_guest::register_function("validate_settings", |_| answer(br#"{"valid":true}"#));
-    wapc_guest::register_function("protocol_version", |_| answer(br#""v1""#));
-}
-
-fn answer(json: &[u8]) -> CallResult {
-    Ok(json.to_vec())
+fn serve(operation: &[u8], _payload: &[u8]) -> taintguard_wapc::Answer {
+    let answer: &[u8] = match operation {
+        b"validate" => br#"{"accepted":true}"#,
+        b"validate_settings" => br#"{"valid":true}"#,
+        b"protocol_version" => br#""v1""#,
+        other => return Err(taintguard_wapc::unknown(other)),
+    };
+    Ok(answer.to_vec())
 }

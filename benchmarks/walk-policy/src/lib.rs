@@ -3,16 +3,10 @@
 //! nothing, and accepts. Whatever an accepting policy costs beyond this is its own.
 
 use serde::de::IgnoredAny;
-use wapc_guest::CallResult;
 
-#[no_mangle]
-pub extern "C" fn wapc_init() {
-    wapc_guest::register_function("validate", validate);
-    wapc_guest::register_function("validate_settings", |_| Ok(br#"{"valid":true}"#.to_vec()));
-    wapc_guest::register_function("protocol_version", |_| Ok(br#""v1""#.to_vec()));
-}
+taintguard_wapc::guest!(taintguard_wapc::answering(validate));
 
-fn validate(payload: &[u8]) -> CallResult {
+fn validate(payload: &[u8]) -> taintguard_wapc::Validated {
     serde_json::from_slice::<IgnoredAny>(payload)?;
     Ok(br#"{"accepted":true}"#.to_vec())
 }
