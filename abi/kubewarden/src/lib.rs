@@ -10,6 +10,7 @@
 
 pub mod arena;
 mod cluster;
+pub mod memcmp;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -58,6 +59,14 @@ macro_rules! policy {
         pub unsafe extern "C" fn realloc(ptr: *mut u8, size: usize) -> *mut u8 {
             // SAFETY: C's contract, passed on.
             unsafe { ALLOCATOR.c_realloc(ptr, size) }
+        }
+
+        // wasi-libc's compares a byte at a time (see `memcmp`).
+        #[cfg(target_arch = "wasm32")]
+        #[no_mangle]
+        pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+            // SAFETY: C's contract: both point at `n` readable bytes.
+            unsafe { $crate::memcmp::compare_raw(a, b, n) }
         }
 
         $crate::taintguard_wapc::guest!($crate::serve::<$policy>);

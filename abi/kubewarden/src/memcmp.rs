@@ -1,0 +1,89 @@
+//! C's `memcmp` eight bytes at a time, which the `policy!` macro exports in place of wasi-libc's.
+//!
+//! Rust compares byte strings (`==` on `str` and slices, `cmp`, a binary search) by calling
+//! `memcmp`, and wasi-libc's goes a byte at a time, four or five wasm instructions a byte: an
+//! owner record's value compared with the stored one, a taint key with a record's entries.
+//! This one compares words while they are equal and tells the first differing byte from the
+//! lowest set bit of their difference (wasm has `i64.ctz`; a byte swap it lacks would cost
+//! more): see benchmarks/cost.md, "memcmp a word at a time", for what it saves.
+
+/// How `a` and `b`, of the same length, order as C's `memcmp` tells it: the difference of
+/// their first differing bytes, or 0 when they are equal.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard_kubewarden::memcmp::compare;
+///
+/// assert_eq!(compare(b"node-role.kubernetes.io/master", b"node-role.kubernetes.io/master"), 0);
+/// assert!(compare(b"node-role.kubernetes.io/control-plane", b"node-role.kubernetes.io/master") < 0);
+/// ```
+pub fn compare(a: &[u8], b: &[u8]) -> i32 {
+    assert_eq!(a.len(), b.len(), "memcmp compares blocks of one length");
+    // SAFETY: both slices are `a.len()` bytes long.
+    unsafe { compare_raw(a.as_ptr(), b.as_ptr(), a.len()) }
+}
+
+/// [`compare`] of the `n` bytes at `a` and `b`, with pointers as C gives them: a loop with no
+/// slice to set up, since most comparisons are of a few bytes (keys).
+///
+/// # Safety
+///
+/// Both point at `n` readable bytes.
+#[inline(always)]
+pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
+    let mut at = 0;
+    while at + 8 <= n {
+        // SAFETY: `at + 8 <= n` bytes are readable at both; unaligned reads are allowed.
+        let (x, y) = unsafe {
+            (
+                a.add(at).cast::<u64>().read_unaligned(),
+                b.add(at).cast::<u64>().read_unaligned(),
+            )
+        };
+        if x != y {
+            // The words were read little-endian: the first differing byte holds the lowest
+            // differing bit.
+            let shift = u64::from((x ^ y).trailing_zeros() / 8 * 8);
+            return i32::from((x >> shift) as u8) - i32::from((y >> shift) as u8);
+        }
+        at += 8;
+    }
+    while at < n {
+        // SAFETY: `at < n`.
+        let (x, y) = unsafe { (*a.add(at), *b.add(at)) };
+        if x != y {
+            return i32::from(x) - i32::from(y);
+        }
+        at += 1;
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare;
+
+    /// The same order as slices' own comparison, wherever the first difference falls in or
+    /// after a word, whichever byte is the larger, and at every length around a word.
+    #[test]
+    fn orders_as_slices_do() {
+        for len in 0..=33 {
+            let base: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+            assert_eq!(compare(&base, &base), 0, "{len}");
+            for at in 0..len {
+                for byte in [0, 1, 0x7f, 0x80, 0xfe, 0xff] {
+                    let mut other = base.clone();
+                    other[at] = byte;
+                    let want = base.cmp(&other);
+                    let got = compare(&base, &other);
+                    assert_eq!(got.cmp(&0), want, "{len} {at} {byte}");
+                    assert_eq!(compare(&other, &base).cmp(&0), want.reverse());
+                    if want.is_ne() {
+                        assert_eq!(got, i32::from(base[at]) - i32::from(byte));
+                    }
+                }
+            }
+        }
+    }
+}
