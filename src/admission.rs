@@ -163,10 +163,15 @@ impl Plain<'_> for Operation {
     }
 }
 
-impl Plain<'_> for UserInfo<'_> {
-    /// Its groups are a list, which serde's derive reads for less than splitting it would cost.
-    fn plain(_: &str) -> Option<Self> {
-        None
+impl<'a> Plain<'a> for UserInfo<'a> {
+    fn plain(member: &'a str) -> Option<Self> {
+        let (username, groups) = json::plain_string_and_list(member, "username", "groups")?;
+        Some(UserInfo {
+            username: username.map(JsonStr::borrowed).unwrap_or_default(),
+            groups: (groups.unwrap_or_default().into_iter())
+                .map(JsonStr::borrowed)
+                .collect(),
+        })
     }
 }
 

@@ -42,33 +42,37 @@ fn scanned_items(text: &str) -> Option<Vec<&str>> {
 /// and where the item ends); `None` where the text is not one array or `item` refuses one.
 pub(super) fn each_item<T>(
     text: &str,
-    mut item: impl FnMut(usize) -> Option<(T, usize)>,
+    item: impl FnMut(usize) -> Option<(T, usize)>,
 ) -> Option<Vec<T>> {
     let bytes = text.as_bytes();
-    let mut at = scan::whitespace_end(bytes, 0);
+    let (items, end) = each_item_at(bytes, scan::whitespace_end(bytes, 0), item)?;
+    (scan::whitespace_end(bytes, end) == bytes.len()).then_some(items)
+}
+
+/// [`each_item`] of the array whose `[` is at `at`, and the offset past its `]`.
+pub(super) fn each_item_at<T>(
+    bytes: &[u8],
+    mut at: usize,
+    mut item: impl FnMut(usize) -> Option<(T, usize)>,
+) -> Option<(Vec<T>, usize)> {
     if bytes.get(at) != Some(&b'[') {
         return None;
     }
     let mut items = Vec::new();
     at = scan::whitespace_end(bytes, at + 1);
     if bytes.get(at) == Some(&b']') {
-        at += 1;
-    } else {
-        loop {
-            let (read, end) = item(at)?;
-            items.push(read);
-            at = scan::whitespace_end(bytes, end);
-            match bytes.get(at) {
-                Some(b',') => at = scan::whitespace_end(bytes, at + 1),
-                Some(b']') => {
-                    at += 1;
-                    break;
-                }
-                _ => return None,
-            }
+        return Some((items, at + 1));
+    }
+    loop {
+        let (read, end) = item(at)?;
+        items.push(read);
+        at = scan::whitespace_end(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = scan::whitespace_end(bytes, at + 1),
+            Some(b']') => return Some((items, at + 1)),
+            _ => return None,
         }
     }
-    (scan::whitespace_end(bytes, at) == bytes.len()).then_some(items)
 }
 
 /// The array `array` (its JSON text) with `items` (JSON texts) appended: the array's own text,

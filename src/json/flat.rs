@@ -2,6 +2,8 @@
 //! have none (a taint's fields, the request's strings, annotations and labels). Any other text
 //! goes to serde, which also words the errors.
 
+use std::borrow::Cow;
+
 use super::scan;
 
 /// The members `names` of the JSON object `text` when each is absent or a string without
@@ -48,6 +50,52 @@ pub fn plain_items<'a, const N: usize>(
         let (found, end) = plain_object_at(text, at, names)?;
         Some(((&text[at..end], found), end))
     })
+}
+
+/// The string member `name` and the member `list`, a list of strings, of the JSON object `text`
+/// (`None` for one that is absent), when each string has no escapes: an admission request's
+/// `userInfo`, its username and groups. `None` for any other text, a name given twice or a
+/// `null` included, which the caller's serde reader then reads, or refuses in its words.
+/// serde's derive read a `userInfo` for 4k guest instructions, on every request (benchmarks/
+/// cost.md, "Strings with escapes").
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::plain_string_and_list;
+///
+/// let user = r#"{"username": "kured", "uid": "7", "groups": ["a", "b"]}"#;
+/// let (name, groups) = plain_string_and_list(user, "username", "groups").unwrap();
+/// assert_eq!((name, groups), (Some("kured"), Some(vec!["a", "b"])));
+/// assert!(plain_string_and_list(r#"{"groups": null}"#, "username", "groups").is_none());
+/// ```
+pub fn plain_string_and_list<'a>(
+    text: &'a str,
+    name: &str,
+    list: &str,
+) -> Option<(Option<&'a str>, Option<Vec<&'a str>>)> {
+    let bytes = text.as_bytes();
+    let (mut string, mut strings) = (None, None);
+    let string_at = |at: usize| {
+        let chars = plain_string(bytes, at)?;
+        Some((&text[chars.clone()], chars.end + 1))
+    };
+    let end = each_member(text, scan::whitespace_end(bytes, 0), |key, at| {
+        if key == name && string.is_none() {
+            let (read, end) = string_at(at)?;
+            string = Some(read);
+            Some(end)
+        } else if key == list && strings.is_none() {
+            let (read, end) = super::array::each_item_at(bytes, at, string_at)?;
+            strings = Some(read);
+            Some(end)
+        } else if key == name || key == list {
+            None
+        } else {
+            scan::value_end(bytes, at).ok()
+        }
+    })?;
+    (scan::whitespace_end(bytes, end) == bytes.len()).then_some((string, strings))
 }
 
 /// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`.
@@ -120,6 +168,56 @@ pub fn plain_str(literal: &str) -> Option<&str> {
     (chars.end + 1 == literal.len()).then(|| &literal[chars])
 }
 
+/// The string of `literal` when it is one JSON string whose escapes, if any, are each a `\` and
+/// one character (`\"`, `\\`, `\n`...): borrowed when it has none, else decoded. `None` for any
+/// other text, a `\u` escape included, for serde to decode or refuse. An owner record is JSON
+/// kept in an annotation, so its quotes are escaped: serde decoded it for 2.7k guest instructions,
+/// a fifth of what a Node update carrying one costs beyond reading it (benchmarks/cost.md,
+/// "Strings with escapes").
+///
+/// # Examples
+///
+/// ```
+/// use std::borrow::Cow;
+/// use taintguard::json::decoded_str;
+///
+/// assert_eq!(decoded_str(r#""gpu""#), Some(Cow::Borrowed("gpu")));
+/// assert_eq!(decoded_str(r#""{\"a\":\"b\"}\n""#).as_deref(), Some("{\"a\":\"b\"}\n"));
+/// assert_eq!(decoded_str(r#""\u0041""#), None);
+/// ```
+pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
+    let bytes = literal.as_bytes();
+    if bytes.first() != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = scan::escaped_string_end(bytes, 1).ok()?;
+    if end != bytes.len() {
+        return None;
+    }
+    let mut rest = &literal[1..end - 1];
+    if !escaped {
+        return Some(Cow::Borrowed(rest));
+    }
+    let mut decoded = String::with_capacity(rest.len());
+    // The scan found every `\` followed by a known escape letter.
+    while let Some(at) = rest.find('\\') {
+        decoded.push_str(&rest[..at]);
+        decoded.push(match rest.as_bytes()[at + 1] {
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => return None,
+            // `"`, `\` and `/` stand for themselves.
+            other => char::from(other),
+        });
+        rest = &rest[at + 2..];
+    }
+    decoded.push_str(rest);
+    Some(Cow::Owned(decoded))
+}
+
 /// Where the string at `at` holds its characters, between its quotes, when it is a string
 /// without escapes; its closing quote is at the range's end.
 fn plain_string(bytes: &[u8], at: usize) -> Option<std::ops::Range<usize>> {
@@ -166,6 +264,87 @@ mod tests {
                 None => assert!(serde.is_none() || text.contains('\\') || text != text.trim()),
             }
         }
+    }
+
+    #[derive(serde::Deserialize)]
+    struct User<'a> {
+        #[serde(borrow)]
+        username: Option<JsonStr<'a>>,
+        #[serde(borrow)]
+        groups: Option<Vec<JsonStr<'a>>>,
+    }
+
+    /// Wherever it answers, serde's derive reads the same username and groups; where serde
+    /// reads plain strings and nothing else is odd, it answers.
+    #[test]
+    fn reads_a_string_and_a_list_as_serde_does() {
+        let doc = r#"{"username":"system:node:a", "uid" : "u","groups":["x", "y:z" ],"extra":{"k":["v"]}}"#;
+        let mut texts = crate::json::scan::cut_and_damaged(doc);
+        texts.extend(
+            [
+                "{}",
+                r#"{"groups":[]}"#,
+                r#"{"username":"a","username":"b"}"#,
+                r#"{"groups":[],"groups":[]}"#,
+                r#"{"groups":["a\u0041"]}"#,
+                r#"{"groups":null}"#,
+                r#"{"groups":[1]}"#,
+                r#"{"groups":["a",]}"#,
+            ]
+            .map(String::from),
+        );
+        let owned = |s: Option<&str>| s.map(str::to_owned);
+        for text in texts {
+            let serde = serde_json::from_str::<User>(&text).ok().map(|u| {
+                let groups = u
+                    .groups
+                    .map(|g| g.iter().map(|s| s.as_str().to_owned()).collect());
+                (owned(u.username.as_ref().map(JsonStr::as_str)), groups)
+            });
+            let read = plain_string_and_list(&text, "username", "groups").map(|(name, groups)| {
+                let groups: Option<Vec<String>> =
+                    groups.map(|g| g.into_iter().map(str::to_owned).collect());
+                (owned(name), groups)
+            });
+            if read.is_some() {
+                assert_eq!(read, serde, "{text}");
+            }
+            let plain = !text.contains('\\') && !text.contains("null");
+            let twice =
+                text.matches("\"username\"").count() > 1 || text.matches("\"groups\"").count() > 1;
+            if serde.is_some() && plain && !twice {
+                assert!(read.is_some(), "{text}");
+            }
+        }
+    }
+
+    /// Wherever it answers, serde decodes the same string; it answers for every string whose
+    /// escapes are of one character.
+    #[test]
+    fn decoded_str_is_what_serde_decodes_or_none() {
+        let doc = r#""a\"b\\c\/d\be\ff\ng\rh\ti""#;
+        let mut texts = crate::json::scan::cut_and_damaged(doc);
+        texts.extend(
+            [
+                r#""""#,
+                r#""é\n""#,
+                r#""\u0041""#,
+                r#""a\x""#,
+                "\"a\u{1}\"",
+                r#""a" "#,
+                "7",
+                r#""\\""#,
+            ]
+            .map(String::from),
+        );
+        for text in texts {
+            let serde = serde_json::from_str::<String>(&text).ok();
+            match decoded_str(&text) {
+                Some(decoded) => assert_eq!(Some(&*decoded), serde.as_deref(), "{text}"),
+                None => assert!(serde.is_none() || text.contains("\\u") || text != text.trim()),
+            }
+        }
+        assert!(decoded_str(doc).is_some());
     }
 
     /// Wherever it answers, the items are those `items` splits, each with the strings

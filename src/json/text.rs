@@ -17,16 +17,16 @@ impl<'a> JsonStr<'a> {
         &self.0
     }
 
-    /// The string the JSON text `text` holds: borrowed as it is when written plainly
-    /// ([`plain_str`](super::plain_str)), else decoded by serde (benchmarks/cost.md, "Decision
-    /// work, measured per function").
+    /// The string the JSON text `text` holds: borrowed as it is when written plainly, decoded
+    /// here when its escapes are of one character ([`decoded_str`](super::decoded_str)), else
+    /// decoded by serde (benchmarks/cost.md, "Decision work, measured per function").
     ///
     /// # Errors
     ///
     /// serde_json's, when `text` is no JSON string.
     pub fn read(text: &'a str) -> Result<JsonStr<'a>, serde_json::Error> {
-        match super::plain_str(text) {
-            Some(plain) => Ok(JsonStr::borrowed(plain)),
+        match super::decoded_str(text) {
+            Some(decoded) => Ok(JsonStr(decoded)),
             None => serde_json::from_str(text),
         }
     }
