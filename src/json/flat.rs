@@ -194,15 +194,20 @@ pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
     if end != bytes.len() {
         return None;
     }
-    let mut rest = &literal[1..end - 1];
     if !escaped {
-        return Some(Cow::Borrowed(rest));
+        return Some(Cow::Borrowed(&literal[1..end - 1]));
     }
-    let mut decoded = String::with_capacity(rest.len());
-    // The scan found every `\` followed by a known escape letter.
-    while let Some(at) = rest.find('\\') {
-        decoded.push_str(&rest[..at]);
-        decoded.push(match rest.as_bytes()[at + 1] {
+    let mut decoded = String::with_capacity(end - 2);
+    let mut at = 1;
+    // The scan found the closing quote at `end - 1`, and every `\` before it followed by a known
+    // escape letter.
+    loop {
+        let run = scan::plain_run_end(bytes, at);
+        decoded.push_str(&literal[at..run]);
+        if run == end - 1 {
+            return Some(Cow::Owned(decoded));
+        }
+        decoded.push(match bytes[run + 1] {
             b'b' => '\u{8}',
             b'f' => '\u{c}',
             b'n' => '\n',
@@ -212,10 +217,8 @@ pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
             // `"`, `\` and `/` stand for themselves.
             other => char::from(other),
         });
-        rest = &rest[at + 2..];
+        at = run + 2;
     }
-    decoded.push_str(rest);
-    Some(Cow::Owned(decoded))
 }
 
 /// Where the string at `at` holds its characters, between its quotes, when it is a string

@@ -69,29 +69,7 @@ pub fn string_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
 pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), Malformed> {
     let mut escaped = false;
     loop {
-        match bytes.get(at..at + 8) {
-            Some(word) => {
-                let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
-                let quote = x ^ (ONES * u64::from(b'"'));
-                let backslash = x ^ (ONES * u64::from(b'\\'));
-                // The high bit of each byte that is `"`, `\` or below 0x20, and maybe of bytes
-                // after one (a borrow carries on): the lowest, the only one read, is exact.
-                let stops = ((quote.wrapping_sub(ONES) & !quote)
-                    | (backslash.wrapping_sub(ONES) & !backslash)
-                    | (x.wrapping_sub(ONES * 0x20) & !x))
-                    & HIGH;
-                if stops == 0 {
-                    at += 8;
-                    continue;
-                }
-                at += (stops.trailing_zeros() / 8) as usize;
-            }
-            None => {
-                while bytes.get(at).is_some_and(|&b| !STOPS[usize::from(b)]) {
-                    at += 1;
-                }
-            }
-        }
+        at = plain_run_end(bytes, at);
         match bytes.get(at) {
             Some(b'"') => return Ok((at + 1, escaped)),
             Some(b'\\') => {
@@ -101,6 +79,33 @@ pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), 
             _ => return Err(Malformed(at)),
         }
     }
+}
+
+/// The offset of the first byte at or after `at` that a JSON string cannot hold as it is (`"`,
+/// `\` or a control character), or the end of `bytes`: a string's plain run, eight bytes at a
+/// time, as a string is skipped, decoded ([`super::decoded_str`]) and written
+/// ([`super::write_str`]).
+#[inline(always)]
+pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(word) = bytes.get(at..at + 8) {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        // The high bit of each byte that is `"`, `\` or below 0x20, and maybe of bytes after
+        // one (a borrow carries on): the lowest, the only one read, is exact.
+        let stops = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (x.wrapping_sub(ONES * 0x20) & !x))
+            & HIGH;
+        if stops != 0 {
+            return at + (stops.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while bytes.get(at).is_some_and(|&b| !STOPS[usize::from(b)]) {
+        at += 1;
+    }
+    at
 }
 
 /// The offset past the escape whose letter is at `at` (just past its `\`).

@@ -180,11 +180,14 @@ pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Erro
 pub fn write_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
-    let mut rest = s;
+    let bytes = s.as_bytes();
+    let mut at = 0;
     loop {
-        let plain = plain_prefix(rest.as_bytes());
-        out.push_str(&rest[..plain]);
-        let Some(&byte) = rest.as_bytes().get(plain) else {
+        // Eight bytes at a time: warnings and messages are most of what a response escapes,
+        // and nearly all have a quote or two in 150-300 bytes (benchmarks/cost.md).
+        let plain = super::scan::plain_run_end(bytes, at);
+        out.push_str(&s[at..plain]);
+        let Some(&byte) = bytes.get(plain) else {
             break;
         };
         match byte {
@@ -203,35 +206,9 @@ pub fn write_str(out: &mut String, s: &str) {
             }
         }
         // Every byte that is escaped is ASCII, so the next one starts a character.
-        rest = &rest[plain + 1..];
+        at = plain + 1;
     }
     out.push('"');
-}
-
-/// How many bytes at the start of `bytes` a JSON string holds as they are: up to the first
-/// `"`, `\\` or control character. Eight bytes at a time, as warnings and messages are most of
-/// what a response escapes and nearly all of them have a quote or two in 150-300 bytes
-/// (benchmarks/cost.md): serde_json looks each byte up in a table.
-fn plain_prefix(bytes: &[u8]) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = ONES * 0x80;
-    // The high bit of each byte of `x` below `n` (n <= 0x80), and perhaps of bytes after such
-    // a byte (a borrow carries into them): exact for whether there is one, which is all asked.
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    let (words, _) = bytes.as_chunks::<8>();
-    let mut at = 0;
-    for word in words {
-        let x = u64::from_ne_bytes(*word);
-        if below(x, 0x20) | below(x ^ (ONES * 0x22), 1) | below(x ^ (ONES * 0x5c), 1) != 0 {
-            break;
-        }
-        at += 8;
-    }
-    let escaped = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
-    at + bytes[at..]
-        .iter()
-        .position(escaped)
-        .unwrap_or(bytes.len() - at)
 }
 
 #[cfg(test)]
