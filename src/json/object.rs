@@ -101,6 +101,7 @@ pub enum Level {
 
 impl Level {
     /// The level of member `key` when it is read as an object here.
+    #[inline(always)]
     fn opens(self, key: Key<'_>) -> Option<Level> {
         match self {
             Level::Envelope if key.is("request") => Some(Level::Request),
@@ -333,16 +334,20 @@ pub fn get_in<'a>(object: Option<&Object<'a>>, key: &str) -> Result<Raw<'a>, Str
 
 /// Offered each member of an object (its key's literal, and the text from its value on): how
 /// long the value it read in place is, or `None` to leave it to the reader.
-pub type MemberReader<'r, 'a> = &'r mut dyn FnMut(&str, &'a str) -> Option<usize>;
+pub trait MemberReader<'a>: FnMut(&str, &'a str) -> Option<usize> {}
+
+impl<'a, F: FnMut(&str, &'a str) -> Option<usize>> MemberReader<'a> for F {}
 
 /// Reads the object that begins at `at` (its `{`), the members `level` opens as objects too;
-/// the offset past its `}`. `own` is offered this object's members first, not those of the
-/// objects in it.
-fn read<'a>(
+/// the offset past its `}`. `own`, if any, is offered this object's members first, not those of
+/// the objects in it. A generic, not a `dyn`, and none for the objects inside: in a module
+/// instantiated per request, the first call through a function pointer initialises its table
+/// entry in the host, 1.1k guest instructions each (benchmarks/cost.md, "Function tables").
+fn read<'a, R: MemberReader<'a>>(
     text: &'a str,
     at: usize,
     level: Level,
-    own: MemberReader<'_, 'a>,
+    mut own: Option<&mut R>,
 ) -> Result<(Object<'a>, usize), Unread> {
     let bytes = text.as_bytes();
     let mut members = Vec::with_capacity(16);
@@ -353,12 +358,12 @@ fn read<'a>(
             escaped,
         };
         let (value, end, nesting) = match level.opens(key) {
-            _ if let Some(read) = own(key.literal, &text[at..]) => {
+            _ if let Some(read) = own.as_mut().and_then(|own| own(key.literal, &text[at..])) => {
                 let value = text.get(at..at + read).ok_or(Unread::Malformed(at))?;
                 (Member::Raw(value), at + read, usize::MAX)
             }
             Some(inner) if bytes.get(at) == Some(&b'{') => {
-                let (object, end) = read(text, at, inner, &mut |_, _| None)?;
+                let (object, end) = read::<R>(text, at, inner, None)?;
                 let nesting = object.nesting;
                 (Member::Object(object), end, nesting)
             }
@@ -432,7 +437,7 @@ impl<'a> Object<'a> {
     ///
     /// As [`Object::parse`].
     pub fn parse_as(text: &'a str, level: Level) -> Result<Object<'a>, String> {
-        Object::parse_reading(text, level, &mut |_, _| None)
+        Object::parse_read_by(text, level, None::<&mut fn(&str, &str) -> Option<usize>>)
     }
 
     /// [`Object::parse_as`], with `own` offered each member of the object itself first: an
@@ -446,7 +451,15 @@ impl<'a> Object<'a> {
     pub fn parse_reading(
         text: &'a str,
         level: Level,
-        own: MemberReader<'_, 'a>,
+        own: &mut impl MemberReader<'a>,
+    ) -> Result<Object<'a>, String> {
+        Object::parse_read_by(text, level, Some(own))
+    }
+
+    fn parse_read_by<R: MemberReader<'a>>(
+        text: &'a str,
+        level: Level,
+        own: Option<&mut R>,
     ) -> Result<Object<'a>, String> {
         let bytes = text.as_bytes();
         let start = scan::whitespace_end(bytes, 0);
