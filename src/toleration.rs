@@ -100,7 +100,8 @@ pub struct TolerationFields<'a> {
     pub toleration_seconds: Option<i64>,
 }
 
-/// A `tolerations` value's entries as written; absent or `null` is the empty list.
+/// A `tolerations` value's entries as written; absent or `null` is the empty list. A list
+/// written plainly, as the API server writes it, is read in one pass without serde.
 ///
 /// # Errors
 ///
@@ -108,11 +109,24 @@ pub struct TolerationFields<'a> {
 pub fn toleration_fields(
     raw: Option<&str>,
 ) -> Result<Vec<TolerationFields<'_>>, serde_json::Error> {
-    match raw {
-        Some(raw) => serde_json::from_str::<Option<Vec<TolerationFields>>>(raw)
-            .map(Option::unwrap_or_default),
-        None => Ok(Vec::new()),
+    const FIELDS: [&str; 4] = ["key", "operator", "value", "effect"];
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    if let Some(entries) = crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
+        return Ok((entries.into_iter())
+            .map(
+                |([key, operator, value, effect], seconds)| TolerationFields {
+                    key: key.map(JsonStr::borrowed),
+                    operator: operator.map(JsonStr::borrowed),
+                    value: value.map(JsonStr::borrowed),
+                    effect: effect.map(JsonStr::borrowed),
+                    toleration_seconds: seconds,
+                },
+            )
+            .collect());
     }
+    serde_json::from_str::<Option<Vec<TolerationFields>>>(raw).map(Option::unwrap_or_default)
 }
 
 fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {

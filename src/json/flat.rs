@@ -31,7 +31,7 @@ pub fn plain_strings<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
-    let (found, end) = plain_object_at(text, scan::whitespace_end(bytes, 0), names)?;
+    let (found, _, end) = plain_object_at(text, scan::whitespace_end(bytes, 0), names, None)?;
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(found)
 }
 
@@ -47,8 +47,34 @@ pub fn plain_items<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<Vec<PlainItem<'a, N>>> {
     super::array::each_item(text, |at| {
-        let (found, end) = plain_object_at(text, at, names)?;
+        let (found, _, end) = plain_object_at(text, at, names, None)?;
         Some(((&text[at..end], found), end))
+    })
+}
+
+/// The items of the JSON array `text` when each is an object [`plain_strings`] reads, its member
+/// `integer` absent or a JSON integer an `i64` holds: each item's strings and integer. A pod
+/// spec's tolerations (`tolerationSeconds`) were read by serde's derive, 1.5k guest
+/// instructions a toleration (benchmarks/cost.md, "Strings with escapes"). `None` for any
+/// other text.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::plain_items_with_integer;
+///
+/// let tolerations = r#"[{"key": "a", "operator": "Exists", "tolerationSeconds": 300}, {}]"#;
+/// let read = plain_items_with_integer(tolerations, ["key", "operator"], "tolerationSeconds");
+/// assert_eq!(read, Some(vec![([Some("a"), Some("Exists")], Some(300)), ([None, None], None)]));
+/// ```
+pub fn plain_items_with_integer<'a, const N: usize>(
+    text: &'a str,
+    names: [&str; N],
+    integer: &str,
+) -> Option<Vec<([Option<&'a str>; N], Option<i64>)>> {
+    super::array::each_item(text, |at| {
+        let (found, number, end) = plain_object_at(text, at, names, Some(integer))?;
+        Some(((found, number), end))
     })
 }
 
@@ -98,14 +124,17 @@ pub fn plain_string_and_list<'a>(
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some((string, strings))
 }
 
-/// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`.
+/// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`; with the
+/// member `integer` too, when one is named, read as a JSON integer an `i64` holds.
 fn plain_object_at<'a, const N: usize>(
     text: &'a str,
     at: usize,
     names: [&str; N],
-) -> Option<([Option<&'a str>; N], usize)> {
+    integer: Option<&str>,
+) -> Option<([Option<&'a str>; N], Option<i64>, usize)> {
     let bytes = text.as_bytes();
     let mut found = [None; N];
+    let mut number = None;
     let end = each_member(text, at, |key, at| {
         match names.iter().position(|name| *name == key) {
             Some(i) if found[i].is_none() => {
@@ -114,10 +143,48 @@ fn plain_object_at<'a, const N: usize>(
                 Some(value.end + 1)
             }
             Some(_) => None,
+            None if integer == Some(key) && number.is_none() => {
+                let (value, end) = plain_integer(bytes, at)?;
+                number = Some(value);
+                Some(end)
+            }
+            None if integer == Some(key) => None,
             None => scan::value_end(bytes, at).ok(),
         }
     })?;
-    Some((found, end))
+    Some((found, number, end))
+}
+
+/// The JSON integer at `at` (`-`? (`0` | [1-9][0-9]*) but `-0`, nothing after it a number could go on
+/// with) when an `i64` holds it, and the offset past it; `None` for any other value, for serde
+/// to read or refuse.
+fn plain_integer(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
+    let negative = bytes.get(at) == Some(&b'-');
+    let start = at + usize::from(negative);
+    let digits = bytes[start.min(bytes.len())..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let end = start + digits;
+    // `-0` is a float to serde_json (negative zero), which no `i64` is.
+    if digits == 0 || (bytes[start] == b'0' && (digits > 1 || negative)) {
+        return None;
+    }
+    if let Some(b'.' | b'e' | b'E') = bytes.get(end) {
+        return None;
+    }
+    // Summed on the number's side of zero, so that `i64::MIN` is read too.
+    let mut value: i64 = 0;
+    for digit in &bytes[start..end] {
+        let digit = i64::from(digit - b'0');
+        value = value.checked_mul(10)?;
+        value = if negative {
+            value.checked_sub(digit)?
+        } else {
+            value.checked_add(digit)?
+        };
+    }
+    Some((value, end))
 }
 
 /// The members of the JSON object `text` when no key has escapes: each key's string and its
@@ -315,6 +382,73 @@ mod tests {
             let plain = !text.contains('\\') && !text.contains("null");
             let twice =
                 text.matches("\"username\"").count() > 1 || text.matches("\"groups\"").count() > 1;
+            if serde.is_some() && plain && !twice {
+                assert!(read.is_some(), "{text}");
+            }
+        }
+    }
+
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Toleration<'a> {
+        #[serde(borrow)]
+        key: Option<JsonStr<'a>>,
+        #[serde(borrow)]
+        operator: Option<JsonStr<'a>>,
+        toleration_seconds: Option<i64>,
+    }
+
+    /// Wherever it answers, serde's derive reads the same strings and integer; where serde reads
+    /// plain strings and an integer and nothing else is odd, it answers.
+    #[test]
+    fn reads_strings_and_an_integer_as_serde_does() {
+        let doc = r#"[{"key":"a","operator":"Exists","tolerationSeconds":300}, {"x":[1.5e3],"tolerationSeconds" : -12 }]"#;
+        let mut texts = crate::json::scan::cut_and_damaged(doc);
+        texts.extend(
+            [
+                "[]",
+                r#"[{"tolerationSeconds":0}]"#,
+                r#"[{"tolerationSeconds":-0}]"#,
+                r#"[{"tolerationSeconds":9223372036854775807}]"#,
+                r#"[{"tolerationSeconds":-9223372036854775808}]"#,
+                r#"[{"tolerationSeconds":9223372036854775808}]"#,
+                r#"[{"tolerationSeconds":012}]"#,
+                r#"[{"tolerationSeconds":1.0}]"#,
+                r#"[{"tolerationSeconds":1e2}]"#,
+                r#"[{"tolerationSeconds":"1"}]"#,
+                r#"[{"tolerationSeconds":null}]"#,
+                r#"[{"tolerationSeconds":1,"tolerationSeconds":1}]"#,
+                r#"[{"key":"a","key":"a"}]"#,
+                r#"[{"tolerationSeconds":-}]"#,
+            ]
+            .map(String::from),
+        );
+        type Read = Vec<([Option<String>; 2], Option<i64>)>;
+        for text in texts {
+            let serde: Option<Read> =
+                serde_json::from_str::<Vec<Toleration>>(&text)
+                    .ok()
+                    .map(|items| {
+                        let string =
+                            |s: &Option<JsonStr>| s.as_ref().map(|s| s.as_str().to_owned());
+                        (items.iter())
+                            .map(|t| ([string(&t.key), string(&t.operator)], t.toleration_seconds))
+                            .collect()
+                    });
+            let read: Option<Read> =
+                plain_items_with_integer(&text, ["key", "operator"], "tolerationSeconds").map(
+                    |items| {
+                        (items.into_iter())
+                            .map(|(found, n)| (found.map(|s| s.map(str::to_owned)), n))
+                            .collect()
+                    },
+                );
+            if read.is_some() {
+                assert_eq!(read, serde, "{text}");
+            }
+            let plain = !text.contains('\\') && !text.contains("null") && !text.contains(".0}");
+            let twice = text.matches("\"key\"").count() > 1
+                || text.matches("\"tolerationSeconds\"").count() > 1 && !text.contains("},");
             if serde.is_some() && plain && !twice {
                 assert!(read.is_some(), "{text}");
             }

@@ -15,7 +15,10 @@ mod text;
 mod walk;
 
 pub use array::{append_items, items};
-pub use flat::{decoded_str, plain_items, plain_str, plain_string_and_list, plain_strings};
+pub use flat::{
+    decoded_str, plain_items, plain_items_with_integer, plain_str, plain_string_and_list,
+    plain_strings,
+};
 pub use object::{fields_in, get_in, Level, MemberReader, Object, Reached};
 pub use text::{field, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
