@@ -224,30 +224,38 @@ impl<'a> Object<'a> {
     /// it has keeps its place, one it lacks is added at the end. Every other member is written
     /// as it was read.
     pub fn write(&self, edits: &[(&str, String)]) -> String {
-        let added: usize = edits.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
-        let mut out = String::with_capacity(self.text.len() + added);
-        self.write_into(&mut out, edits);
-        out
+        self.write_at(&[], edits).unwrap_or_default()
     }
 
     /// The object's text with the object at `path` (members read as objects, `spec` then
     /// `template`...) written with `edits`; `None` when one on the way is absent or `null`.
+    /// Written into one buffer, each object on the way into its place: written apart and then
+    /// copied into the next, a pod template's spec was copied three times over
+    /// (benchmarks/cost.md, "Function tables").
     pub fn write_at(&self, path: &[&str], edits: &[(&str, String)]) -> Option<String> {
-        match path {
-            [] => Some(self.write(edits)),
-            [key, rest @ ..] => {
-                let inner = self.object(key).ok()??.write_at(rest, edits)?;
-                Some(self.write(&[(key, inner)]))
-            }
+        let mut reached = self;
+        for key in path {
+            reached = reached.object(key).ok()??;
         }
+        let added: usize = edits.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+        let mut out = String::with_capacity(self.text.len() + added);
+        self.write_into(&mut out, path, edits);
+        Some(out)
     }
 
-    /// Writes the object with `edits` into `out`. The members it leaves as they were are
+    /// Writes the object with the object at `path`, which [`Object::write_at`] found, written
+    /// with `edits` into `out` (this object itself when `path` is empty). The members it leaves
+    /// as they were are
     /// copied in runs, each run one copy of the text that holds it, separators included: copied
     /// a key and a value at a time, each copy a call into the host in a waPC module
     /// (`memory.copy`), a restored Node's metadata and spec cost a sixth more guest
     /// instructions (benchmarks/cost.md, "Decision work, measured per function").
-    fn write_into(&self, out: &mut String, edits: &[(&str, String)]) {
+    fn write_into(&self, out: &mut String, path: &[&str], edits: &[(&str, String)]) {
+        // The member on the way to `path`'s end, and the path in it.
+        let (on_the_way, here) = match path {
+            [] => (None, edits),
+            [key, rest @ ..] => (Some((*key, rest)), &[][..]),
+        };
         out.push('{');
         let opened = out.len();
         let separate = |out: &mut String| {
@@ -265,7 +273,17 @@ impl<'a> Object<'a> {
             }
         };
         for (key, value) in &self.members {
-            match edits.iter().find(|(name, _)| key.is(name)) {
+            if let (Some((name, rest)), Member::Object(inner)) = (on_the_way, value) {
+                if key.is(name) {
+                    flush(out, &mut run);
+                    separate(out);
+                    out.push_str(key.literal);
+                    out.push(':');
+                    inner.write_into(out, rest, edits);
+                    continue;
+                }
+            }
+            match here.iter().find(|(name, _)| key.is(name)) {
                 None => {
                     let text = match value {
                         Member::Raw(raw) => raw,
@@ -297,7 +315,7 @@ impl<'a> Object<'a> {
             }
         }
         flush(out, &mut run);
-        for (name, new) in edits {
+        for (name, new) in here {
             if !self.members.iter().any(|(key, _)| key.is(name)) {
                 separate(out);
                 super::write_str(out, name);
