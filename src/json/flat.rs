@@ -31,9 +31,12 @@ pub fn plain_strings<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
-    let (found, _, end) = plain_object_at(text, scan::whitespace_end(bytes, 0), names, None)?;
+    let ((found, _), end) = plain_object_at(text, scan::whitespace_end(bytes, 0), names, None)?;
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(found)
 }
+
+/// The strings [`plain_items_with_integer`] found in an item, and its integer.
+pub type PlainFields<'a, const N: usize> = ([Option<&'a str>; N], Option<i64>);
 
 /// An item's text, and the strings [`plain_strings`] found in it.
 pub type PlainItem<'a, const N: usize> = (&'a str, [Option<&'a str>; N]);
@@ -47,7 +50,7 @@ pub fn plain_items<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<Vec<PlainItem<'a, N>>> {
     super::array::each_item(text, |at| {
-        let (found, _, end) = plain_object_at(text, at, names, None)?;
+        let ((found, _), end) = plain_object_at(text, at, names, None)?;
         Some(((&text[at..end], found), end))
     })
 }
@@ -71,11 +74,8 @@ pub fn plain_items_with_integer<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
     integer: &str,
-) -> Option<Vec<([Option<&'a str>; N], Option<i64>)>> {
-    super::array::each_item(text, |at| {
-        let (found, number, end) = plain_object_at(text, at, names, Some(integer))?;
-        Some(((found, number), end))
-    })
+) -> Option<Vec<PlainFields<'a, N>>> {
+    super::array::each_item(text, |at| plain_object_at(text, at, names, Some(integer)))
 }
 
 /// The string member `name` and the member `list`, a list of strings, of the JSON object `text`
@@ -131,7 +131,7 @@ fn plain_object_at<'a, const N: usize>(
     at: usize,
     names: [&str; N],
     integer: Option<&str>,
-) -> Option<([Option<&'a str>; N], Option<i64>, usize)> {
+) -> Option<(PlainFields<'a, N>, usize)> {
     let bytes = text.as_bytes();
     let mut found = [None; N];
     let mut number = None;
@@ -152,7 +152,7 @@ fn plain_object_at<'a, const N: usize>(
             None => scan::value_end(bytes, at).ok(),
         }
     })?;
-    Some((found, number, end))
+    Some(((found, number), end))
 }
 
 /// The JSON integer at `at` (`-`? (`0` | [1-9][0-9]*) but `-0`, nothing after it a number could go on
