@@ -231,7 +231,7 @@ impl<'a> Object<'a> {
     /// `template`...) written with `edits`; `None` when one on the way is absent or `null`.
     /// Written into one buffer, each object on the way into its place: written apart and then
     /// copied into the next, a pod template's spec was copied three times over
-    /// (benchmarks/cost.md, "Function tables").
+    /// (benchmarks/cost.md, "Function tables and one buffer").
     pub fn write_at(&self, path: &[&str], edits: &[(&str, String)]) -> Option<String> {
         let mut reached = self;
         for key in path {
@@ -360,7 +360,7 @@ impl<'a, F: FnMut(&str, &'a str) -> Option<usize>> MemberReader<'a> for F {}
 /// the offset past its `}`. `own`, if any, is offered this object's members first, not those of
 /// the objects in it. A generic, not a `dyn`, and none for the objects inside: in a module
 /// instantiated per request, the first call through a function pointer initialises its table
-/// entry in the host, 1.1k guest instructions each (benchmarks/cost.md, "Function tables").
+/// entry in the host, 1.1k guest instructions each (benchmarks/cost.md, "Function tables and one buffer").
 fn read<'a, R: MemberReader<'a>>(
     text: &'a str,
     at: usize,

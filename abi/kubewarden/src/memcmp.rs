@@ -16,7 +16,8 @@
 /// use taintguard_kubewarden::memcmp::compare;
 ///
 /// assert_eq!(compare(b"node-role.kubernetes.io/master", b"node-role.kubernetes.io/master"), 0);
-/// assert!(compare(b"node-role.kubernetes.io/control-plane", b"node-role.kubernetes.io/master") < 0);
+/// assert!(compare(b"node-role.kubernetes.io/control-plane", b"node-role.kubernetes.io/control-place") > 0);
+/// assert_eq!(compare(b"NoExecute", b"NoSchedule"[..9].as_ref()), i32::from(b'E') - i32::from(b'S'));
 /// ```
 pub fn compare(a: &[u8], b: &[u8]) -> i32 {
     assert_eq!(a.len(), b.len(), "memcmp compares blocks of one length");
