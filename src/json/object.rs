@@ -360,7 +360,8 @@ impl<'a, F: FnMut(&str, &'a str) -> Option<usize>> MemberReader<'a> for F {}
 /// the offset past its `}`. `own`, if any, is offered this object's members first, not those of
 /// the objects in it. A generic, not a `dyn`, and none for the objects inside: in a module
 /// instantiated per request, the first call through a function pointer initialises its table
-/// entry in the host, 1.1k guest instructions each (benchmarks/cost.md, "Function tables and one buffer").
+/// entry in the host, 1.1k guest instructions each (benchmarks/cost.md, "Function tables and
+/// one buffer").
 fn read<'a, R: MemberReader<'a>>(
     text: &'a str,
     at: usize,
