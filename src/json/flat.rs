@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::scan;
+use super::{scan, JsonStr};
 
 /// The members `names` of the JSON object `text` when each is absent or a string without
 /// escapes: their strings, borrowed (`None` for one that is absent). `None` for any other text,
@@ -191,12 +191,16 @@ fn plain_integer(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
 /// value's text. `None` for any other text, which serde reads. Annotations and labels were read
 /// by serde as `&RawValue`s, each found with the machinery it builds values with (benchmarks/
 /// cost.md, "Decision work, measured per function").
-pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(&str, &str)>> {
+///
+/// The keys come as [`JsonStr`]s, what the callers keep, and room for eight members is made at
+/// once: collected again from `&str`s and grown from empty, a Node's annotations cost 1.5k guest
+/// instructions more a request (benchmarks/cost.md, "Function tables and one buffer").
+pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(JsonStr<'_>, &str)>> {
     let bytes = text.as_bytes();
-    let mut members = Vec::new();
+    let mut members = Vec::with_capacity(8);
     let end = each_member(text, scan::whitespace_end(bytes, 0), |key, at| {
         let end = scan::value_end(bytes, at).ok()?;
-        members.push((key, &text[at..end]));
+        members.push((JsonStr::borrowed(key), &text[at..end]));
         Some(end)
     })?;
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(members)
@@ -257,35 +261,41 @@ pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
     if bytes.first() != Some(&b'"') {
         return None;
     }
-    let (end, escaped) = scan::escaped_string_end(bytes, 1).ok()?;
-    if end != bytes.len() {
-        return None;
-    }
-    if !escaped {
-        return Some(Cow::Borrowed(&literal[1..end - 1]));
-    }
-    let mut decoded = String::with_capacity(end - 2);
+    // Checked and decoded in one pass: the runs between escapes as the scanner finds them.
+    let mut decoded: Option<String> = None;
     let mut at = 1;
-    // The scan found the closing quote at `end - 1`, and every `\` before it followed by a known
-    // escape letter.
     loop {
         let run = scan::plain_run_end(bytes, at);
+        let escape = match bytes.get(run) {
+            Some(b'"') if run + 1 == bytes.len() => break,
+            Some(b'\\') => match bytes.get(run + 1) {
+                Some(b'"') => '"',
+                Some(b'\\') => '\\',
+                Some(b'/') => '/',
+                Some(b'b') => '\u{8}',
+                Some(b'f') => '\u{c}',
+                Some(b'n') => '\n',
+                Some(b'r') => '\r',
+                Some(b't') => '\t',
+                // `\u` escapes, unknown ones, and a string cut after its `\`.
+                _ => return None,
+            },
+            // A raw control character, more text after the string, or no closing quote.
+            _ => return None,
+        };
+        let decoded = decoded.get_or_insert_with(|| String::with_capacity(bytes.len()));
         decoded.push_str(&literal[at..run]);
-        if run == end - 1 {
-            return Some(Cow::Owned(decoded));
-        }
-        decoded.push(match bytes[run + 1] {
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => return None,
-            // `"`, `\` and `/` stand for themselves.
-            other => char::from(other),
-        });
+        decoded.push(escape);
         at = run + 2;
     }
+    let last = &literal[at..bytes.len() - 1];
+    Some(match decoded {
+        None => Cow::Borrowed(last),
+        Some(mut decoded) => {
+            decoded.push_str(last);
+            Cow::Owned(decoded)
+        }
+    })
 }
 
 /// Where the string at `at` holds its characters, between its quotes, when it is a string
