@@ -245,10 +245,9 @@ impl<'a> Object<'a> {
 
     /// Writes the object with the object at `path`, which [`Object::write_at`] found, written
     /// with `edits` into `out` (this object itself when `path` is empty). The members it leaves
-    /// as they were are
-    /// copied in runs, each run one copy of the text that holds it, separators included: copied
-    /// a key and a value at a time, each copy a call into the host in a waPC module
-    /// (`memory.copy`), a restored Node's metadata and spec cost a sixth more guest
+    /// as they were are copied in runs, each run one copy of the text that holds it, separators
+    /// included: copied a key and a value at a time, each copy a call into the host in a waPC
+    /// module (`memory.copy`), a restored Node's metadata and spec cost a sixth more guest
     /// instructions (benchmarks/cost.md, "Decision work, measured per function").
     fn write_into(&self, out: &mut String, path: &[&str], edits: &[(&str, String)]) {
         // The member on the way to `path`'s end, and the path in it.
