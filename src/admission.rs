@@ -168,9 +168,7 @@ impl<'a> Plain<'a> for UserInfo<'a> {
         let (username, groups) = json::plain_string_and_list(member, "username", "groups")?;
         Some(UserInfo {
             username: username.map(JsonStr::borrowed).unwrap_or_default(),
-            groups: (groups.unwrap_or_default().into_iter())
-                .map(JsonStr::borrowed)
-                .collect(),
+            groups: groups.unwrap_or_default(),
         })
     }
 }

@@ -80,7 +80,7 @@ pub fn plain_items_with_integer<'a, const N: usize>(
 
 /// The string member `name` and the member `list`, a list of strings, of the JSON object `text`
 /// (`None` for one that is absent), when each string has no escapes: an admission request's
-/// `userInfo`, its username and groups. `None` for any other text, a name given twice or a
+/// `userInfo`, its username and groups, the groups as the request keeps them. `None` for any other text, a name given twice or a
 /// `null` included, which the caller's serde reader then reads, or refuses in its words.
 /// serde's derive read a `userInfo` for 4k guest instructions, on every request (benchmarks/
 /// cost.md, "Strings with escapes").
@@ -92,14 +92,16 @@ pub fn plain_items_with_integer<'a, const N: usize>(
 ///
 /// let user = r#"{"username": "kured", "uid": "7", "groups": ["a", "b"]}"#;
 /// let (name, groups) = plain_string_and_list(user, "username", "groups").unwrap();
-/// assert_eq!((name, groups), (Some("kured"), Some(vec!["a", "b"])));
+/// let groups = groups.unwrap();
+/// let groups: Vec<&str> = groups.iter().map(|g| g.as_str()).collect();
+/// assert_eq!((name, groups), (Some("kured"), vec!["a", "b"]));
 /// assert!(plain_string_and_list(r#"{"groups": null}"#, "username", "groups").is_none());
 /// ```
 pub fn plain_string_and_list<'a>(
     text: &'a str,
     name: &str,
     list: &str,
-) -> Option<(Option<&'a str>, Option<Vec<&'a str>>)> {
+) -> Option<(Option<&'a str>, Option<Vec<JsonStr<'a>>>)> {
     let bytes = text.as_bytes();
     let (mut string, mut strings) = (None, None);
     let string_at = |at: usize| {
@@ -112,7 +114,9 @@ pub fn plain_string_and_list<'a>(
             string = Some(read);
             Some(end)
         } else if key == list && strings.is_none() {
-            let (read, end) = super::array::each_item_at(bytes, at, string_at)?;
+            // Collected once, as kept: not as `&str`s collected again (see `plain_keyed_members`).
+            let item = |at| string_at(at).map(|(read, end)| (JsonStr::borrowed(read), end));
+            let (read, end) = super::array::each_item_at(bytes, at, item)?;
             strings = Some(read);
             Some(end)
         } else if key == name || key == list {
@@ -383,7 +387,7 @@ mod tests {
             });
             let read = plain_string_and_list(&text, "username", "groups").map(|(name, groups)| {
                 let groups: Option<Vec<String>> =
-                    groups.map(|g| g.into_iter().map(str::to_owned).collect());
+                    groups.map(|g| g.iter().map(|s| s.as_str().to_owned()).collect());
                 (owned(name), groups)
             });
             if read.is_some() {
