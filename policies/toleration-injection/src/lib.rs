@@ -636,31 +636,59 @@ fn describe_nodes(query: &str) -> String {
 /// be, a toleration is copied only once chosen, not each time it is judged.
 struct Tolerated<'a> {
     all: Vec<Toleration<'a>>,
-    coverage: Coverage<'a>,
+    /// `all` indexed, once it holds more than [`FEW`] tolerations.
+    coverage: Option<Coverage<'a>>,
     /// Indices into `all` of what is added, with why; `why` is only written for what is added.
     added: Vec<(usize, String)>,
 }
 
+/// Up to this many tolerations, one is judged against each in turn: the index's tables
+/// (fingerprinted keys, their strings cloned in) cost flannel's DaemonSet 5.2k guest
+/// instructions for five tolerations and two questions (benchmarks/cost.md, "Few
+/// tolerations"). Past it, the index keeps a pod template of thousands linear.
+const FEW: usize = 16;
+
 impl<'a> Tolerated<'a> {
     /// The workload's tolerations and those PodTolerationRestriction appends before the rules'.
     fn new(existing: &[Toleration<'a>], plugin_added: &[Toleration<'a>]) -> Self {
-        let mut coverage = Coverage::default();
-        for t in existing.iter().chain(plugin_added) {
-            coverage.insert(t);
-        }
-        Tolerated {
+        let mut tolerated = Tolerated {
             all: existing.iter().chain(plugin_added).cloned().collect(),
-            coverage,
+            coverage: None,
             added: Vec::new(),
+        };
+        tolerated.index_if_many();
+        tolerated
+    }
+
+    /// Whether something tolerated already covers `t`.
+    fn covers(&self, t: &Toleration<'_>) -> bool {
+        match &self.coverage {
+            Some(coverage) => coverage.covers(t),
+            None => self.all.iter().any(|held| held.covers(t)),
         }
     }
 
     /// Adds `t`, unless something tolerated already covers it.
     fn add(&mut self, t: Toleration<'a>, why: impl FnOnce() -> String) {
-        if !self.coverage.covers(&t) {
-            self.coverage.insert(&t);
-            self.added.push((self.all.len(), why()));
-            self.all.push(t);
+        if self.covers(&t) {
+            return;
+        }
+        if let Some(coverage) = &mut self.coverage {
+            coverage.insert(&t);
+        }
+        self.added.push((self.all.len(), why()));
+        self.all.push(t);
+        self.index_if_many();
+    }
+
+    /// Indexes what is tolerated once it is more than [`FEW`].
+    fn index_if_many(&mut self) {
+        if self.coverage.is_none() && self.all.len() > FEW {
+            let mut coverage = Coverage::default();
+            for t in &self.all {
+                coverage.insert(t);
+            }
+            self.coverage = Some(coverage);
         }
     }
 
