@@ -251,13 +251,23 @@ pub fn value_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
 /// # Errors
 ///
 /// As [`value_end`].
-pub fn value_end_deep(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<usize, Malformed> {
-    let mut open = Nesting {
-        top: 0,
-        spilled: None,
-        depth: 0,
-        deep,
-    };
+#[inline(always)]
+pub fn value_end_deep(bytes: &[u8], at: usize, deep: &mut bool) -> Result<usize, Malformed> {
+    // A string, a third of the members skipped, without the walk's frame: it cost a string
+    // skipped 40 guest instructions more (benchmarks/cost.md, "Few tolerations").
+    if bytes.get(at) == Some(&b'"') {
+        return string_end(bytes, at + 1);
+    }
+    walk_end(bytes, at, deep)
+}
+
+/// [`value_end_deep`] of any value, containers as well.
+fn walk_end(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<usize, Malformed> {
+    let mut open = Nesting { top: 0, depth: 0 };
+    // Outside `open`, which then stays in locals: with the spilled words in it, the whole was
+    // kept in memory and each container opened and closed stored it there, 1.5k of flannel's
+    // 20.7k guest instructions of skipping (benchmarks/cost.md, "Few tolerations").
+    let mut spilled = Spilled(None);
     loop {
         // A value begins here.
         at = whitespace_end(bytes, at);
@@ -265,10 +275,10 @@ pub fn value_end_deep(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<us
             Some(b'{') => {
                 at = whitespace_end(bytes, at + 1);
                 if bytes.get(at) == Some(&b'}') {
-                    open.empty();
+                    open.empty(deep);
                     at += 1;
                 } else {
-                    open.push(true);
+                    open.push(true, &mut spilled, deep);
                     at = key_end(bytes, at)?;
                     continue;
                 }
@@ -276,10 +286,10 @@ pub fn value_end_deep(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<us
             Some(b'[') => {
                 at = whitespace_end(bytes, at + 1);
                 if bytes.get(at) == Some(&b']') {
-                    open.empty();
+                    open.empty(deep);
                     at += 1;
                 } else {
-                    open.push(false);
+                    open.push(false, &mut spilled, deep);
                     continue;
                 }
             }
@@ -309,31 +319,46 @@ pub fn value_end_deep(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<us
                 Some(b']') if !in_object => at += 1,
                 _ => return Err(Malformed(at)),
             }
-            open.pop();
+            open.pop(&mut spilled);
         }
     }
 }
 
 /// The containers open around the cursor, innermost last: a bit each (object or array), the
-/// innermost 64 in a word and the outer ones spilled, so no nesting is too deep to skip.
-struct Nesting<'d> {
+/// innermost 64 in a word and the outer ones [`Spilled`], so no nesting is too deep to skip.
+struct Nesting {
     top: u64,
-    /// `None` until the 65th level: an empty `Vec` is still dropped through a call, once per
-    /// value skipped (benchmarks/cost.md, "Decision work, measured per function").
-    spilled: Option<Vec<u64>>,
     depth: usize,
-    /// Set when a container opens past [`SHALLOW`] levels, an empty one included: written
-    /// only then, so that telling costs nothing until it happens.
-    deep: &'d mut bool,
 }
 
-impl Nesting<'_> {
+/// The words of [`Nesting`] past the innermost: `None` until the 65th level, as an empty `Vec`
+/// is still dropped through a call, once per value skipped (benchmarks/cost.md, "Decision
+/// work, measured per function").
+struct Spilled(Option<Vec<u64>>);
+
+impl Spilled {
+    #[cold]
+    #[inline(never)]
+    fn push(&mut self, word: u64) {
+        self.0.get_or_insert_default().push(word);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn pop(&mut self) -> u64 {
+        self.0.as_mut().and_then(Vec::pop).unwrap_or_default()
+    }
+}
+
+impl Nesting {
+    /// Opens a container; `deep` is set when it is past [`SHALLOW`] levels, and written only
+    /// then, so that telling costs nothing until it happens.
     #[inline(always)]
-    fn push(&mut self, object: bool) {
+    fn push(&mut self, object: bool, spilled: &mut Spilled, deep: &mut bool) {
         if self.depth > 0 && self.depth.is_multiple_of(SHALLOW) {
-            self.spilled.get_or_insert_default().push(self.top);
+            spilled.push(self.top);
             self.top = 0;
-            *self.deep = true;
+            *deep = true;
         }
         self.top = (self.top << 1) | u64::from(object);
         self.depth += 1;
@@ -341,20 +366,18 @@ impl Nesting<'_> {
 
     /// An empty container, opened and closed at once.
     #[inline(always)]
-    fn empty(&mut self) {
+    fn empty(&self, deep: &mut bool) {
         if self.depth >= SHALLOW {
-            *self.deep = true;
+            *deep = true;
         }
     }
 
     #[inline(always)]
-    fn pop(&mut self) {
+    fn pop(&mut self, spilled: &mut Spilled) {
         self.top >>= 1;
         self.depth -= 1;
         if self.depth > 0 && self.depth.is_multiple_of(SHALLOW) {
-            self.top = (self.spilled.as_mut())
-                .and_then(Vec::pop)
-                .unwrap_or_default();
+            self.top = spilled.pop();
         }
     }
 
