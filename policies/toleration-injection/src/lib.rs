@@ -632,14 +632,15 @@ fn describe_nodes(query: &str) -> String {
     }
 }
 
-/// What the workload will tolerate, growing as tolerations are added: borrowed where it can
-/// be, a toleration is copied only once chosen, not each time it is judged.
-struct Tolerated<'a> {
-    all: Vec<Toleration<'a>>,
-    /// `all` indexed, once it holds more than [`FEW`] tolerations.
+/// What the workload will tolerate, growing as tolerations are added: what it brings borrowed,
+/// a toleration is copied only once chosen, not each time it is judged.
+struct Tolerated<'g, 'a> {
+    /// The workload's tolerations, then those PodTolerationRestriction appends.
+    given: [&'g [Toleration<'a>]; 2],
+    /// What is added, with why; `why` is only written for what is added.
+    added: Vec<(Toleration<'a>, String)>,
+    /// All of them indexed, once they are more than [`FEW`].
     coverage: Option<Coverage<'a>>,
-    /// Indices into `all` of what is added, with why; `why` is only written for what is added.
-    added: Vec<(usize, String)>,
 }
 
 /// Up to this many tolerations, one is judged against each in turn: the index's tables
@@ -648,23 +649,45 @@ struct Tolerated<'a> {
 /// tolerations"). Past it, the index keeps a pod template of thousands linear.
 const FEW: usize = 16;
 
-impl<'a> Tolerated<'a> {
-    /// The workload's tolerations and those PodTolerationRestriction appends before the rules'.
-    fn new(existing: &[Toleration<'a>], plugin_added: &[Toleration<'a>]) -> Self {
+impl<'g, 'a> Tolerated<'g, 'a> {
+    fn new(existing: &'g [Toleration<'a>], plugin_added: &'g [Toleration<'a>]) -> Self {
         let mut tolerated = Tolerated {
-            all: existing.iter().chain(plugin_added).cloned().collect(),
-            coverage: None,
+            given: [existing, plugin_added],
             added: Vec::new(),
+            coverage: None,
         };
         tolerated.index_if_many();
         tolerated
+    }
+
+    fn len(&self) -> usize {
+        self.given[0].len() + self.given[1].len() + self.added.len()
+    }
+
+    /// The `i`th toleration, in the order of [`Tolerated::iter`].
+    fn get(&self, i: usize) -> Option<&Toleration<'a>> {
+        let [workload, plugin] = self.given;
+        let Some(i) = i.checked_sub(workload.len()) else {
+            return workload.get(i);
+        };
+        let Some(i) = i.checked_sub(plugin.len()) else {
+            return plugin.get(i);
+        };
+        self.added.get(i).map(|(t, _)| t)
+    }
+
+    /// Everything tolerated: what is given, then what is added.
+    fn iter(&self) -> impl Iterator<Item = &Toleration<'a>> {
+        let [workload, plugin] = self.given;
+        let added = self.added.iter().map(|(t, _)| t);
+        workload.iter().chain(plugin).chain(added)
     }
 
     /// Whether something tolerated already covers `t`.
     fn covers(&self, t: &Toleration<'_>) -> bool {
         match &self.coverage {
             Some(coverage) => coverage.covers(t),
-            None => self.all.iter().any(|held| held.covers(t)),
+            None => self.iter().any(|held| held.covers(t)),
         }
     }
 
@@ -676,16 +699,15 @@ impl<'a> Tolerated<'a> {
         if let Some(coverage) = &mut self.coverage {
             coverage.insert(&t);
         }
-        self.added.push((self.all.len(), why()));
-        self.all.push(t);
+        self.added.push((t, why()));
         self.index_if_many();
     }
 
     /// Indexes what is tolerated once it is more than [`FEW`].
     fn index_if_many(&mut self) {
-        if self.coverage.is_none() && self.all.len() > FEW {
+        if self.coverage.is_none() && self.len() > FEW {
             let mut coverage = Coverage::default();
-            for t in &self.all {
+            for t in self.iter() {
                 coverage.insert(t);
             }
             self.coverage = Some(coverage);
@@ -693,10 +715,8 @@ impl<'a> Tolerated<'a> {
     }
 
     fn into_added(self) -> Vec<Explained> {
-        let all = self.all;
-        self.added
-            .into_iter()
-            .map(|(at, why)| (all[at].clone().into_owned(), why))
+        (self.added.into_iter())
+            .map(|(t, why)| (t.into_owned(), why))
             .collect()
     }
 }
@@ -728,12 +748,11 @@ impl Matched<'_> {
     /// group is one set), so one growing pass ends.
     fn add_twins(
         &self,
-        tolerated: &mut Tolerated<'_>,
+        tolerated: &mut Tolerated<'_, '_>,
         allowed_twin: impl Fn(&Toleration<'_>) -> bool,
     ) {
         let mut i = 0;
-        while i < tolerated.all.len() {
-            let t = &tolerated.all[i];
+        while let Some(t) = tolerated.get(i) {
             i += 1;
             if t.operator == Operator::Unknown {
                 continue;
