@@ -1,7 +1,7 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::{append_items, get_in, JsonStr, Object};
+use taintguard::json::{append_items, fields_in, JsonStr, Object, Raw};
 use taintguard::label_selector::{parse_labels, Labels};
 use taintguard::toleration::{parse_tolerations, Toleration};
 
@@ -72,14 +72,14 @@ impl<'a> Workload<'a> {
         let metadata = object
             .object("metadata")
             .map_err(|e| format!("{which}: {e}"))?;
-        let in_metadata =
-            |key: &str| get_in(metadata, key).map_err(|e| format!("{which}.metadata: {e}"));
-        let name_in_metadata = |key: &str| -> Result<Option<JsonStr<'a>>, String> {
-            (in_metadata(key)?)
-                .read()
+        // Found in one walk of the metadata's members.
+        let [labels, name, generate_name, namespace] =
+            fields_in(metadata, ["labels", "name", "generateName", "namespace"])
+                .map_err(|e| format!("{which}.metadata: {e}"))?;
+        let name_in_metadata = |key: &str, raw: Raw<'a>| -> Result<Option<JsonStr<'a>>, String> {
+            raw.read()
                 .map_err(|e| format!("{which}.metadata.{key}: {e}"))
         };
-        let labels = in_metadata("labels")?;
         // Labels, like tolerations below, are read entry by entry: serde's position is in the
         // entry, so the message goes without a path.
         let labels = parse_labels(labels.value()).map_err(|e| {
@@ -116,9 +116,9 @@ impl<'a> Workload<'a> {
         Ok(Workload {
             object,
             kind,
-            name: name_in_metadata("name")?,
-            generate_name: name_in_metadata("generateName")?,
-            namespace: name_in_metadata("namespace")?,
+            name: name_in_metadata("name", name)?,
+            generate_name: name_in_metadata("generateName", generate_name)?,
+            namespace: name_in_metadata("namespace", namespace)?,
             labels,
             pod_spec,
             tolerations_raw,
