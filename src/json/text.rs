@@ -101,6 +101,30 @@ impl<'a> Raw<'a> {
     }
 }
 
+impl<'a> Raw<'a> {
+    /// [`Raw::read`] of an `Option<JsonStr>` (a name, a namespace), without serde where the
+    /// string's escapes are plain ([`JsonStr::read`]): serde read a name for 360 guest
+    /// instructions (benchmarks/cost.md, "Few tolerations").
+    ///
+    /// # Errors
+    ///
+    /// As [`Raw::read`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::json::Raw;
+    ///
+    /// assert_eq!(Raw(Some(r#""web-1""#)).read_str().unwrap().unwrap().as_str(), "web-1");
+    /// assert!(Raw(Some("null")).read_str().unwrap().is_none());
+    /// assert_eq!(Raw(Some("7")).read_str().unwrap_err(), Raw(Some("7")).read::<Option<taintguard::json::JsonStr>>().unwrap_err());
+    /// ```
+    pub fn read_str(&self) -> Result<Option<JsonStr<'a>>, String> {
+        let read = |text| JsonStr::read(text).map_err(|e| super::error::describe(text, &e));
+        self.value().map(read).transpose()
+    }
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         <&'a RawValue>::deserialize(deserializer).map(|raw| Raw(Some(raw.get())))
@@ -118,7 +142,7 @@ pub fn members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, serde_json::Err
 }
 
 /// [`members`] read by serde.
-fn serde_members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, serde_json::Error> {
+pub(super) fn serde_members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, serde_json::Error> {
     struct Members;
     impl<'de> Visitor<'de> for Members {
         type Value = Vec<(JsonStr<'de>, &'de RawValue)>;

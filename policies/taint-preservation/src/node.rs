@@ -59,8 +59,9 @@ impl<'a> NodeView<'a> {
             .map_err(|e| format!("{which}.metadata: {e}"))?;
         let [taints, unschedulable] = fields_in(spec, ["taints", "unschedulable"])
             .map_err(|e| format!("{which}.spec: {e}"))?;
-        let name =
-            (name.read::<Option<JsonStr>>()).map_err(|e| format!("{which}.metadata.name: {e}"))?;
+        let name = name
+            .read_str()
+            .map_err(|e| format!("{which}.metadata.name: {e}"))?;
         // Each taint is read from its own text, so serde's position is in that taint, not in
         // the list: the message says what is wrong without a path.
         let taints = parse_taints(taints.value()).map_err(|e| {

@@ -77,7 +77,7 @@ impl<'a> Workload<'a> {
             fields_in(metadata, ["labels", "name", "generateName", "namespace"])
                 .map_err(|e| format!("{which}.metadata: {e}"))?;
         let name_in_metadata = |key: &str, raw: Raw<'a>| -> Result<Option<JsonStr<'a>>, String> {
-            raw.read()
+            raw.read_str()
                 .map_err(|e| format!("{which}.metadata.{key}: {e}"))
         };
         // Labels, like tolerations below, are read entry by entry: serde's position is in the
