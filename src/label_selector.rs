@@ -57,6 +57,9 @@ pub fn parse_labels(raw: Option<&str>) -> Result<Labels<'_>, serde_json::Error> 
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
+    if let Some(labels) = crate::json::plain_string_members(raw) {
+        return Ok(labels);
+    }
     members(raw)?
         .into_iter()
         .map(|(k, v)| Ok((k, JsonStr::read(v)?)))

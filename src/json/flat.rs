@@ -210,6 +210,23 @@ pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(JsonStr<'_>, &str)>
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(members)
 }
 
+/// The members of the JSON object `text` when every key and every value is a string without
+/// escapes, borrowed: `metadata.labels` as the API server writes them, read in one pass. `None`
+/// for any other text, which the caller reads with [`super::members`] and [`JsonStr::read`]:
+/// that way flannel's two label sets cost 2.7k guest instructions, a second pass over each
+/// value and a second list (benchmarks/cost.md, "Few tolerations").
+pub(crate) fn plain_string_members(text: &str) -> Option<Vec<(JsonStr<'_>, JsonStr<'_>)>> {
+    let bytes = text.as_bytes();
+    let mut members = Vec::with_capacity(8);
+    let end = each_member(text, scan::whitespace_end(bytes, 0), |key, at| {
+        let chars = plain_string(bytes, at)?;
+        let value = JsonStr::borrowed(&text[chars.clone()]);
+        members.push((JsonStr::borrowed(key), value));
+        Some(chars.end + 1)
+    })?;
+    (scan::whitespace_end(bytes, end) == bytes.len()).then_some(members)
+}
+
 /// Walks the object that begins at `at` (its `{`), its keys strings without escapes: `member`
 /// is given each key's string and where its value begins, and answers where the value ends.
 /// The offset past the object's `}`; `None` where the text is not such an object or `member`
@@ -520,6 +537,53 @@ mod tests {
 
     /// Wherever it answers, serde's derive reads the same strings; where serde reads plain
     /// strings and nothing else is odd, it answers.
+    #[test]
+    fn reads_string_members_as_serde_does() {
+        let doc = r#"{"app":"flannel", "tier" : "node","example.com/x":""}"#;
+        let mut texts = crate::json::scan::cut_and_damaged(doc);
+        texts.extend(
+            [
+                "{}",
+                r#"{"a":"1","a":"2"}"#,
+                r#"{"a":"b\u0041"}"#,
+                r#"{"\u0061":"b"}"#,
+                r#"{"a":null}"#,
+                r#"{"a":1}"#,
+                r#"{"a":"b"} x"#,
+                "[]",
+            ]
+            .map(String::from),
+        );
+        for text in texts {
+            // serde_members reads one object and leaves what follows: the whole text must be one.
+            let one = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+            let members = super::super::text::serde_members(&text)
+                .ok()
+                .filter(|_| one);
+            let serde = members.and_then(|members| {
+                let value = |v: &str| serde_json::from_str::<String>(v).ok();
+                let read = members
+                    .iter()
+                    .map(|(k, v)| Some((k.as_str().to_owned(), value(v)?)));
+                read.collect::<Option<Vec<_>>>()
+            });
+            let read = plain_string_members(&text).map(|members| {
+                let owned = |s: &JsonStr| s.as_str().to_owned();
+                members
+                    .iter()
+                    .map(|(k, v)| (owned(k), owned(v)))
+                    .collect::<Vec<_>>()
+            });
+            if read.is_some() {
+                assert_eq!(read, serde, "{text}");
+            }
+            let plain = !text.contains('\\') && !text.contains("null") && !text.contains(":1");
+            if serde.is_some() && plain {
+                assert!(read.is_some(), "{text}");
+            }
+        }
+    }
+
     #[test]
     fn reads_what_serde_reads() {
         let doc = r#"{"effect":"NoSchedule", "key" : "example.com/gpu","timeAdded":"2025-04-10T08:00:03Z","x":[1,{"key":2}],"value":""}"#;

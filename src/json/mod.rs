@@ -15,6 +15,7 @@ mod text;
 mod walk;
 
 pub use array::{append_items, items};
+pub(crate) use flat::plain_string_members;
 pub use flat::{
     decoded_str, plain_items, plain_items_with_integer, plain_str, plain_string_and_list,
     plain_strings,
