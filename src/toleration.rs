@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::json::{write_str, JsonStr};
+use crate::json::{write_str, JsonStr, PlainFields};
 use crate::settings::{from_string, null_as_default, settings_object, At, SettingsError};
 use crate::small_map::SmallMap;
 use crate::taint::Effect;
@@ -109,24 +109,30 @@ pub struct TolerationFields<'a> {
 pub fn toleration_fields(
     raw: Option<&str>,
 ) -> Result<Vec<TolerationFields<'_>>, serde_json::Error> {
-    const FIELDS: [&str; 4] = ["key", "operator", "value", "effect"];
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
-    if let Some(entries) = crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
-        return Ok((entries.into_iter())
-            .map(
-                |([key, operator, value, effect], seconds)| TolerationFields {
-                    key: key.map(JsonStr::borrowed),
-                    operator: operator.map(JsonStr::borrowed),
-                    value: value.map(JsonStr::borrowed),
-                    effect: effect.map(JsonStr::borrowed),
-                    toleration_seconds: seconds,
-                },
-            )
-            .collect());
+    match crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
+        Some(entries) => Ok(entries.into_iter().map(TolerationFields::plain).collect()),
+        None => serde_json::from_str::<Option<Vec<TolerationFields>>>(raw)
+            .map(Option::unwrap_or_default),
     }
-    serde_json::from_str::<Option<Vec<TolerationFields>>>(raw).map(Option::unwrap_or_default)
+}
+
+/// The string fields of a toleration, in the order [`TolerationFields::plain`] takes them.
+const FIELDS: [&str; 4] = ["key", "operator", "value", "effect"];
+
+impl<'a> TolerationFields<'a> {
+    /// A toleration's fields as the plain reader finds them ([`FIELDS`], `tolerationSeconds`).
+    fn plain(([key, operator, value, effect], seconds): PlainFields<'a, 4>) -> Self {
+        TolerationFields {
+            key: key.map(JsonStr::borrowed),
+            operator: operator.map(JsonStr::borrowed),
+            value: value.map(JsonStr::borrowed),
+            effect: effect.map(JsonStr::borrowed),
+            toleration_seconds: seconds,
+        }
+    }
 }
 
 fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {
@@ -135,25 +141,35 @@ fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {
 
 /// Reads a `tolerations` value; absent or `null` is the empty list.
 pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde_json::Error> {
-    // One pass: unlike a taint, a toleration is never copied back as its text.
+    // One pass: unlike a taint, a toleration is never copied back as its text. Written plainly,
+    // each is made from what the plain reader found, without a list of fields between: that
+    // list cost flannel's four tolerations an allocation and a copy of each (benchmarks/
+    // cost.md, "Few tolerations").
+    let plain =
+        raw.and_then(|raw| crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds"));
+    if let Some(entries) = plain {
+        let read = entries.into_iter().map(TolerationFields::plain);
+        return Ok(read.map(Toleration::from_fields).collect());
+    }
     let entries = toleration_fields(raw)?;
-    Ok(entries
-        .into_iter()
-        .map(|f| {
-            let operator = match f.operator.as_ref().map(JsonStr::as_str) {
-                None | Some("") | Some("Equal") => Operator::Equal,
-                Some("Exists") => Operator::Exists,
-                Some(_) => Operator::Unknown,
-            };
-            Toleration {
-                key: text(f.key),
-                operator,
-                value: text(f.value),
-                effect: text(f.effect),
-                seconds: f.toleration_seconds,
-            }
-        })
-        .collect())
+    Ok(entries.into_iter().map(Toleration::from_fields).collect())
+}
+
+impl<'a> Toleration<'a> {
+    fn from_fields(f: TolerationFields<'a>) -> Self {
+        let operator = match f.operator.as_ref().map(JsonStr::as_str) {
+            None | Some("") | Some("Equal") => Operator::Equal,
+            Some("Exists") => Operator::Exists,
+            Some(_) => Operator::Unknown,
+        };
+        Toleration {
+            key: text(f.key),
+            operator,
+            value: text(f.value),
+            effect: text(f.effect),
+            seconds: f.toleration_seconds,
+        }
+    }
 }
 
 impl Toleration<'_> {
