@@ -823,19 +823,58 @@ fn settings_errors_name_the_field() {
 
 #[test]
 fn malformed_objects_are_rejected() {
-    let mut obj = object("Deployment", None);
-    obj["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"});
-    let verdict = run::<TolerationInjection>(
-        &request("CREATE", "alice", "ops", &obj),
-        "{}",
-        Half::Mutating,
-        &taintguard::NoCluster("test"),
-    );
-    assert_eq!(verdict.code(), Some(400));
-    assert!(verdict
-        .message()
-        .unwrap()
-        .contains("object.spec.template.spec.tolerations"));
+    // Each message names where the object went wrong: the request's reader for a member it
+    // reads as an object, the workload's view for what it reads in them (a key written twice
+    // only in the text, where serde_json's `Value` keeps one).
+    let cases: [(&str, fn(&mut Value), (&str, &str), &str); 5] = [
+        (
+            "Deployment",
+            |o| o["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"}),
+            ("", ""),
+            "object.spec.template.spec.tolerations: invalid type: map",
+        ),
+        (
+            "Deployment",
+            |o| o["spec"]["template"] = json!(7),
+            ("", ""),
+            "expected an object (at `object.spec.template`)",
+        ),
+        (
+            "Pod",
+            |o| o["metadata"]["labels"] = json!({"a": 1}),
+            ("", ""),
+            "object.metadata.labels: invalid type: integer `1`",
+        ),
+        (
+            "CronJob",
+            |_| {},
+            (r#""jobTemplate":{"#, r#""jobTemplate":{"spec":{},"#),
+            "object.spec.jobTemplate: duplicate field `spec`",
+        ),
+        (
+            "Deployment",
+            |_| {},
+            (
+                r#""futureField":1"#,
+                r#""futureField":1,"tolerations":[],"tolerations":[]"#,
+            ),
+            "object.spec.template.spec: duplicate field `tolerations`",
+        ),
+    ];
+    for (kind, damage, (text, twice), want) in cases {
+        let mut obj = object(kind, None);
+        damage(&mut obj);
+        let request = request("CREATE", "alice", "ops", &obj).replacen(text, twice, 1);
+        let verdict = run::<TolerationInjection>(
+            &request,
+            "{}",
+            Half::Mutating,
+            &taintguard::NoCluster("test"),
+        );
+        assert_eq!(verdict.code(), Some(400), "{kind}");
+        let message = verdict.message().unwrap();
+        assert!(message.contains(want), "{kind}: {want:?} not in {message}");
+    }
 }
 
 /// Found by the validate_structured fuzz target: aliasing handed a tenant the twin of its own

@@ -88,28 +88,31 @@ impl<'a> Workload<'a> {
                 taintguard::json::error::message(&e)
             )
         })?;
-        let mut at = String::new();
+        // Where on the way to the pod spec a message is about, written only for a message.
+        let path = kind.pod_spec_path();
+        let at =
+            |steps: usize| -> String { path[..steps].iter().map(|s| [".", s].concat()).collect() };
         let mut current = Some(object);
-        for step in kind.pod_spec_path() {
+        for (steps, step) in path.iter().enumerate() {
             let Some(parent) = current else { break };
             current = parent
                 .object(step)
-                .map_err(|e| format!("{which}{at}: {e}"))?;
-            at.push('.');
-            at.push_str(step);
+                .map_err(|e| format!("{which}{}: {e}", at(steps)))?;
         }
         let pod_spec = current;
+        // With a pod spec, the whole path was walked.
         let tolerations_raw = match pod_spec {
             Some(spec) => spec
                 .get("tolerations")
-                .map_err(|e| format!("{which}{at}: {e}"))?
+                .map_err(|e| format!("{which}{}: {e}", at(path.len())))?
                 .text(),
             None => None,
         };
         let tolerations =
             parse_tolerations(tolerations_raw.filter(|t| *t != "null")).map_err(|e| {
                 format!(
-                    "{which}{at}.tolerations: {}",
+                    "{which}{}.tolerations: {}",
+                    at(path.len()),
                     taintguard::json::error::message(&e)
                 )
             })?;
