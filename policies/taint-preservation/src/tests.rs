@@ -469,6 +469,13 @@ fn other_requests_pass() {
     }
 }
 
+/// Kubewarden's adapter takes `{}` for every default without reading it: the two agree.
+#[test]
+fn empty_settings_are_the_defaults() {
+    let read: Settings = taintguard::settings::read("{}").unwrap();
+    assert_eq!(read, Settings::default());
+}
+
 #[test]
 fn settings_errors_name_the_field() {
     let cases = [

@@ -702,6 +702,13 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
     }
 }
 
+/// Kubewarden's adapter takes `{}` for every default without reading it: the two agree.
+#[test]
+fn empty_settings_are_the_defaults() {
+    let read: Settings = taintguard::settings::read("{}").unwrap();
+    assert_eq!(read, Settings::default());
+}
+
 #[test]
 fn settings_errors_name_the_field() {
     let rule = |tolerations: Value| json!({"rules": [{"name": "r", "tolerations": tolerations}]});
