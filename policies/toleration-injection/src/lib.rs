@@ -509,7 +509,7 @@ fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [AliasKey]> 
         .in_force()
         .iter()
         .find(|g| g.iter().any(|k| k.as_str() == key))
-        .map(Vec::as_slice)
+        .map(|g| &g[..])
 }
 
 /// A toleration to add, and why.

@@ -108,13 +108,19 @@ checked! {
     /// A key of an alias group: a plain taint key, never a glob. Checked while it is read, so
     /// that the default group, built on every request, is not checked again each time (it cost
     /// 5.6% of the hostpath mutation, benchmarks/cost.md).
-    pub struct AliasKey(String) = |text| {
+    pub struct AliasKey(Cow<'static, str>) = |text| {
         if text.is_empty() || text.contains(['*', '?', '[', '\\']) {
             return Err("alias keys are plain taint keys, not globs".to_owned());
         }
         TaintKeyGlob::try_from(text.clone())?;
-        Ok(text)
+        Ok(Cow::Owned(text))
     };
+}
+
+impl AliasKey {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// Groups of taint keys that are the same taint under different names.
@@ -122,8 +128,17 @@ checked! {
 #[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct Aliases {
     pub enabled: bool,
-    pub groups: Vec<Vec<AliasKey>>,
+    /// Borrowed for the default group, built on every request without settings: as lists
+    /// of strings it cost each such request four allocations and their frees
+    /// (benchmarks/cost.md, "Few tolerations").
+    pub groups: Cow<'static, [Cow<'static, [AliasKey]>]>,
 }
+
+/// [`DEFAULT_ALIAS_GROUP`] as the one group aliases have by default.
+const DEFAULT_GROUPS: &[Cow<'static, [AliasKey]>] = &[Cow::Borrowed(&[
+    AliasKey(Cow::Borrowed(DEFAULT_ALIAS_GROUP[0])),
+    AliasKey(Cow::Borrowed(DEFAULT_ALIAS_GROUP[1])),
+])];
 
 settings_object!(Aliases);
 
@@ -131,14 +146,14 @@ impl Default for Aliases {
     fn default() -> Aliases {
         Aliases {
             enabled: true,
-            groups: vec![DEFAULT_ALIAS_GROUP.map(AliasKey::builtin).into()],
+            groups: Cow::Borrowed(DEFAULT_GROUPS),
         }
     }
 }
 
 impl Aliases {
     /// The groups in force: none when aliases are off.
-    pub fn in_force(&self) -> &[Vec<AliasKey>] {
+    pub fn in_force(&self) -> &[Cow<'static, [AliasKey]>] {
         if self.enabled {
             &self.groups
         } else {
@@ -296,7 +311,7 @@ fn check_name(at: At<'_>, name: &str, what: &str) -> Result<(), SettingsError> {
 }
 
 /// Each group names at least two keys, and no key is in two groups.
-fn check_aliases(at: At<'_>, groups: &[Vec<AliasKey>]) -> Result<(), SettingsError> {
+fn check_aliases(at: At<'_>, groups: &[Cow<'_, [AliasKey]>]) -> Result<(), SettingsError> {
     for (i, keys) in groups.iter().enumerate() {
         let at = at.index(i);
         if keys.len() < 2 {
@@ -304,7 +319,7 @@ fn check_aliases(at: At<'_>, groups: &[Vec<AliasKey>]) -> Result<(), SettingsErr
         }
         for (j, key) in keys.iter().enumerate() {
             let at = at.index(j);
-            let mut earlier = groups[..i].iter().flatten().chain(&keys[..j]);
+            let mut earlier = groups[..i].iter().flat_map(|g| g.iter()).chain(&keys[..j]);
             if earlier.any(|k| k == key) {
                 return Err(at.error(format!("{:?} is already in an alias group", key.as_str())));
             }

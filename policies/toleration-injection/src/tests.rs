@@ -702,11 +702,17 @@ fn a_background_audit_reports_restricted_tolerations_whoever_created_the_pod() {
     }
 }
 
-/// Kubewarden's adapter takes `{}` for every default without reading it: the two agree.
+/// Kubewarden's adapter takes `{}` for every default without reading it: the two agree. The
+/// default alias group is built without the keys' check: each passes it.
 #[test]
 fn empty_settings_are_the_defaults() {
     let read: Settings = taintguard::settings::read("{}").unwrap();
     assert_eq!(read, Settings::default());
+    let defaults = settings::Aliases::default();
+    for key in defaults.groups.iter().flat_map(|group| group.iter()) {
+        let checked = AliasKey::try_from(key.as_str().to_owned());
+        assert_eq!(checked.as_ref(), Ok(key));
+    }
 }
 
 #[test]
@@ -833,7 +839,14 @@ fn malformed_objects_are_rejected() {
     // Each message names where the object went wrong: the request's reader for a member it
     // reads as an object, the workload's view for what it reads in them (a key written twice
     // only in the text, where serde_json's `Value` keeps one).
-    let cases: [(&str, fn(&mut Value), (&str, &str), &str); 5] = [
+    // The kind, its damage as a `Value`, a replacement in the text, and the message's words.
+    type Case = (
+        &'static str,
+        fn(&mut Value),
+        (&'static str, &'static str),
+        &'static str,
+    );
+    let cases: [Case; 5] = [
         (
             "Deployment",
             |o| o["spec"]["template"]["spec"]["tolerations"] = json!({"key": "a"}),
