@@ -114,9 +114,13 @@ pub fn toleration_fields(
     };
     match crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
         Some(entries) => Ok(entries.into_iter().map(TolerationFields::plain).collect()),
-        None => serde_json::from_str::<Option<Vec<TolerationFields>>>(raw)
-            .map(Option::unwrap_or_default),
+        None => serde_fields(raw),
     }
+}
+
+/// [`toleration_fields`] of a text the plain reader does not read, by serde.
+fn serde_fields(raw: &str) -> Result<Vec<TolerationFields<'_>>, serde_json::Error> {
+    serde_json::from_str::<Option<Vec<TolerationFields>>>(raw).map(Option::unwrap_or_default)
 }
 
 /// The string fields of a toleration, in the order [`TolerationFields::plain`] takes them.
@@ -145,14 +149,17 @@ pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde
     // each is made from what the plain reader found, without a list of fields between: that
     // list cost flannel's four tolerations an allocation and a copy of each (benchmarks/
     // cost.md, "Few tolerations").
-    let plain =
-        raw.and_then(|raw| crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds"));
-    if let Some(entries) = plain {
-        let read = entries.into_iter().map(TolerationFields::plain);
-        return Ok(read.map(Toleration::from_fields).collect());
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    match crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
+        Some(entries) => Ok((entries.into_iter())
+            .map(|plain| Toleration::from_fields(TolerationFields::plain(plain)))
+            .collect()),
+        None => Ok((serde_fields(raw)?.into_iter())
+            .map(Toleration::from_fields)
+            .collect()),
     }
-    let entries = toleration_fields(raw)?;
-    Ok(entries.into_iter().map(Toleration::from_fields).collect())
 }
 
 impl<'a> Toleration<'a> {

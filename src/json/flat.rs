@@ -321,7 +321,7 @@ pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
 
 /// Where the string at `at` holds its characters, between its quotes, when it is a string
 /// without escapes; its closing quote is at the range's end. Inlined: called, it set up a
-/// frame in linear memory for its answer, 175 guest instructions a tolerations' string
+/// frame in linear memory for its answer, 175 guest instructions a toleration's string
 /// (benchmarks/cost.md, "Few tolerations").
 #[inline(always)]
 fn plain_string(bytes: &[u8], at: usize) -> Option<std::ops::Range<usize>> {

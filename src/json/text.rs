@@ -99,9 +99,7 @@ impl<'a> Raw<'a> {
             None => Ok(T::default()),
         }
     }
-}
 
-impl<'a> Raw<'a> {
     /// [`Raw::read`] of an `Option<JsonStr>` (a name, a namespace), without serde where the
     /// string's escapes are plain ([`JsonStr::read`]): serde read a name for 360 guest
     /// instructions (benchmarks/cost.md, "Few tolerations").
@@ -117,7 +115,8 @@ impl<'a> Raw<'a> {
     ///
     /// assert_eq!(Raw(Some(r#""web-1""#)).read_str().unwrap().unwrap().as_str(), "web-1");
     /// assert!(Raw(Some("null")).read_str().unwrap().is_none());
-    /// assert_eq!(Raw(Some("7")).read_str().unwrap_err(), Raw(Some("7")).read::<Option<taintguard::json::JsonStr>>().unwrap_err());
+    /// let serde = Raw(Some("7")).read::<Option<taintguard::json::JsonStr>>();
+    /// assert_eq!(Raw(Some("7")).read_str().unwrap_err(), serde.unwrap_err());
     /// ```
     pub fn read_str(&self) -> Result<Option<JsonStr<'a>>, String> {
         let read = |text| JsonStr::read(text).map_err(|e| super::error::describe(text, &e));
