@@ -337,6 +337,14 @@ fn plain_string(bytes: &[u8], at: usize) -> Option<std::ops::Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every cut and damaged text of `doc` ([`scan::cut_and_damaged`]), then `more`: what the
+    /// differential tests below hold each plain reader to serde on.
+    fn texts_from(doc: &str, more: &[&str]) -> Vec<String> {
+        let mut texts = scan::cut_and_damaged(doc);
+        texts.extend(more.iter().map(|text| text.to_string()));
+        texts
+    }
     use crate::json::JsonStr;
 
     #[derive(serde::Deserialize)]
@@ -383,9 +391,9 @@ mod tests {
     #[test]
     fn reads_a_string_and_a_list_as_serde_does() {
         let doc = r#"{"username":"system:node:a", "uid" : "u","groups":["x", "y:z" ],"extra":{"k":["v"]}}"#;
-        let mut texts = crate::json::scan::cut_and_damaged(doc);
-        texts.extend(
-            [
+        let texts = texts_from(
+            doc,
+            &[
                 "{}",
                 r#"{"groups":[]}"#,
                 r#"{"username":"a","username":"b"}"#,
@@ -394,8 +402,7 @@ mod tests {
                 r#"{"groups":null}"#,
                 r#"{"groups":[1]}"#,
                 r#"{"groups":["a",]}"#,
-            ]
-            .map(String::from),
+            ],
         );
         let owned = |s: Option<&str>| s.map(str::to_owned);
         for text in texts {
@@ -437,9 +444,9 @@ mod tests {
     #[test]
     fn reads_strings_and_an_integer_as_serde_does() {
         let doc = r#"[{"key":"a","operator":"Exists","tolerationSeconds":300}, {"x":[1.5e3],"tolerationSeconds" : -12 }]"#;
-        let mut texts = crate::json::scan::cut_and_damaged(doc);
-        texts.extend(
-            [
+        let texts = texts_from(
+            doc,
+            &[
                 "[]",
                 r#"[{"tolerationSeconds":0}]"#,
                 r#"[{"tolerationSeconds":-0}]"#,
@@ -454,8 +461,7 @@ mod tests {
                 r#"[{"tolerationSeconds":1,"tolerationSeconds":1}]"#,
                 r#"[{"key":"a","key":"a"}]"#,
                 r#"[{"tolerationSeconds":-}]"#,
-            ]
-            .map(String::from),
+            ],
         );
         type Read = Vec<([Option<String>; 2], Option<i64>)>;
         for text in texts {
@@ -494,9 +500,9 @@ mod tests {
     #[test]
     fn decoded_str_is_what_serde_decodes_or_none() {
         let doc = r#""a\"b\\c\/d\be\ff\ng\rh\ti""#;
-        let mut texts = crate::json::scan::cut_and_damaged(doc);
-        texts.extend(
-            [
+        let texts = texts_from(
+            doc,
+            &[
                 r#""""#,
                 r#""é\n""#,
                 r#""\u0041""#,
@@ -505,8 +511,7 @@ mod tests {
                 r#""a" "#,
                 "7",
                 r#""\\""#,
-            ]
-            .map(String::from),
+            ],
         );
         for text in texts {
             let serde = serde_json::from_str::<String>(&text).ok();
@@ -543,9 +548,9 @@ mod tests {
     #[test]
     fn reads_string_members_as_serde_does() {
         let doc = r#"{"app":"flannel", "tier" : "node","example.com/x":""}"#;
-        let mut texts = crate::json::scan::cut_and_damaged(doc);
-        texts.extend(
-            [
+        let texts = texts_from(
+            doc,
+            &[
                 "{}",
                 r#"{"a":"1","a":"2"}"#,
                 r#"{"a":"b\u0041"}"#,
@@ -554,8 +559,7 @@ mod tests {
                 r#"{"a":1}"#,
                 r#"{"a":"b"} x"#,
                 "[]",
-            ]
-            .map(String::from),
+            ],
         );
         for text in texts {
             // serde_members reads one object and leaves what follows: the whole text must be one.
@@ -590,9 +594,9 @@ mod tests {
     #[test]
     fn reads_what_serde_reads() {
         let doc = r#"{"effect":"NoSchedule", "key" : "example.com/gpu","timeAdded":"2025-04-10T08:00:03Z","x":[1,{"key":2}],"value":""}"#;
-        let mut texts = crate::json::scan::cut_and_damaged(doc);
-        texts.extend(
-            [
+        let texts = texts_from(
+            doc,
+            &[
                 "{}",
                 " { } ",
                 r#"{"key":"a","key":"b"}"#,
@@ -602,8 +606,7 @@ mod tests {
                 r#"{"key":1}"#,
                 r#"{"key":"a"} x"#,
                 "[]",
-            ]
-            .map(String::from),
+            ],
         );
         for text in texts {
             let serde = serde_json::from_str::<Fields>(&text)
