@@ -1370,3 +1370,50 @@ fn member_paths_select_what_the_whole_object_would() {
     // Both outcomes occur: the table tells the routes apart.
     assert!(held > 20 && held < 8 * 7 * 5 - 20, "{held}");
 }
+
+/// `Tolerated` answers as comparing with each held toleration does, whether it holds few
+/// (compared in turn) or more than `FEW` (indexed), the index built before the first addition
+/// or by one of them.
+#[test]
+fn tolerated_adds_what_nothing_held_covers() {
+    let toleration = |key: String, operator, value: &str, effect: &str| Toleration {
+        key: key.into(),
+        operator,
+        value: value.to_owned().into(),
+        effect: effect.to_owned().into(),
+        seconds: None,
+    };
+    // Each key twice in the additions, once covered by what came before; every third key held.
+    let additions: Vec<Toleration<'static>> = (0..12)
+        .flat_map(|k| {
+            let key = format!("k{}", k % 8);
+            [
+                toleration(key.clone(), Operator::Equal, "v", "NoSchedule"),
+                toleration(key, Operator::Exists, "", ["", "NoSchedule"][k % 2]),
+            ]
+        })
+        .collect();
+    for held in [0, 5, FEW - 3, FEW, FEW + 4] {
+        let given: Vec<Toleration<'static>> = (0..held)
+            .map(|k| {
+                toleration(
+                    format!("k{}", k * 3 % 10),
+                    Operator::Exists,
+                    "",
+                    "NoSchedule",
+                )
+            })
+            .collect();
+        let mut tolerated = Tolerated::new(&given, &[]);
+        let mut expected: Vec<Toleration<'static>> = Vec::new();
+        for t in &additions {
+            let mut all = given.iter().chain(&expected);
+            if !all.any(|held| held.covers(t)) {
+                expected.push(t.clone());
+            }
+            tolerated.add(t.clone(), String::new);
+        }
+        let added: Vec<_> = tolerated.into_added().into_iter().map(|(t, _)| t).collect();
+        assert_eq!(added, expected, "{held} held");
+    }
+}
