@@ -80,8 +80,9 @@ pub fn plain_items_with_integer<'a, const N: usize>(
 
 /// The string member `name` and the member `list`, a list of strings, of the JSON object `text`
 /// (`None` for one that is absent), when each string has no escapes: an admission request's
-/// `userInfo`, its username and groups, the groups as the request keeps them. `None` for any other text, a name given twice or a
-/// `null` included, which the caller's serde reader then reads, or refuses in its words.
+/// `userInfo`, its username and groups, the groups as the request keeps them. `None` for any
+/// other text, a name given twice or a `null` included, which the caller's serde reader then
+/// reads, or refuses in its words.
 /// serde's derive read a `userInfo` for 4k guest instructions, on every request (benchmarks/
 /// cost.md, "Strings with escapes").
 ///
@@ -345,7 +346,6 @@ mod tests {
         texts.extend(more.iter().map(|text| text.to_string()));
         texts
     }
-    use crate::json::JsonStr;
 
     #[derive(serde::Deserialize)]
     struct Fields<'a> {
@@ -543,8 +543,8 @@ mod tests {
         }
     }
 
-    /// Wherever it answers, serde's derive reads the same strings; where serde reads plain
-    /// strings and nothing else is odd, it answers.
+    /// Wherever it answers, serde reads the same keys and string values; where serde reads
+    /// plain strings only, it answers.
     #[test]
     fn reads_string_members_as_serde_does() {
         let doc = r#"{"app":"flannel", "tier" : "node","example.com/x":""}"#;
@@ -591,6 +591,8 @@ mod tests {
         }
     }
 
+    /// Wherever it answers, serde's derive reads the same strings; where serde reads plain
+    /// strings and nothing else is odd, it answers.
     #[test]
     fn reads_what_serde_reads() {
         let doc = r#"{"effect":"NoSchedule", "key" : "example.com/gpu","timeAdded":"2025-04-10T08:00:03Z","x":[1,{"key":2}],"value":""}"#;
