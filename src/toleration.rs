@@ -109,18 +109,31 @@ pub struct TolerationFields<'a> {
 pub fn toleration_fields(
     raw: Option<&str>,
 ) -> Result<Vec<TolerationFields<'_>>, serde_json::Error> {
+    each_entry(raw, |fields| fields)
+}
+
+/// Each entry of a `tolerations` value, made into a `T`: from what the plain reader found when
+/// it reads the list, without a list of fields between (that list cost flannel's four
+/// tolerations an allocation and a copy of each, benchmarks/cost.md, "Few tolerations"); else
+/// from what serde reads.
+fn each_entry<'a, T>(
+    raw: Option<&'a str>,
+    make: impl Fn(TolerationFields<'a>) -> T,
+) -> Result<Vec<T>, serde_json::Error> {
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
     match crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
-        Some(entries) => Ok(entries.into_iter().map(TolerationFields::plain).collect()),
-        None => serde_fields(raw),
+        Some(entries) => Ok(entries
+            .into_iter()
+            .map(TolerationFields::plain)
+            .map(make)
+            .collect()),
+        None => {
+            let entries = serde_json::from_str::<Option<Vec<TolerationFields>>>(raw)?;
+            Ok(entries.unwrap_or_default().into_iter().map(make).collect())
+        }
     }
-}
-
-/// [`toleration_fields`] of a text the plain reader does not read, by serde.
-fn serde_fields(raw: &str) -> Result<Vec<TolerationFields<'_>>, serde_json::Error> {
-    serde_json::from_str::<Option<Vec<TolerationFields>>>(raw).map(Option::unwrap_or_default)
 }
 
 /// The string fields of a toleration, in the order [`TolerationFields::plain`] takes them.
@@ -145,21 +158,8 @@ fn text(s: Option<JsonStr<'_>>) -> Cow<'_, str> {
 
 /// Reads a `tolerations` value; absent or `null` is the empty list.
 pub fn parse_tolerations(raw: Option<&str>) -> Result<Vec<Toleration<'_>>, serde_json::Error> {
-    // One pass: unlike a taint, a toleration is never copied back as its text. Written plainly,
-    // each is made from what the plain reader found, without a list of fields between: that
-    // list cost flannel's four tolerations an allocation and a copy of each (benchmarks/
-    // cost.md, "Few tolerations").
-    let Some(raw) = raw else {
-        return Ok(Vec::new());
-    };
-    match crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
-        Some(entries) => Ok((entries.into_iter())
-            .map(|plain| Toleration::from_fields(TolerationFields::plain(plain)))
-            .collect()),
-        None => Ok((serde_fields(raw)?.into_iter())
-            .map(Toleration::from_fields)
-            .collect()),
-    }
+    // One pass: unlike a taint, a toleration is never copied back as its text.
+    each_entry(raw, Toleration::from_fields)
 }
 
 impl<'a> Toleration<'a> {
@@ -187,6 +187,27 @@ impl Toleration<'_> {
             && self.operator == other.operator
             && self.value == other.value
             && self.effect == other.effect
+    }
+
+    /// Whether this toleration tolerates every taint `other` tolerates, for at least as long:
+    /// what [`Coverage`] answers for many at once. Compared with each of a few, it costs less
+    /// than the tables' lookups (benchmarks/cost.md, "Few tolerations").
+    pub fn covers(&self, other: &Toleration<'_>) -> bool {
+        let key = if self.key.is_empty() {
+            self.operator == Operator::Exists
+        } else {
+            self.key == other.key
+        };
+        let effect = self.effect.is_empty() || self.effect == other.effect;
+        let value = match self.operator {
+            Operator::Exists => true,
+            Operator::Equal => other.operator == Operator::Equal && self.value == other.value,
+            Operator::Unknown => false,
+        };
+        key && effect
+            && value
+            && lasts(self.seconds, other.seconds)
+            && other.operator != Operator::Unknown
     }
 
     /// Tolerates the taint `key` with `effect` whatever its value.
@@ -409,29 +430,6 @@ impl<'t> Coverage<'t> {
                 .into_iter()
                 .any(|e| lasts(equal_entry(&self.equal, &t.key, &t.value, e)));
         exists || equal
-    }
-}
-
-impl Toleration<'_> {
-    /// Whether this toleration tolerates every taint `other` tolerates, for at least as long:
-    /// what [`Coverage`] answers for many at once. Compared with each of a few, it costs less
-    /// than the tables' lookups (benchmarks/cost.md, "Few tolerations").
-    pub fn covers(&self, other: &Toleration<'_>) -> bool {
-        let key = if self.key.is_empty() {
-            self.operator == Operator::Exists
-        } else {
-            self.key == other.key
-        };
-        let effect = self.effect.is_empty() || self.effect == other.effect;
-        let value = match self.operator {
-            Operator::Exists => true,
-            Operator::Equal => other.operator == Operator::Equal && self.value == other.value,
-            Operator::Unknown => false,
-        };
-        key && effect
-            && value
-            && lasts(self.seconds, other.seconds)
-            && other.operator != Operator::Unknown
     }
 }
 
