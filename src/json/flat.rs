@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::{scan, JsonStr};
+use super::{scan, JsonStr, Raw};
 
 /// The members `names` of the JSON object `text` when each is absent or a string without
 /// escapes: their strings, borrowed (`None` for one that is absent). `None` for any other text,
@@ -209,6 +209,35 @@ pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(JsonStr<'_>, &str)>
         Some(end)
     })?;
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(members)
+}
+
+/// The first member `key` of the JSON object `text` when no key has escapes, as raw text (`null`
+/// kept; absent as `Raw(None)`), every value checked on the way; `None` for any other text, which
+/// serde reads. What follows the object is not looked at, as serde's [`super::field`] does not.
+/// A Namespace's metadata and a container's resources were found by serde at 1.9k guest
+/// instructions a lookup (benchmarks/cost.md, "PodTolerationRestriction's reads").
+pub(super) fn plain_field<'a>(text: &'a str, key: &str) -> Option<Raw<'a>> {
+    plain_field_at(text, scan::whitespace_end(text.as_bytes(), 0), key).map(|(found, _)| found)
+}
+
+/// [`plain_field`] of the object whose `{` is at `at`, and the offset past its `}`.
+fn plain_field_at<'a>(text: &'a str, at: usize, key: &str) -> Option<(Raw<'a>, usize)> {
+    let bytes = text.as_bytes();
+    let mut found = None;
+    let end = each_member(text, at, |name, at| {
+        let end = scan::value_end(bytes, at).ok()?;
+        if found.is_none() && name == key {
+            found = Some(&text[at..end]);
+        }
+        Some(end)
+    })?;
+    Some((Raw(found), end))
+}
+
+/// The member `key` of each object in the JSON array `text`, in one pass, when no key has
+/// escapes; `None` for any other text, which serde reads. A Pod's containers' `resources`.
+pub(super) fn plain_item_fields<'a>(text: &'a str, key: &str) -> Option<Vec<Raw<'a>>> {
+    super::array::each_item(text, |at| plain_field_at(text, at, key))
 }
 
 /// The members of the JSON object `text` when every key and every value is a string without
@@ -622,6 +651,60 @@ mod tests {
             let plain = !text.contains('\\') && !text.contains("null") && !text.contains(":1");
             if serde.is_some() && plain && !text.contains("\"key\":\"a\",\"key\"") {
                 assert!(read.is_some(), "{text}");
+            }
+        }
+    }
+
+    /// Wherever it answers, serde finds the same member, alone or in each item of an array; where
+    /// serde reads objects whose keys have no escapes, it answers (what follows a lone object is
+    /// left to the caller by both).
+    #[test]
+    fn finds_the_field_serde_finds() {
+        let doc = r#"{"metadata": {"annotations": {"a": "[{\"key\":1}]"}}, "spec" : [1, {"x":null}],"metadata":2}"#;
+        let texts = texts_from(
+            doc,
+            &[
+                "{}",
+                " { } x",
+                r#"{"\u006detadata":1}"#,
+                r#"{"metadata":null}"#,
+                "[]",
+            ],
+        );
+        for text in texts {
+            for key in ["metadata", "spec", "status"] {
+                let serde = super::super::text::serde_field(&text, key).ok();
+                let read = plain_field(&text, key);
+                if let Some(read) = read {
+                    assert_eq!(Some(read.text()), serde.map(|s| s.text()), "{text}");
+                }
+                // Escaped quotes are in values only: any other escape may be in a key.
+                let plain_keys = !text.replace("\\\"", "").contains('\\');
+                if serde.is_some() && plain_keys {
+                    assert!(read.is_some(), "{text}");
+                }
+                // The same text as an array's items, whole: ends checked by each.
+                let array = format!("[{text}, {{}}]");
+                let owned = |found: Vec<Raw>| {
+                    found
+                        .iter()
+                        .map(|f| f.text().map(str::to_owned))
+                        .collect::<Vec<_>>()
+                };
+                let serde_items = serde_json::from_str::<Vec<&serde_json::value::RawValue>>(&array)
+                    .ok()
+                    .and_then(|items| {
+                        let field = |item: &serde_json::value::RawValue| {
+                            let found = super::super::text::serde_field(item.get(), key).ok()?;
+                            Some(found.text().map(str::to_owned))
+                        };
+                        items.into_iter().map(field).collect::<Option<Vec<_>>>()
+                    });
+                if let Some(read) = plain_item_fields(&array, key) {
+                    assert_eq!(Some(owned(read)), serde_items, "{array}");
+                } else {
+                    assert!(serde_items.is_none() || !plain_keys, "{array}");
+                }
             }
         }
     }

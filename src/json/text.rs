@@ -163,9 +163,43 @@ pub(super) fn serde_members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, se
         .collect())
 }
 
-/// The member `key` of the JSON object `object`, as raw text (`null` kept); other members are
-/// skipped without being decoded.
+/// The member `key` of the JSON object `object`, as raw text (`null` kept; the first, if given
+/// twice); other members are skipped without being decoded. Keys without escapes, all that
+/// Kubernetes writes, are read by the request's scanner; any other object by serde, which also
+/// words the errors.
 pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Error> {
+    match super::flat::plain_field(object, key) {
+        Some(found) => Ok(found),
+        None => serde_field(object, key),
+    }
+}
+
+/// The member `key` (as [`field`] finds it) of each item of the JSON array `array`, in order, in
+/// one pass over the array.
+///
+/// # Errors
+///
+/// `array` is not one JSON array of objects, in serde_json's words.
+///
+/// # Examples
+///
+/// ```
+/// let found = taintguard::json::item_fields(r#"[{"a": 1}, {"b": 2}]"#, "a").unwrap();
+/// assert_eq!(found.iter().map(|raw| raw.text()).collect::<Vec<_>>(), [Some("1"), None]);
+/// assert!(taintguard::json::item_fields("[1]", "a").is_err());
+/// ```
+pub fn item_fields<'a>(array: &'a str, key: &str) -> Result<Vec<Raw<'a>>, serde_json::Error> {
+    match super::flat::plain_item_fields(array, key) {
+        Some(found) => Ok(found),
+        None => serde_json::from_str::<Vec<&RawValue>>(array)?
+            .into_iter()
+            .map(|item| serde_field(item.get(), key))
+            .collect(),
+    }
+}
+
+/// [`field`] read by serde.
+pub(super) fn serde_field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Error> {
     struct Find<'k>(&'k str);
     impl<'de> Visitor<'de> for Find<'_> {
         type Value = Raw<'de>;
