@@ -6,7 +6,6 @@
 use serde_json::Value;
 
 use taintguard::json::error::message;
-use taintguard::json::field;
 use taintguard::label_selector::{parse_labels, Labels};
 
 use super::algebra::PluginToleration;
@@ -15,19 +14,6 @@ use super::algebra::PluginToleration;
 pub const DEFAULTS: &str = "scheduler.alpha.kubernetes.io/defaultTolerations";
 /// The tolerations the namespace's Pods may carry.
 pub const WHITELIST: &str = "scheduler.alpha.kubernetes.io/tolerationsWhitelist";
-
-/// An object's annotations, from its `metadata` text (`None`: no metadata).
-///
-/// # Errors
-///
-/// A `metadata` or `annotations` that is not an object of strings, in serde_json's words.
-pub fn of_metadata(metadata: Option<&str>) -> Result<Labels<'_>, String> {
-    let annotations = match metadata {
-        Some(text) => field(text, "annotations").map_err(|e| message(&e))?.value(),
-        None => None,
-    };
-    read_all(annotations)
-}
 
 /// The annotations object `annotations` (its text; `None` when absent or `null`).
 ///

@@ -11,7 +11,7 @@ mod guard;
 mod qos;
 
 use taintguard::cluster::Cluster;
-use taintguard::json::{field, Object};
+use taintguard::json::{get_in, Object};
 use taintguard::label_selector::Labels;
 use taintguard::verdict::Verdict;
 
@@ -248,6 +248,9 @@ fn read_namespace(pod: &Pod<'_>, cluster: &dyn Cluster) -> Result<String, Verdic
 fn namespace_annotations<'t>(pod: &Pod<'_>, text: &'t str) -> Result<Labels<'t>, Verdict> {
     let unreadable =
         |e: String| namespace_refusal(pod, &format!("the host's Namespace is not one: {e}"));
-    let metadata = field(text, "metadata").map_err(|e| unreadable(e.to_string()))?;
-    annotations::of_metadata(metadata.value()).map_err(unreadable)
+    // Read as the request's objects are, in one pass: its `metadata` found on the way.
+    let namespace = Object::parse(text).map_err(unreadable)?;
+    let metadata = namespace.object("metadata").map_err(unreadable)?;
+    let annotations = get_in(metadata, "annotations").map_err(unreadable)?;
+    annotations::read_all(annotations.value()).map_err(unreadable)
 }

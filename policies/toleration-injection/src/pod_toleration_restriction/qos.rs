@@ -1,10 +1,8 @@
 //! Whether a Pod is BestEffort, the one QoS question the plugin asks: every other Pod gets the
 //! memory-pressure toleration (docs/pod-toleration-restriction.md, "What the plugin adds").
 
-use serde_json::value::RawValue;
-
 use taintguard::json::error::message;
-use taintguard::json::{field, Object};
+use taintguard::json::{field, item_fields, Object, Raw};
 
 /// Whether a quantity's JSON is above zero: a string (`"500m"`, `"1Gi"`, `"0.5"`, `"1e3"`) with
 /// a non-zero digit before its suffix and no minus sign, or a number above zero.
@@ -55,14 +53,12 @@ pub fn best_effort(pod_spec: Option<&Object<'_>>) -> Result<bool, String> {
     let in_spec = |key: &str| spec.get(key).map(|raw| raw.value());
     let mut resources: Vec<&str> = in_spec("resources")?.into_iter().collect();
     for list in ["containers", "initContainers"] {
-        let Some(items) = in_spec(list)? else {
+        let Some(array) = in_spec(list)? else {
             continue;
         };
-        let items: Vec<&RawValue> =
-            serde_json::from_str(items).map_err(|e| format!("{list}: {}", message(&e)))?;
-        for container in items {
-            resources.extend(member(container.get(), "resources")?);
-        }
+        let found =
+            item_fields(array, "resources").map_err(|e| format!("{list}: {}", message(&e)))?;
+        resources.extend(found.iter().filter_map(Raw::value));
     }
     for r in resources {
         if requests_cpu_or_memory(r)? {
