@@ -372,7 +372,7 @@ impl Matched<'_> {
         if !plugin.enabled || workload.kind != Kind::Pod {
             return Ok(Outcome::default());
         }
-        let describe = self.subject.describe();
+        let describe = || self.subject.describe();
         let (spec, tolerations) = workload.pod_spec();
         let pod = Pod {
             namespace: self.subject.namespace,

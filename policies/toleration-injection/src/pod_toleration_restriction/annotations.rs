@@ -3,9 +3,10 @@
 //! `[]v1.Toleration`, so member names match in any case, unknown members are ignored, `null`
 //! leaves a field empty, and nothing else about the tolerations is checked.
 
-use serde_json::Value;
+use serde::de::IgnoredAny;
 
 use taintguard::json::error::message;
+use taintguard::json::{items, members, JsonStr};
 use taintguard::label_selector::{parse_labels, Labels};
 
 use super::algebra::PluginToleration;
@@ -47,33 +48,40 @@ pub fn read(annotation: Option<&str>) -> Result<Option<Vec<PluginToleration>>, S
         Some("") => return Ok(Some(Vec::new())),
         Some(text) => text,
     };
-    // Read as a `Value`, whose reader the module already links for JSONPath conditions: a
-    // reader of its own was 3 KB of a module that must stay under 400 KB.
-    match serde_json::from_str(text).map_err(|e| message(&e))? {
-        Value::Null => Ok(Some(Vec::new())),
-        Value::Array(entries) => {
-            let mut list = Vec::with_capacity(entries.len());
-            for entry in &entries {
-                list.push(toleration(entry)?);
-            }
-            Ok(Some(list))
-        }
-        _ => Err("expected a list of tolerations".to_owned()),
+    // Read by the request's scanner, not as a `serde_json::Value`: a tree of maps built and
+    // dropped for two short annotations was 6k guest instructions each (benchmarks/cost.md,
+    // "PodTolerationRestriction's reads"). serde words what the scanner refuses.
+    let value = text.trim_matches(|c| matches!(c, ' ' | '\n' | '\t' | '\r'));
+    if value == "null" {
+        return Ok(Some(Vec::new()));
     }
+    if !value.starts_with('[') {
+        return Err(match serde_json::from_str::<IgnoredAny>(text) {
+            Ok(_) => "expected a list of tolerations".to_owned(),
+            Err(e) => message(&e),
+        });
+    }
+    let entries = items(text).map_err(|e| message(&e))?;
+    entries
+        .into_iter()
+        .map(toleration)
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
-/// One `v1.Toleration` as `encoding/json` fills it: `null` is an empty toleration, member names
-/// match in any case, `null` leaves a field empty, unknown members are ignored. (Go keeps the
-/// last of two members that differ only in case in document order; this, in name order.)
-fn toleration(entry: &Value) -> Result<PluginToleration, String> {
-    let members = match entry {
-        Value::Null => return Ok(PluginToleration::default()),
-        Value::Object(members) => members,
-        _ => return Err("expected a toleration object".to_owned()),
-    };
+/// One `v1.Toleration` (its JSON text, checked) as `encoding/json` fills it: `null` is an empty
+/// toleration, member names match in any case and the last in the document wins, `null` leaves
+/// a string as it was and unsets `tolerationSeconds`, unknown members are ignored.
+fn toleration(entry: &str) -> Result<PluginToleration, String> {
     let mut t = PluginToleration::default();
-    for (name, value) in members {
-        let field = |wanted: &str| name.eq_ignore_ascii_case(wanted);
+    if entry == "null" {
+        return Ok(t);
+    }
+    if !entry.starts_with('{') {
+        return Err("expected a toleration object".to_owned());
+    }
+    for (name, value) in members(entry).map_err(|e| message(&e))? {
+        let field = |wanted: &str| name.as_str().eq_ignore_ascii_case(wanted);
         let text = if field("key") {
             &mut t.key
         } else if field("operator") {
@@ -83,21 +91,29 @@ fn toleration(entry: &Value) -> Result<PluginToleration, String> {
         } else if field("effect") {
             &mut t.effect
         } else if field("tolerationSeconds") {
-            t.toleration_seconds = match value {
-                Value::Null => None,
-                Value::Number(n) => {
-                    Some(n.as_i64().ok_or("tolerationSeconds: expected an integer")?)
-                }
-                _ => return Err("tolerationSeconds: expected an integer".to_owned()),
+            // A pointer in Go, which `null` sets to nil. A number here is JSON already: Go
+            // takes an integer literal in int64's range only.
+            let seconds = || {
+                value
+                    .parse()
+                    .map_err(|_| "tolerationSeconds: expected an integer")
+            };
+            t.toleration_seconds = if value == "null" {
+                None
+            } else {
+                Some(seconds()?)
             };
             continue;
         } else {
             continue;
         };
-        match value {
-            Value::Null => {}
-            Value::String(s) => s.clone_into(text),
-            _ => return Err(format!("{name}: expected a string")),
+        if value != "null" {
+            let string = value
+                .starts_with('"')
+                .then(|| JsonStr::read(value).ok())
+                .flatten();
+            let string = string.ok_or_else(|| format!("{name}: expected a string"))?;
+            string.as_str().clone_into(text);
         }
     }
     Ok(t)
@@ -114,7 +130,7 @@ mod tests {
     #[test]
     fn annotations_read_as_the_plugin_reads_them() {
         type Read<'t> = Result<Option<Vec<PluginToleration>>, &'t str>;
-        let cases: [(Option<&str>, Read); 13] = [
+        let cases: [(Option<&str>, Read); 17] = [
             (None, Ok(None)),
             (Some(""), Ok(Some(vec![]))),
             (Some("[]"), Ok(Some(vec![]))),
@@ -133,6 +149,17 @@ mod tests {
                 Some(r#"[null, {"key": null, "tolerationSeconds": null, "other": [1]}, {"key":"a","key":"b"}]"#),
                 Ok(Some(vec![t("", "", "", "", None), t("", "", "", "", None), t("b", "", "", "", None)])),
             ),
+            // Document order, as Go reads it: the last of two names that differ in case wins.
+            (
+                Some(r#"[{"key":"a","KEY":"b","tolerationSeconds":5,"TolerationSeconds":null}]"#),
+                Ok(Some(vec![t("b", "", "", "", None)])),
+            ),
+            (
+                Some(r#"[{"KEY":"b","key":"a","value":"x","Value":null,"k\u0065y":"c"}]"#),
+                Ok(Some(vec![t("c", "", "x", "", None)])),
+            ),
+            (Some(r#"[{"tolerationSeconds":1.0}]"#), Err("tolerationSeconds: expected an integer")),
+            (Some(r#"[{"effect":["NoSchedule"]}]"#), Err("effect: expected a string")),
             (Some("  "), Err("EOF")),
             (Some("{}"), Err("expected a list of tolerations")),
             (Some("[1]"), Err("expected a toleration object")),
