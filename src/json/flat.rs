@@ -240,6 +240,51 @@ pub(super) fn plain_item_fields<'a>(text: &'a str, key: &str) -> Option<Vec<Raw<
     super::array::each_item(text, |at| plain_field_at(text, at, key))
 }
 
+/// The member at `path` of the JSON object `text` ([`super::member_at`]), when every key on the
+/// way has no escapes and every object on the way is one; `None` for any other text, which the
+/// caller reads whole. Nothing past the member is read.
+pub(super) fn plain_member_at<'a>(text: &'a str, path: &[&str]) -> Option<Raw<'a>> {
+    /// Why the walk of an object's members stopped before its end.
+    enum Stop {
+        Found(usize),
+        Unread,
+    }
+    impl From<scan::Malformed> for Stop {
+        fn from(_: scan::Malformed) -> Stop {
+            Stop::Unread
+        }
+    }
+    let bytes = text.as_bytes();
+    let mut at = scan::whitespace_end(bytes, 0);
+    for (step, name) in path.iter().enumerate() {
+        let walked = scan::each_member(bytes, at, |key, escaped, at| {
+            if escaped {
+                return Err(Stop::Unread);
+            }
+            if text[key.start + 1..key.end - 1] == **name {
+                return Err(Stop::Found(at));
+            }
+            Ok(scan::value_end(bytes, at)?)
+        });
+        at = match walked {
+            Err(Stop::Found(value)) => value,
+            Ok(_) => return Some(Raw(None)),
+            Err(Stop::Unread) => return None,
+        };
+        let last = step + 1 == path.len();
+        match bytes.get(at) {
+            _ if last => {
+                let end = scan::value_end(bytes, at).ok()?;
+                return Some(Raw(Some(&text[at..end])));
+            }
+            Some(b'{') => {}
+            Some(b'n') => return (scan::value_end(bytes, at).ok()? == at + 4).then_some(Raw(None)),
+            _ => return None,
+        }
+    }
+    Some(Raw(Some(text)))
+}
+
 /// The members of the JSON object `text` when every key and every value is a string without
 /// escapes, borrowed: `metadata.labels` as the API server writes them, read in one pass. `None`
 /// for any other text, which the caller reads with [`super::members`] and [`JsonStr::read`]:
@@ -704,6 +749,51 @@ mod tests {
                     assert_eq!(Some(owned(read)), serde_items, "{array}");
                 } else {
                     assert!(serde_items.is_none() || !plain_keys, "{array}");
+                }
+            }
+        }
+    }
+
+    /// Wherever serde reads the whole text, a member found without reading past it is the
+    /// member serde finds; where no key on the way has escapes, it is found.
+    #[test]
+    fn finds_the_member_serde_finds_without_reading_past_it() {
+        let doc = r#"{"kind":"Namespace", "metadata" : {"annotations": {"a": "[{\"k\":1}]"}, "labels":{}, "managedFields":[{"f:x":{}}]},"status":{"phase":"Active"}}"#;
+        let texts = texts_from(
+            doc,
+            &[
+                r#"{"metadata":null}"#,
+                r#"{"metadata":{"annotations":null}}"#,
+                r#"{"\u006detadata":{}}"#,
+            ],
+        );
+        let serde = |text: &str, path: &[&str]| {
+            serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
+            let mut found = Some(text.to_owned());
+            for name in path {
+                let Some(object) = found.filter(|t| t != "null") else {
+                    return Some(None);
+                };
+                let raw = super::super::text::serde_field(&object, name).ok()?;
+                found = raw.text().map(str::to_owned);
+            }
+            Some(found)
+        };
+        for text in texts {
+            for path in [
+                &["metadata", "annotations"][..],
+                &["metadata", "labels"],
+                &["status"],
+                &["spec", "x"],
+            ] {
+                let read = plain_member_at(&text, path).map(|raw| raw.text().map(str::to_owned));
+                let Some(serde) = serde(&text, path) else {
+                    continue;
+                };
+                match read {
+                    Some(read) => assert_eq!(read, serde, "{text} {path:?}"),
+                    // Escaped quotes are in values only: any other escape may be in a key.
+                    None => assert!(text.replace("\\\"", "").contains('\\'), "{text}"),
                 }
             }
         }

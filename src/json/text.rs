@@ -198,6 +198,45 @@ pub fn item_fields<'a>(array: &'a str, key: &str) -> Result<Vec<Raw<'a>>, serde_
     }
 }
 
+/// The member at `path` of the JSON object `object`, each name but the last naming an object
+/// in the one before (absent when one on the way is absent or `null`), read up to that member
+/// and no further: for a document its writer wrote whole, a host's answer, of which one member
+/// is wanted near its start. What follows it is not checked, nor whether a key on the way comes
+/// twice (the first counts, as in [`field`]). A Namespace from policy-server holds its
+/// annotations first and its managed fields after them (benchmarks/cost.md,
+/// "PodTolerationRestriction's reads").
+///
+/// # Errors
+///
+/// The text up to the member is not JSON, or a value on the way is no object: serde_json's
+/// words, from [`field`] on each step.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::member_at;
+///
+/// let namespace = r#"{"metadata": {"annotations": {"a": "b"}, "name": "n"}, "status": {}}"#;
+/// let found = member_at(namespace, &["metadata", "annotations"]).unwrap();
+/// assert_eq!(found.text(), Some(r#"{"a": "b"}"#));
+/// assert_eq!(member_at(namespace, &["metadata", "labels"]).unwrap().text(), None);
+/// assert_eq!(member_at(r#"{"metadata": null}"#, &["metadata", "labels"]).unwrap().text(), None);
+/// assert!(member_at(r#"{"metadata": 7}"#, &["metadata", "labels"]).is_err());
+/// ```
+pub fn member_at<'a>(object: &'a str, path: &[&str]) -> Result<Raw<'a>, String> {
+    if let Some(found) = super::flat::plain_member_at(object, path) {
+        return Ok(found);
+    }
+    let mut found = Raw(Some(object));
+    for name in path {
+        let Some(object) = found.value() else {
+            return Ok(Raw(None));
+        };
+        found = field(object, name).map_err(|e| super::error::message(&e))?;
+    }
+    Ok(found)
+}
+
 /// [`field`] read by serde.
 pub(super) fn serde_field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Error> {
     struct Find<'k>(&'k str);
