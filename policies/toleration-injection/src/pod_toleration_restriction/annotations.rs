@@ -7,7 +7,6 @@ use serde::de::IgnoredAny;
 
 use taintguard::json::error::message;
 use taintguard::json::{items, members, JsonStr};
-use taintguard::label_selector::{parse_labels, Labels};
 
 use super::algebra::PluginToleration;
 
@@ -16,22 +15,32 @@ pub const DEFAULTS: &str = "scheduler.alpha.kubernetes.io/defaultTolerations";
 /// The tolerations the namespace's Pods may carry.
 pub const WHITELIST: &str = "scheduler.alpha.kubernetes.io/tolerationsWhitelist";
 
-/// The annotations object `annotations` (its text; `None` when absent or `null`).
+/// The plugin's two annotations, [`DEFAULTS`] and [`WHITELIST`], of the annotations object
+/// `annotations` (its text; `None` when absent or `null`): the last of each, as the API server
+/// keeps a key given twice; `None` where absent. Only these two are decoded: the others are
+/// checked to be strings, as Kubernetes has them (a Namespace applied with kubectl carries its
+/// whole last configuration in one, escapes and all).
 ///
 /// # Errors
 ///
 /// An `annotations` that is not an object of strings, in serde_json's words.
-pub fn read_all(annotations: Option<&str>) -> Result<Labels<'_>, String> {
-    parse_labels(annotations).map_err(|e| format!("annotations: {}", message(&e)))
-}
-
-/// The value of annotation `key` (the last, as the API server keeps it, if given twice).
-pub fn get<'a>(annotations: &'a Labels<'_>, key: &str) -> Option<&'a str> {
-    annotations
-        .iter()
-        .rev()
-        .find(|(k, _)| k.as_str() == key)
-        .map(|(_, v)| v.as_str())
+pub fn plugin_pair(annotations: Option<&str>) -> Result<[Option<JsonStr<'_>>; 2], String> {
+    let mut pair = [None, None];
+    let Some(text) = annotations else {
+        return Ok(pair);
+    };
+    let fault = |e: serde_json::Error| format!("annotations: {}", message(&e));
+    for (key, value) in members(text).map_err(fault)? {
+        let slot = match key.as_str() {
+            DEFAULTS => &mut pair[0],
+            WHITELIST => &mut pair[1],
+            // A value is JSON already: a string is one that begins with a quote.
+            _ if value.starts_with('"') => continue,
+            _ => &mut None,
+        };
+        *slot = Some(JsonStr::read(value).map_err(fault)?);
+    }
+    Ok(pair)
 }
 
 /// An annotation's tolerations: `None` when the annotation is absent (the cluster-wide list
@@ -170,6 +179,50 @@ mod tests {
             match (read(text), want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{text:?}"),
                 (Err(got), Err(fragment)) => assert!(got.contains(fragment), "{text:?}: {got}"),
+                (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_plugins_two_annotations_are_read() {
+        type Pair<'t> = Result<[Option<&'t str>; 2], &'t str>;
+        let cases: [(Option<&str>, Pair); 7] = [
+            (None, Ok([None, None])),
+            (Some("{}"), Ok([None, None])),
+            (
+                Some(
+                    r#"{"scheduler.alpha.kubernetes.io/tolerationsWhitelist": "[{\"key\":\"a\"}]", "x": "{\"y\"}"}"#,
+                ),
+                Ok([None, Some(r#"[{"key":"a"}]"#)]),
+            ),
+            // The last of a key given twice, as the API server keeps it.
+            (
+                Some(
+                    r#"{"scheduler.alpha.kubernetes.io/defaultTolerations": "[]", "scheduler.alpha.kubernetes.io/defaultTolerations": "null"}"#,
+                ),
+                Ok([Some("null"), None]),
+            ),
+            (
+                Some(
+                    r#"{"scheduler.alpha.kubernetes.io/defaultTolerations": "", "scheduler.alpha.kubernetes.io/tolerations\u0057hitelist": "[]"}"#,
+                ),
+                Ok([Some(""), Some("[]")]),
+            ),
+            (
+                Some(r#"{"x": 1}"#),
+                Err("annotations: invalid type: integer `1`, expected a string"),
+            ),
+            (Some("[]"), Err("annotations: invalid type: sequence")),
+        ];
+        for (text, want) in cases {
+            let got = plugin_pair(text);
+            let got = got
+                .as_ref()
+                .map(|pair| pair.each_ref().map(|v| v.as_ref().map(JsonStr::as_str)));
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{text:?}"),
+                (Err(got), Err(fragment)) => assert!(got.starts_with(fragment), "{text:?}: {got}"),
                 (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
             }
         }

@@ -20,9 +20,9 @@ fn guarded(object: Option<&Object<'_>>, which: &str) -> Result<[Option<String>; 
         .map_err(|e| format!("{which}: {e}"))?;
     let annotations =
         get_in(metadata, "annotations").map_err(|e| format!("{which}.metadata: {e}"))?;
-    let found =
-        annotations::read_all(annotations.value()).map_err(|e| format!("{which}.metadata.{e}"))?;
-    Ok([DEFAULTS, WHITELIST].map(|key| annotations::get(&found, key).map(str::to_owned)))
+    let pair = annotations::plugin_pair(annotations.value())
+        .map_err(|e| format!("{which}.metadata.{e}"))?;
+    Ok(pair.map(|value| value.map(|v| v.as_str().to_owned())))
 }
 
 /// A Namespace request (the object, or its `status` or `finalize` subresource, through which

@@ -11,8 +11,7 @@ mod guard;
 mod qos;
 
 use taintguard::cluster::Cluster;
-use taintguard::json::{member_at, Object};
-use taintguard::label_selector::Labels;
+use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::Verdict;
 
 use crate::settings::PodTolerationRestriction;
@@ -92,10 +91,9 @@ impl PodTolerationRestriction {
             });
         };
         let text = read_namespace(pod, cluster)?;
-        let namespace = namespace_annotations(pod, &text)?;
-        let annotation = |key: &str| {
-            let text = annotations::get(&namespace, key);
-            annotations::read(text).map_err(|e| {
+        let [defaults, whitelist] = namespace_annotations(pod, &text)?;
+        let annotation = |key: &str, value: Option<JsonStr<'_>>| {
+            annotations::read(value.as_ref().map(JsonStr::as_str)).map_err(|e| {
                 Verdict::reject(
                     500,
                     format!(
@@ -109,7 +107,7 @@ impl PodTolerationRestriction {
         };
         let mut extra: Vec<(PluginToleration, String)> = Vec::new();
         if pod.create {
-            match annotation(annotations::DEFAULTS)? {
+            match annotation(annotations::DEFAULTS, defaults)? {
                 Some(defaults) => {
                     // A namespace's name is a DNS label: quoted as `{:?}` would, without the
                     // formatting machinery (3k guest instructions).
@@ -131,7 +129,7 @@ impl PodTolerationRestriction {
                 "the Pod is not BestEffort".to_owned(),
             ));
         }
-        let (whitelist, scope) = match annotation(annotations::WHITELIST)? {
+        let (whitelist, scope) = match annotation(annotations::WHITELIST, whitelist)? {
             Some(list) => (list, Scope::Namespace),
             None => (self.whitelist.clone(), Scope::Cluster),
         };
@@ -247,12 +245,15 @@ fn read_namespace(pod: &Pod<'_>, cluster: &dyn Cluster) -> Result<String, Verdic
         .map_err(|e| namespace_refusal(pod, &e.to_string()))
 }
 
-/// The annotations of the Namespace `text`.
-fn namespace_annotations<'t>(pod: &Pod<'_>, text: &'t str) -> Result<Labels<'t>, Verdict> {
+/// The plugin's two annotations of the Namespace `text`.
+fn namespace_annotations<'t>(
+    pod: &Pod<'_>,
+    text: &'t str,
+) -> Result<[Option<JsonStr<'t>>; 2], Verdict> {
     let unreadable =
         |e: String| namespace_refusal(pod, &format!("the host's Namespace is not one: {e}"));
     // The host's answer, serialised whole by policy-server: read up to its annotations, which
     // come before the managed fields that are most of a Namespace.
     let annotations = member_at(text, &["metadata", "annotations"]).map_err(unreadable)?;
-    annotations::read_all(annotations.value()).map_err(unreadable)
+    annotations::plugin_pair(annotations.value()).map_err(unreadable)
 }
