@@ -2,19 +2,18 @@
 //!
 //! policy-server makes a fresh instance for every request and drops it after the answer
 //! (docs/abi.md), so memory freed during a request is rarely worth reusing before then: an
-//! allocation here is an aligned pointer bump, a free is a counter. Measured against the
-//! default allocator (wasi-libc's dlmalloc) under policy-server (`bench --instructions`), it
-//! took 5-7% of the guest's instructions off a request and 3.5 KB off each module; the price
-//! is memory: up to twice the linear memory on the largest requests, whose temporaries are
-//! not reused (benchmarks/cost.md, "The arena"). No crate we found rewinds for a kept
+//! allocation here is an aligned pointer bump and a free is nothing at all. Measured against
+//! the default allocator (wasi-libc's dlmalloc) under policy-server (`bench --instructions`),
+//! the bump took 5-7% of the guest's instructions off a request and 3.5 KB off each module; the
+//! free that does nothing, 1.5% more than one that counted the blocks still live
+//! (benchmarks/cost.md, "The arena"). The price is memory: up to twice the linear memory on the
+//! largest requests, whose temporaries are not reused. No crate we found rewinds for a kept
 //! instance: lol_alloc's leaking allocators never give memory back.
 //!
 //! A host that keeps one instance for many requests must not see memory grow with each one.
-//! So the arena rewinds to where it stood after `wapc_init` ([`Arena::mark`]) as soon as every
-//! block allocated since has been freed, which is the case after each waPC call: the guest
-//! frees the payload and its answer once the host has read it. What `wapc_init` allocated (the
-//! handler table) lives as long as the instance; if any of it is ever freed, the arena stops
-//! rewinding rather than risk handing out memory still in use.
+//! So each waPC call rewinds the arena to where it stood when the call began
+//! ([`Arena::position`], [`Arena::rewind`]): nothing a call allocates outlives it, since the
+//! host copies the answer before the call returns and the modules keep no state between calls.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
@@ -45,11 +44,11 @@ impl Grow for Memory {
     }
 }
 
-/// Where the arena stood after `wapc_init`.
-#[derive(Clone, Copy)]
-struct Mark {
+/// Where the arena stands: its next free byte, and where the region it is in starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
     next: usize,
-    live: usize,
+    start: usize,
 }
 
 /// The bump arena (see the module's documentation).
@@ -60,11 +59,6 @@ pub struct Arena<G> {
     next: Cell<usize>,
     start: Cell<usize>,
     end: Cell<usize>,
-    /// Blocks allocated and not freed.
-    live: Cell<usize>,
-    /// `next` and `live` when [`Arena::mark`] was called; `None` before, or once a block from
-    /// before the mark was freed.
-    mark: Cell<Option<Mark>>,
 }
 
 // SAFETY: a waPC module runs one thread; the arena is never shared between threads.
@@ -77,18 +71,31 @@ impl<G: Grow> Arena<G> {
             next: Cell::new(0),
             start: Cell::new(0),
             end: Cell::new(0),
-            live: Cell::new(0),
-            mark: Cell::new(None),
         }
     }
 
-    /// Remembers this point: once every block allocated after it is freed, the arena rewinds
-    /// to it.
-    pub fn mark(&self) {
-        self.mark.set(Some(Mark {
+    /// Where the arena stands now, to [`Arena::rewind`] to.
+    pub fn position(&self) -> Position {
+        Position {
             next: self.next.get(),
-            live: self.live.get(),
-        }));
+            start: self.start.get(),
+        }
+    }
+
+    /// Takes back every block allocated since `position`: their memory is the next blocks'.
+    /// Memory grown since stays the arena's: the region `position` is in, grown on, or the
+    /// whole of a region started since (only another allocator's growth in between starts one,
+    /// and the modules have none; the rest of the older region is then left).
+    ///
+    /// # Safety
+    ///
+    /// No block allocated since `position` is used again.
+    pub unsafe fn rewind(&self, position: Position) {
+        if self.start.get() == position.start {
+            self.next.set(position.next);
+        } else {
+            self.next.set(self.start.get());
+        }
     }
 
     /// A block for `layout`, or null when memory cannot grow.
@@ -109,24 +116,12 @@ impl<G: Grow> Arena<G> {
             return self.bump(layout);
         }
         self.next.set(start + layout.size());
-        self.live.set(self.live.get() + 1);
         start as *mut u8
-    }
-
-    /// Forgets the mark when `ptr` was allocated before it: from then on, no count of live
-    /// blocks proves that only the mark's blocks are left.
-    fn touch(&self, ptr: *mut u8) {
-        if let Some(mark) = self.mark.get() {
-            if (ptr as usize) < mark.next {
-                self.mark.set(None);
-            }
-        }
     }
 }
 
-// SAFETY: every block is a fresh range of memory no other block overlaps until it is freed
-// (rewinding to the mark happens only when no block allocated after it is live), aligned as
-// `layout` asks.
+// SAFETY: every block is a fresh range of memory no other block overlaps until the arena is
+// rewound past it (whose caller promises the block is not used again), aligned as `layout` asks.
 unsafe impl<G: Grow> GlobalAlloc for Arena<G> {
     // Kept out of line: inlined into every allocation site, the modules grew by 17 KB.
     #[inline(never)]
@@ -134,25 +129,17 @@ unsafe impl<G: Grow> GlobalAlloc for Arena<G> {
         self.bump(layout)
     }
 
+    /// Nothing: the block's memory comes back when the call that allocated it ends. Kept a
+    /// call the compiler cannot see through: seen to do nothing, the code that frees a
+    /// structure's parts went, and with it the reason not to inline much else, which grew
+    /// toleration-injection by 21 KB, past its 400 KB budget (benchmarks/cost.md, "The arena").
     #[inline(never)]
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        self.touch(ptr);
-        let live = self.live.get() - 1;
-        self.live.set(live);
-        match self.mark.get() {
-            // Every block since the mark is free, so is the whole region the arena is in now:
-            // from the mark when the region holds it, else from the region's start (the rest
-            // of the mark's region, past another allocator's memory, is left).
-            Some(mark) if live == mark.live => self.next.set(mark.next.max(self.start.get())),
-            // The last block: its room is the next block's.
-            _ if ptr as usize + layout.size() == self.next.get() => self.next.set(ptr as usize),
-            _ => {}
-        }
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        std::hint::black_box(ptr);
     }
 
     #[inline(never)]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        self.touch(ptr);
         let at = ptr as usize;
         // The last block grows or shrinks in place: a string or vector being built.
         if at + layout.size() == self.next.get() && at + new_size <= self.end.get() {
@@ -165,8 +152,6 @@ unsafe impl<G: Grow> GlobalAlloc for Arena<G> {
         if !new.is_null() {
             // SAFETY: both blocks are live and distinct, each at least this long.
             unsafe { std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size)) };
-            // The old block is gone: one block replaced by another.
-            self.live.set(self.live.get() - 1);
         }
         new
     }
@@ -200,23 +185,13 @@ impl<G: Grow> Arena<G> {
         }
     }
 
-    /// `free`: gives back a block from [`Arena::c_malloc`]; null is nothing.
+    /// `free`: nothing, as [`GlobalAlloc::dealloc`]: the block's memory comes back when the
+    /// call that allocated it ends.
     ///
     /// # Safety
     ///
     /// As C's `free`: `ptr` is null or a live block of these functions.
-    pub unsafe fn c_free(&self, ptr: *mut u8) {
-        if ptr.is_null() {
-            return;
-        }
-        // SAFETY: a block of `c_malloc`, whose header lies before it and holds its size, with
-        // which its layout was valid.
-        unsafe {
-            let block = ptr.sub(C_ALIGN);
-            let size = block.cast::<usize>().read();
-            self.dealloc(block, c_layout(size).unwrap_or(Layout::new::<u8>()));
-        }
-    }
+    pub unsafe fn c_free(&self, _ptr: *mut u8) {}
 
     /// `calloc`: `n` zeroed objects of `size` bytes, or null when that overflows.
     ///
@@ -306,15 +281,14 @@ mod tests {
     }
 
     #[test]
-    fn blocks_are_aligned_and_apart_and_the_arena_rewinds_to_its_mark() {
+    fn blocks_are_aligned_and_apart_and_the_arena_rewinds_to_a_position() {
         let (_memory, buffer) = buffer(64);
         let arena = Arena::new(&buffer);
-        // SAFETY: every layout is valid and every pointer handed back is one of this arena's
-        // live blocks, within the buffer the arena grows into.
+        // SAFETY: every layout is valid and no block allocated after the position is used after
+        // the rewind.
         unsafe {
             let table = arena.alloc(layout(24, 8));
-            arena.mark();
-            let after_init = arena.next.get();
+            let before_call = arena.position();
             let mut blocks = Vec::new();
             for (size, align) in [(1, 1), (7, 8), (100, 16), (3, 4), (70_000, 8)] {
                 let block = arena.alloc(layout(size, align));
@@ -326,10 +300,37 @@ mod tests {
                 assert!(pair[0].0 + pair[0].1 <= pair[1].0, "{pair:?}");
             }
             assert!(blocks.iter().all(|(at, _)| *at >= table as usize + 24));
-            for (at, size) in blocks {
-                arena.dealloc(at as *mut u8, layout(size, 1));
-            }
-            assert_eq!(arena.next.get(), after_init);
+            // Freeing gives nothing back; the rewind gives back all of it, and the memory grown
+            // for the large block stays the arena's: the same blocks again grow nothing.
+            arena.dealloc(blocks[4].0 as *mut u8, layout(blocks[4].1, 1));
+            assert_ne!(arena.position(), before_call);
+            arena.rewind(before_call);
+            assert_eq!(arena.position(), before_call);
+            let pages = buffer.pages.get();
+            let again = arena.alloc(layout(1, 1));
+            assert_eq!(again as usize, table as usize + 24);
+            assert!(!arena.alloc(layout(70_000, 8)).is_null());
+            assert_eq!(buffer.pages.get(), pages);
+        }
+    }
+
+    /// A region started during a call (another allocator grew memory in between) is reused
+    /// whole after the rewind.
+    #[test]
+    fn a_region_started_during_a_call_is_reused() {
+        let (_memory, buffer) = buffer(64);
+        let arena = Arena::new(&buffer);
+        // SAFETY: every layout is valid and no block allocated after the position is used after
+        // the rewind.
+        unsafe {
+            arena.alloc(layout(8, 8));
+            let before_call = arena.position();
+            (&buffer).grow(1);
+            let region = arena.alloc(layout(3 * PAGE, 8));
+            arena.rewind(before_call);
+            let pages = buffer.pages.get();
+            assert_eq!(arena.alloc(layout(3 * PAGE, 8)), region);
+            assert_eq!(buffer.pages.get(), pages);
         }
     }
 
@@ -349,26 +350,6 @@ mod tests {
             assert_ne!(moved, a);
             assert_eq!(std::slice::from_raw_parts(moved, 4), b"abcd");
             assert!(moved as usize >= b as usize + 8);
-            assert_eq!(arena.live.get(), 2);
-        }
-    }
-
-    #[test]
-    fn a_freed_block_from_before_the_mark_stops_the_rewinding() {
-        let (_memory, buffer) = buffer(64);
-        let arena = Arena::new(&buffer);
-        // SAFETY: every layout is valid and every pointer handed back is one of this arena's
-        // live blocks, within the buffer the arena grows into.
-        unsafe {
-            let table = arena.alloc(layout(16, 8));
-            arena.mark();
-            let block = arena.alloc(layout(16, 8));
-            arena.dealloc(table, layout(16, 8));
-            let next = arena.next.get();
-            arena.dealloc(block, layout(16, 8));
-            assert!(arena.mark.get().is_none());
-            // Only the last block's room comes back, never the mark's.
-            assert_eq!(arena.next.get(), next - 16);
         }
     }
 
@@ -393,7 +374,6 @@ mod tests {
             arena.c_free(shrunk);
             arena.c_free(zeroed);
             arena.c_free(std::ptr::null_mut());
-            assert_eq!(arena.live.get(), 0);
             assert!(arena.c_malloc(usize::MAX - 8).is_null());
             assert!(arena.c_calloc(usize::MAX / 2, 3).is_null());
             let fresh = arena.c_realloc(std::ptr::null_mut(), 7);

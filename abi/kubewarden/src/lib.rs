@@ -20,9 +20,9 @@ use taintguard::{read_settings, run, run_read, Half, Policy, Verdict};
 
 pub use taintguard_wapc;
 
-/// Exports waPC's `__guest_call`, which answers the policy's operations ([`serve`]), and
-/// `wapc_init`, which policy-server runs on every fresh instance, so for every request: it only
-/// marks the bump arena ([`arena`]), where a module's memory comes from.
+/// Exports waPC's `__guest_call`, which answers the policy's operations ([`serve`]) from the
+/// bump arena ([`arena`]), rewound when each call ends. No `wapc_init`: the host calls it only
+/// where a module exports it, and there is nothing to set up.
 #[macro_export]
 macro_rules! policy {
     ($policy:ty) => {
@@ -69,12 +69,25 @@ macro_rules! policy {
             unsafe { $crate::memcmp::compare_raw(a, b, n) }
         }
 
-        $crate::taintguard_wapc::guest!($crate::serve::<$policy>);
-
+        // Each call's memory is taken back when it ends (see `arena`).
         #[cfg(target_arch = "wasm32")]
         #[no_mangle]
-        pub extern "C" fn wapc_init() {
-            ALLOCATOR.mark();
+        pub extern "C" fn __guest_call(op_len: i32, payload_len: i32) -> i32 {
+            let before = ALLOCATOR.position();
+            let answered =
+                $crate::taintguard_wapc::guest_call(op_len, payload_len, $crate::serve::<$policy>);
+            // SAFETY: the host has copied the answer, and nothing the call allocated is kept:
+            // the modules hold no state between calls.
+            unsafe { ALLOCATOR.rewind(before) };
+            answered
+        }
+
+        // Native builds (unit tests, clippy) have no host to answer, but keep what a module
+        // serves in use, as its wasm build does.
+        #[cfg(not(target_arch = "wasm32"))]
+        #[allow(dead_code)]
+        fn __guest_call_served() -> impl Sized {
+            $crate::serve::<$policy>
         }
     };
 }
