@@ -121,9 +121,10 @@ build_policies() {
 
 # The gatekeeper artifacts (OPA Wasm ABI, wasm32-unknown-unknown) use the memory the host
 # creates: imported and re-exported, with a 64 KiB stack instead of Rust's 1 MiB so that stack and
-# static data fit the 5 pages both hosts supply. These link flags must not reach other
-# wasm32-unknown-unknown builds (the wasm-bindgen package), hence their own target dir.
-OPA_CARGO=(cargo --config 'target.wasm32-unknown-unknown.rustflags=["-Dwarnings", "-Clink-arg=--import-memory", "-Clink-arg=--export-memory", "-Clink-arg=-zstack-size=65536"]')
+# static data fit the 5 pages both hosts supply. Symbols are stripped, as in the waPC builds
+# (43 KB of toleration-injection's). These flags must not reach other wasm32-unknown-unknown
+# builds (the wasm-bindgen package), hence their own target dir.
+OPA_CARGO=(cargo --config 'target.wasm32-unknown-unknown.rustflags=["-Dwarnings", "-Clink-arg=--import-memory", "-Clink-arg=--export-memory", "-Clink-arg=-zstack-size=65536", "-Cstrip=symbols"]')
 OPA_TARGET_DIR=target/opa
 
 build_gatekeeper_artifacts() {
