@@ -113,14 +113,14 @@ pub fn try_run<P: Policy>(
 /// do not fit together become the same 400 rejection as in [`run`].
 pub fn run_read<P: Policy>(
     request: &AdmissionRequest<'_>,
-    settings: P::Settings,
+    settings: &P::Settings,
     half: Half,
     cluster: &dyn Cluster,
 ) -> Verdict {
     settings
         .check(At::Root)
         .map_err(|e| named::<P>(format!("invalid {e}")))
-        .and_then(|()| judge::<P>(request, &settings, half, cluster))
+        .and_then(|()| judge::<P>(request, settings, half, cluster))
         .unwrap_or_else(|message| Verdict::reject(400, message))
 }
 

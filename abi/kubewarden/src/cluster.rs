@@ -100,8 +100,8 @@ fn ask_text<W: std::fmt::Display>(
     what: impl FnOnce() -> W,
 ) -> Result<String, ClusterError> {
     let answer = call(operation, payload)?;
-    String::from_utf8(answer)
-        .map_err(|_| ClusterError::Failed(format!("the host's {} is not UTF-8 text", what())))
+    crate::utf8_string(answer)
+        .ok_or_else(|| ClusterError::Failed(format!("the host's {} is not UTF-8 text", what())))
 }
 
 impl<P: Policy> Cluster for HostCluster<P> {
