@@ -234,10 +234,26 @@ fn plain_field_at<'a>(text: &'a str, at: usize, key: &str) -> Option<(Raw<'a>, u
     Some((Raw(found), end))
 }
 
-/// The member `key` of each object in the JSON array `text`, in one pass, when no key has
-/// escapes; `None` for any other text, which serde reads. A Pod's containers' `resources`.
-pub(super) fn plain_item_fields<'a>(text: &'a str, key: &str) -> Option<Vec<Raw<'a>>> {
-    super::array::each_item(text, |at| plain_field_at(text, at, key))
+/// [`super::any_item_field`] when no key has escapes and each item is an object: `None` for
+/// any other text, which serde reads; `Some` of what `wanted` answered (an error, or the item
+/// it held for, after which nothing is read) or of `false` once every item was asked.
+pub(super) fn plain_any_item_field<'a>(
+    text: &'a str,
+    key: &str,
+    mut wanted: impl FnMut(Raw<'a>) -> Result<bool, String>,
+) -> Option<Result<bool, String>> {
+    let mut stopped = None;
+    let walked = super::array::each_item(text, |at| {
+        let (found, end) = plain_field_at(text, at, key)?;
+        match wanted(found) {
+            Ok(false) => Some(((), end)),
+            answer => {
+                stopped = Some(answer);
+                None
+            }
+        }
+    });
+    stopped.or(walked.map(|_| Ok(false)))
 }
 
 /// The member at `path` of the JSON object `text` ([`super::member_at`]), when every key on the
@@ -739,14 +755,8 @@ mod tests {
                 if serde.is_some() && plain_keys {
                     assert!(read.is_some(), "{text}");
                 }
-                // The same text as an array's items, whole: ends checked by each.
+                // The same text as an array's items, each asked for and none held: ends checked.
                 let array = format!("[{text}, {{}}]");
-                let owned = |found: Vec<Raw>| {
-                    found
-                        .iter()
-                        .map(|f| f.text().map(str::to_owned))
-                        .collect::<Vec<_>>()
-                };
                 let serde_items = serde_json::from_str::<Vec<&serde_json::value::RawValue>>(&array)
                     .ok()
                     .and_then(|items| {
@@ -756,10 +766,17 @@ mod tests {
                         };
                         items.into_iter().map(field).collect::<Option<Vec<_>>>()
                     });
-                if let Some(read) = plain_item_fields(&array, key) {
-                    assert_eq!(Some(owned(read)), serde_items, "{array}");
-                } else {
-                    assert!(serde_items.is_none() || !plain_keys, "{array}");
+                let mut asked = Vec::new();
+                let read = plain_any_item_field(&array, key, |found| {
+                    asked.push(found.text().map(str::to_owned));
+                    Ok(false)
+                });
+                match read {
+                    Some(answer) => {
+                        assert_eq!(answer, Ok(false), "{array}");
+                        assert_eq!(Some(asked), serde_items, "{array}");
+                    }
+                    None => assert!(serde_items.is_none() || !plain_keys, "{array}"),
                 }
             }
         }

@@ -21,7 +21,7 @@ pub use flat::{
     plain_strings, PlainFields,
 };
 pub use object::{fields_in, get_in, Level, MemberReader, Object, Reached};
-pub use text::{field, item_fields, member_at, members, write_str, JsonStr, Raw};
+pub use text::{any_item_field, field, member_at, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 
 use std::ops::Range;

@@ -174,28 +174,47 @@ pub fn field<'a>(object: &'a str, key: &str) -> Result<Raw<'a>, serde_json::Erro
     }
 }
 
-/// The member `key` (as [`field`] finds it) of each item of the JSON array `array`, in order, in
-/// one pass over the array.
+/// Whether `wanted` holds for the member `key` (as [`field`] finds it) of some item of the
+/// JSON array `array`, asked of each item in order until it does, in one pass: the items after
+/// that one are not read, nor checked (a Pod's spec was checked with its request). A Pod's
+/// containers' resources: a Pod that requests CPU or memory has mostly said so in its first.
 ///
 /// # Errors
 ///
-/// `array` is not one JSON array of objects, in serde_json's words.
+/// `array` is not a JSON array of objects (serde_json's words), or `wanted`'s error.
 ///
 /// # Examples
 ///
 /// ```
-/// let found = taintguard::json::item_fields(r#"[{"a": 1}, {"b": 2}]"#, "a").unwrap();
-/// assert_eq!(found.iter().map(|raw| raw.text()).collect::<Vec<_>>(), [Some("1"), None]);
-/// assert!(taintguard::json::item_fields("[1]", "a").is_err());
+/// use taintguard::json::any_item_field;
+///
+/// let containers = r#"[{"name": "a"}, {"resources": {"limits": {}}}, "never read"]"#;
+/// let mut asked = Vec::new();
+/// let found = any_item_field(containers, "resources", |resources| {
+///     asked.push(resources.text());
+///     Ok(resources.text().is_some())
+/// });
+/// assert_eq!(found, Ok(true));
+/// assert_eq!(asked, [None, Some(r#"{"limits": {}}"#)]);
+/// assert!(any_item_field("[1]", "resources", |_| Ok(false)).is_err());
 /// ```
-pub fn item_fields<'a>(array: &'a str, key: &str) -> Result<Vec<Raw<'a>>, serde_json::Error> {
-    match super::flat::plain_item_fields(array, key) {
-        Some(found) => Ok(found),
-        None => serde_json::from_str::<Vec<&RawValue>>(array)?
-            .into_iter()
-            .map(|item| serde_field(item.get(), key))
-            .collect(),
+pub fn any_item_field<'a>(
+    array: &'a str,
+    key: &str,
+    mut wanted: impl FnMut(Raw<'a>) -> Result<bool, String>,
+) -> Result<bool, String> {
+    if let Some(answer) = super::flat::plain_any_item_field(array, key, &mut wanted) {
+        return answer;
     }
+    let items =
+        serde_json::from_str::<Vec<&RawValue>>(array).map_err(|e| super::error::message(&e))?;
+    for item in items {
+        let found = serde_field(item.get(), key).map_err(|e| super::error::message(&e))?;
+        if wanted(found)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The member at `path` of the JSON object `object`, each name but the last naming an object

@@ -2,7 +2,7 @@
 //! memory-pressure toleration (docs/pod-toleration-restriction.md, "What the plugin adds").
 
 use taintguard::json::error::message;
-use taintguard::json::{field, item_fields, Object, Raw};
+use taintguard::json::{any_item_field, field, Object, Raw};
 
 /// Whether a quantity's JSON is above zero: a string (`"500m"`, `"1Gi"`, `"0.5"`, `"1e3"`) with
 /// a non-zero digit before its suffix and no minus sign, or a number above zero.
@@ -51,17 +51,18 @@ pub fn best_effort(pod_spec: Option<&Object<'_>>) -> Result<bool, String> {
         return Ok(true);
     };
     let in_spec = |key: &str| spec.get(key).map(|raw| raw.value());
-    let mut resources: Vec<&str> = in_spec("resources")?.into_iter().collect();
+    if let Some(resources) = in_spec("resources")? {
+        if requests_cpu_or_memory(resources)? {
+            return Ok(false);
+        }
+    }
+    // The first container that asks answers: the others are not read.
+    let asks = |resources: Raw<'_>| resources.value().map_or(Ok(false), requests_cpu_or_memory);
     for list in ["containers", "initContainers"] {
         let Some(array) = in_spec(list)? else {
             continue;
         };
-        let found =
-            item_fields(array, "resources").map_err(|e| format!("{list}: {}", message(&e)))?;
-        resources.extend(found.iter().filter_map(Raw::value));
-    }
-    for r in resources {
-        if requests_cpu_or_memory(r)? {
+        if any_item_field(array, "resources", asks).map_err(|e| format!("{list}: {e}"))? {
             return Ok(false);
         }
     }
