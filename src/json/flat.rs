@@ -31,7 +31,13 @@ pub fn plain_strings<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
-    let ((found, _), end) = plain_object_at(text, scan::whitespace_end(bytes, 0), names, None)?;
+    let ((found, _), end) = plain_object_at(
+        text,
+        scan::whitespace_end(bytes, 0),
+        names,
+        None,
+        Others::Skipped,
+    )?;
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(found)
 }
 
@@ -50,7 +56,7 @@ pub fn plain_items<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<Vec<PlainItem<'a, N>>> {
     super::array::each_item(text, |at| {
-        let ((found, _), end) = plain_object_at(text, at, names, None)?;
+        let ((found, _), end) = plain_object_at(text, at, names, None, Others::Skipped)?;
         Some(((&text[at..end], found), end))
     })
 }
@@ -75,7 +81,41 @@ pub fn plain_items_with_integer<'a, const N: usize>(
     names: [&str; N],
     integer: &str,
 ) -> Option<Vec<PlainFields<'a, N>>> {
-    super::array::each_item(text, |at| plain_object_at(text, at, names, Some(integer)))
+    super::array::each_item(text, |at| {
+        plain_object_at(text, at, names, Some(integer), Others::Skipped)
+    })
+}
+
+/// [`plain_items_with_integer`] of items with no member but `names` and `integer`: `None` also
+/// for an item with any other, for the caller to read as it reads any item. Tolerations as a
+/// namespace's annotation holds them, whose reader matches names in any case (Go's
+/// `encoding/json`): skipped, `Key` would be lost.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::plain_items_of_only;
+///
+/// let tolerations = r#"[{"key": "a", "tolerationSeconds": 300}]"#;
+/// let read = plain_items_of_only(tolerations, ["key"], "tolerationSeconds");
+/// assert_eq!(read, Some(vec![([Some("a")], Some(300))]));
+/// assert_eq!(plain_items_of_only(r#"[{"Key": "a"}]"#, ["key"], "tolerationSeconds"), None);
+/// ```
+pub fn plain_items_of_only<'a, const N: usize>(
+    text: &'a str,
+    names: [&str; N],
+    integer: &str,
+) -> Option<Vec<PlainFields<'a, N>>> {
+    super::array::each_item(text, |at| {
+        plain_object_at(text, at, names, Some(integer), Others::Refused)
+    })
+}
+
+/// What [`plain_object_at`] does with a member it was not asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Others {
+    Skipped,
+    Refused,
 }
 
 /// The string member `name` and the member `list`, a list of strings, of the JSON object `text`
@@ -130,12 +170,14 @@ pub fn plain_string_and_list<'a>(
 }
 
 /// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`; with the
-/// member `integer` too, when one is named, read as a JSON integer an `i64` holds.
+/// member `integer` too, when one is named, read as a JSON integer an `i64` holds; `None` for
+/// any other member where `others` refuses them.
 fn plain_object_at<'a, const N: usize>(
     text: &'a str,
     at: usize,
     names: [&str; N],
     integer: Option<&str>,
+    others: Others,
 ) -> Option<(PlainFields<'a, N>, usize)> {
     let bytes = text.as_bytes();
     let mut found = [None; N];
@@ -153,7 +195,7 @@ fn plain_object_at<'a, const N: usize>(
                 number = Some(value);
                 Some(end)
             }
-            None if integer == Some(key) => None,
+            None if integer == Some(key) || others == Others::Refused => None,
             None => scan::value_end(bytes, at).ok(),
         }
     })?;

@@ -6,7 +6,7 @@
 use serde::de::IgnoredAny;
 
 use taintguard::json::error::message;
-use taintguard::json::{items, members, JsonStr};
+use taintguard::json::{items, members, plain_items_of_only, JsonStr};
 
 use super::algebra::PluginToleration;
 
@@ -69,6 +69,23 @@ pub fn read(annotation: Option<&str>) -> Result<Option<Vec<PluginToleration>>, S
             Ok(_) => "expected a list of tolerations".to_owned(),
             Err(e) => message(&e),
         });
+    }
+    // As Kubernetes writes them, each toleration's members named exactly and plain: in one
+    // pass. Anything else (another name, `null`, an escape) is read member by member.
+    let fields = ["key", "operator", "value", "effect"];
+    if let Some(plain) = plain_items_of_only(text, fields, "tolerationSeconds") {
+        let owned = |s: Option<&str>| s.map(str::to_owned).unwrap_or_default();
+        let list =
+            plain.into_iter().map(
+                |([key, operator, value, effect], seconds)| PluginToleration {
+                    key: owned(key),
+                    operator: owned(operator),
+                    value: owned(value),
+                    effect: owned(effect),
+                    toleration_seconds: seconds,
+                },
+            );
+        return Ok(Some(list.collect()));
     }
     let entries = items(text).map_err(|e| message(&e))?;
     entries
