@@ -411,33 +411,40 @@ pub fn plain_str(literal: &str) -> Option<&str> {
 /// assert_eq!(decoded_str(r#""\u0041""#), None);
 /// ```
 pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
-    let bytes = literal.as_bytes();
-    if bytes.first() != Some(&b'"') {
+    let (decoded, end) = decoded_at(literal, 0)?;
+    (end == literal.len()).then_some(decoded)
+}
+
+/// The string whose literal begins at `at` (its `"`), as [`decoded_str`] decodes one, and the
+/// offset past its closing quote.
+fn decoded_at(text: &str, at: usize) -> Option<(Cow<'_, str>, usize)> {
+    let bytes = text.as_bytes();
+    if bytes.get(at) != Some(&b'"') {
         return None;
     }
-    let run = scan::plain_run_end(bytes, 1);
+    let run = scan::plain_run_end(bytes, at + 1);
     match bytes.get(run) {
-        Some(b'"') if run + 1 == bytes.len() => Some(Cow::Borrowed(&literal[1..run])),
-        Some(b'\\') => decoded_from(literal, run).map(Cow::Owned),
-        // A raw control character, more text after the string, or no closing quote.
+        Some(b'"') => Some((Cow::Borrowed(&text[at + 1..run]), run + 1)),
+        Some(b'\\') => decoded_from(bytes, at + 1, run).map(|(s, end)| (Cow::Owned(s), end)),
+        // A raw control character, or no closing quote.
         _ => None,
     }
 }
 
-/// The rest of [`decoded_str`]: the string of `literal`, whose first escape is at `escape`.
-/// A byte at a time: an annotation holding JSON has an escape every few bytes, and decoded run
-/// by run (a copy and a push for each) a namespace's two annotations cost a fifth more
-/// (benchmarks/cost.md, "PodTolerationRestriction's reads").
-fn decoded_from(literal: &str, escape: usize) -> Option<String> {
-    let bytes = literal.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    decoded.extend_from_slice(&bytes[1..escape]);
+/// The rest of [`decoded_at`]: the string whose characters begin at `start` and whose first
+/// escape is at `escape`, and the offset past its closing quote. A byte at a time: an
+/// annotation holding JSON has an escape every few bytes, and decoded run by run (a copy and a
+/// push for each) a namespace's two annotations cost a fifth more (benchmarks/cost.md,
+/// "PodTolerationRestriction's reads").
+fn decoded_from(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
+    let mut decoded = Vec::with_capacity(bytes.len() - start);
+    decoded.extend_from_slice(&bytes[start..escape]);
     let mut at = escape;
     loop {
         let byte = *bytes.get(at)?;
         at += 1;
         let out = match byte {
-            b'"' if at == bytes.len() => break,
+            b'"' => break,
             b'\\' => {
                 at += 1;
                 match bytes.get(at - 1)? {
@@ -453,14 +460,40 @@ fn decoded_from(literal: &str, escape: usize) -> Option<String> {
                     _ => return None,
                 }
             }
-            // A raw control character, or a quote before the end.
-            b'"' | 0..0x20 => return None,
+            // A raw control character.
+            0..0x20 => return None,
             _ => byte,
         };
         decoded.push(out);
     }
     // Escapes were replaced by the ASCII bytes they stand for; what lay between them was text.
-    String::from_utf8(decoded).ok()
+    Some((String::from_utf8(decoded).ok()?, at))
+}
+
+/// The strings of the members `names` of the JSON object `text` (the last of a name given
+/// twice, as the API server keeps it; `None` where absent), decoded as [`decoded_str`] decodes
+/// them, in one pass, when every member is a string and no key has escapes: a Namespace's
+/// annotations, of which two are wanted and each holds JSON, escapes every few bytes. `None`
+/// for any other text, which the caller reads its own way.
+pub fn last_strings<'a, const N: usize>(
+    text: &'a str,
+    names: [&str; N],
+) -> Option<[Option<Cow<'a, str>>; N]> {
+    let bytes = text.as_bytes();
+    let mut found = [const { None }; N];
+    let end = each_member(text, scan::whitespace_end(bytes, 0), |key, at| match names
+        .iter()
+        .position(|name| *name == key)
+    {
+        Some(i) => {
+            let (decoded, end) = decoded_at(text, at)?;
+            found[i] = Some(decoded);
+            Some(end)
+        }
+        None if bytes.get(at) == Some(&b'"') => scan::string_end(bytes, at + 1).ok(),
+        None => None,
+    })?;
+    (scan::whitespace_end(bytes, end) == bytes.len()).then_some(found)
 }
 
 /// Where the string at `at` holds its characters, between its quotes, when it is a string
@@ -865,6 +898,48 @@ mod tests {
                     // Escaped quotes are in values only: any other escape may be in a key.
                     None => assert!(text.replace("\\\"", "").contains('\\'), "{text}"),
                 }
+            }
+        }
+    }
+
+    /// Wherever it answers, serde reads the same strings (the last of a name given twice);
+    /// where serde reads an object of strings whose keys have no escapes, it answers.
+    #[test]
+    fn last_strings_are_what_serde_reads() {
+        let doc = r#"{"d": "[{\"k\":\"a\"}]\n", "x" : "y", "w":"plain", "d":"\/t"}"#;
+        let more = [
+            "{}",
+            r#"{"w":1}"#,
+            r#"{"\u0077":"a"}"#,
+            r#"{"w":"\u00e9"}"#,
+            r#"{"w":"a"} x"#,
+        ];
+        let texts = texts_from(doc, &more);
+        for text in texts {
+            let one = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+            let serde = super::super::text::serde_members(&text)
+                .ok()
+                .filter(|_| one)
+                .and_then(|members| {
+                    let mut found = [None, None];
+                    for (key, value) in members {
+                        let value = serde_json::from_str::<String>(value).ok()?;
+                        match key.as_str() {
+                            "d" => found[0] = Some(value),
+                            "w" => found[1] = Some(value),
+                            _ => {}
+                        }
+                    }
+                    Some(found)
+                });
+            let read = last_strings(&text, ["d", "w"]);
+            let read = read.map(|found| found.map(|s| s.map(|s| s.into_owned())));
+            if read.is_some() {
+                assert_eq!(read, serde, "{text}");
+            }
+            // `\u` escapes are left to serde, and so are escaped keys.
+            if serde.is_some() && !text.contains("\\u") {
+                assert!(read.is_some(), "{text}");
             }
         }
     }

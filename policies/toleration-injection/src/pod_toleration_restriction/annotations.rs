@@ -6,7 +6,7 @@
 use serde::de::IgnoredAny;
 
 use taintguard::json::error::message;
-use taintguard::json::{items, members, plain_items_of_only, JsonStr};
+use taintguard::json::{items, last_strings, members, plain_items_of_only, JsonStr};
 
 use super::algebra::PluginToleration;
 
@@ -29,6 +29,11 @@ pub fn plugin_pair(annotations: Option<&str>) -> Result<[Option<JsonStr<'_>>; 2]
     let Some(text) = annotations else {
         return Ok(pair);
     };
+    // In one pass where every annotation is a string and no key has escapes, as the API server
+    // keeps them; else member by member, serde wording what is refused.
+    if let Some([defaults, whitelist]) = last_strings(text, [DEFAULTS, WHITELIST]) {
+        return Ok([defaults.map(JsonStr), whitelist.map(JsonStr)]);
+    }
     let fault = |e: serde_json::Error| format!("annotations: {}", message(&e));
     for (key, value) in members(text).map_err(fault)? {
         let slot = match key.as_str() {
