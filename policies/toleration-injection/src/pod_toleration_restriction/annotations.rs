@@ -1,7 +1,8 @@
 //! A Namespace's two PodTolerationRestriction annotations, read as the plugin reads them
 //! (docs/pod-toleration-restriction.md, "Namespace annotations"): Go's `encoding/json` into
-//! `[]v1.Toleration`, so member names match in any case, unknown members are ignored, `null`
-//! leaves a field empty, and nothing else about the tolerations is checked.
+//! `[]v1.Toleration`, so member names match in any case (the last in the document wins), unknown
+//! members are ignored, `null` changes no string and unsets `tolerationSeconds`, and nothing
+//! else about the tolerations is checked.
 
 use serde::de::IgnoredAny;
 
