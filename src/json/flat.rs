@@ -432,42 +432,47 @@ fn decoded_at(text: &str, at: usize) -> Option<(Cow<'_, str>, usize)> {
 }
 
 /// The rest of [`decoded_at`]: the string whose characters begin at `start` and whose first
-/// escape is at `escape`, and the offset past its closing quote. A byte at a time: an
-/// annotation holding JSON has an escape every few bytes, and decoded run by run (a copy and a
-/// push for each) a namespace's two annotations cost a fifth more (benchmarks/cost.md,
-/// "PodTolerationRestriction's reads").
+/// escape is at `escape`, and the offset past its closing quote. Run by run between escapes, a
+/// short run pushed a byte at a time: copied, each run was a `memory.copy` through the host,
+/// and an annotation holding JSON has an escape every few bytes (the namespace-annotated Pod's
+/// two cost 8.5k guest instructions that way, 6.9k a byte at a time, which cost an owner record
+/// 3k more than copying its longer runs: benchmarks/cost.md, "PodTolerationRestriction's
+/// reads").
 fn decoded_from(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
     let mut decoded = Vec::with_capacity(bytes.len() - start);
-    decoded.extend_from_slice(&bytes[start..escape]);
-    let mut at = escape;
+    let (mut at, mut run) = (start, escape);
     loop {
-        let byte = *bytes.get(at)?;
-        at += 1;
-        let out = match byte {
-            b'"' => break,
-            b'\\' => {
-                at += 1;
-                match bytes.get(at - 1)? {
-                    b'"' => b'"',
-                    b'\\' => b'\\',
-                    b'/' => b'/',
-                    b'b' => 0x08,
-                    b'f' => 0x0c,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    // `\u` escapes and unknown ones.
-                    _ => return None,
-                }
+        let chunk = &bytes[at..run];
+        if chunk.len() < 16 {
+            for &byte in chunk {
+                decoded.push(byte);
             }
-            // A raw control character.
-            0..0x20 => return None,
-            _ => byte,
+        } else {
+            decoded.extend_from_slice(chunk);
+        }
+        let escaped = match bytes.get(run) {
+            Some(b'"') => break,
+            Some(b'\\') => match bytes.get(run + 1) {
+                Some(b'"') => b'"',
+                Some(b'\\') => b'\\',
+                Some(b'/') => b'/',
+                Some(b'b') => 0x08,
+                Some(b'f') => 0x0c,
+                Some(b'n') => b'\n',
+                Some(b'r') => b'\r',
+                Some(b't') => b'\t',
+                // `\u` escapes, unknown ones, and a string cut after its `\`.
+                _ => return None,
+            },
+            // A raw control character, or no closing quote.
+            _ => return None,
         };
-        decoded.push(out);
+        decoded.push(escaped);
+        at = run + 2;
+        run = scan::plain_run_end(bytes, at);
     }
     // Escapes were replaced by the ASCII bytes they stand for; what lay between them was text.
-    Some((String::from_utf8(decoded).ok()?, at))
+    Some((String::from_utf8(decoded).ok()?, run + 1))
 }
 
 /// The strings of the members `names` of the JSON object `text` (the last of a name given
