@@ -1,5 +1,5 @@
 //! A host other than policy-server may keep one instance for many requests. The waPC modules
-//! allocate from a bump arena that rewinds once a call's memory is freed
+//! allocate from a bump arena rewound to where it stood when each call began
 //! (abi/kubewarden/src/arena.rs): on a kept instance every answer must be the first one's, and
 //! the linear memory must stop growing after the first call.
 
