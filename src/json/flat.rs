@@ -439,7 +439,9 @@ fn decoded_at(text: &str, at: usize) -> Option<(Cow<'_, str>, usize)> {
 /// 3k more than copying its longer runs: benchmarks/cost.md, "PodTolerationRestriction's
 /// reads").
 fn decoded_from(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
-    let mut decoded = Vec::with_capacity(bytes.len() - start);
+    // Room for the rest of the text when it is a short literal; within a larger document (an
+    // object's members, `last_strings`) a little past the first escape, grown from there.
+    let mut decoded = Vec::with_capacity((bytes.len() - start).min(escape - start + 128));
     let (mut at, mut run) = (start, escape);
     loop {
         let chunk = &bytes[at..run];
@@ -480,6 +482,17 @@ fn decoded_from(bytes: &[u8], start: usize, escape: usize) -> Option<(String, us
 /// them, in one pass, when every member is a string and no key has escapes: a Namespace's
 /// annotations, of which two are wanted and each holds JSON, escapes every few bytes. `None`
 /// for any other text, which the caller reads its own way.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::last_strings;
+///
+/// let annotations = r#"{"a": "[{\"k\":1}]", "b": "x", "a": "[]"}"#;
+/// let [a, c] = last_strings(annotations, ["a", "c"]).unwrap();
+/// assert_eq!((a.as_deref(), c), (Some("[]"), None));
+/// assert!(last_strings(r#"{"a": 1}"#, ["a"]).is_none());
+/// ```
 pub fn last_strings<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
