@@ -112,6 +112,24 @@ pub fn toleration_fields(
     each_entry(raw, |fields| fields)
 }
 
+/// The entries of a tolerations list when each has no member but a toleration's, each written
+/// plainly ([`crate::json::plain_items_of_only`]), made into `T`s in one pass; `None` for any
+/// other list. For a reader that matches member names its own way (a namespace's annotations,
+/// read as Go's `encoding/json` reads them, in any case), which must see every member.
+pub fn plain_fields_only<'a, T>(
+    raw: &'a str,
+    make: impl Fn(TolerationFields<'a>) -> T,
+) -> Option<Vec<T>> {
+    let entries = crate::json::plain_items_of_only(raw, FIELDS, "tolerationSeconds")?;
+    Some(
+        entries
+            .into_iter()
+            .map(TolerationFields::plain)
+            .map(make)
+            .collect(),
+    )
+}
+
 /// Each entry of a `tolerations` value, made into a `T`: from what the plain reader found when
 /// it reads the list, without a list of fields between (that list cost flannel's four
 /// tolerations an allocation and a copy of each, benchmarks/cost.md, "Few tolerations"); else

@@ -10,7 +10,9 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use taintguard::json::JsonStr;
-use taintguard::toleration::{toleration_fields, toleration_json, Operator, Toleration};
+use taintguard::toleration::{
+    toleration_fields, toleration_json, Operator, Toleration, TolerationFields,
+};
 
 use taintguard::settings::{null_as_default, settings_object};
 
@@ -58,20 +60,25 @@ settings_object!(PluginToleration);
 pub fn read_pod_tolerations(
     text: Option<&str>,
 ) -> Result<Vec<PluginToleration>, serde_json::Error> {
-    let owned = |s: Option<JsonStr<'_>>| s.map(|s| s.as_str().to_owned()).unwrap_or_default();
     Ok(toleration_fields(text)?
         .into_iter()
-        .map(|t| PluginToleration {
-            key: owned(t.key),
-            operator: owned(t.operator),
-            value: owned(t.value),
-            effect: owned(t.effect),
-            toleration_seconds: t.toleration_seconds,
-        })
+        .map(PluginToleration::from_fields)
         .collect())
 }
 
 impl PluginToleration {
+    /// A toleration from the fields a reader found, every field as written (absent: empty).
+    pub fn from_fields(fields: TolerationFields<'_>) -> PluginToleration {
+        let owned = |s: Option<JsonStr<'_>>| s.map(|s| s.as_str().to_owned()).unwrap_or_default();
+        PluginToleration {
+            key: owned(fields.key),
+            operator: owned(fields.operator),
+            value: owned(fields.value),
+            effect: owned(fields.effect),
+            toleration_seconds: fields.toleration_seconds,
+        }
+    }
+
     /// The same toleration as the scheduler and the injection rules read it: an empty operator
     /// is `Equal`, one Kubernetes does not know tolerates nothing.
     pub fn as_core(&self) -> Toleration<'_> {

@@ -7,7 +7,8 @@
 use serde::de::IgnoredAny;
 
 use taintguard::json::error::message;
-use taintguard::json::{items, last_strings, members, plain_items_of_only, JsonStr};
+use taintguard::json::{items, last_strings, members, JsonStr};
+use taintguard::toleration::plain_fields_only;
 
 use super::algebra::PluginToleration;
 
@@ -78,20 +79,8 @@ pub fn read(annotation: Option<&str>) -> Result<Option<Vec<PluginToleration>>, S
     }
     // As Kubernetes writes them, each toleration's members named exactly and plain: in one
     // pass. Anything else (another name, `null`, an escape) is read member by member.
-    let fields = ["key", "operator", "value", "effect"];
-    if let Some(plain) = plain_items_of_only(text, fields, "tolerationSeconds") {
-        let owned = |s: Option<&str>| s.map(str::to_owned).unwrap_or_default();
-        let list =
-            plain.into_iter().map(
-                |([key, operator, value, effect], seconds)| PluginToleration {
-                    key: owned(key),
-                    operator: owned(operator),
-                    value: owned(value),
-                    effect: owned(effect),
-                    toleration_seconds: seconds,
-                },
-            );
-        return Ok(Some(list.collect()));
+    if let Some(list) = plain_fields_only(text, PluginToleration::from_fields) {
+        return Ok(Some(list));
     }
     let entries = items(text).map_err(|e| message(&e))?;
     entries
