@@ -103,22 +103,24 @@ pub const MAX_FILTER_NESTING: usize = 16;
 const MAX_INT: i64 = (1 << 53) - 1;
 
 pub(crate) fn parse(path: &str) -> Result<Query, ParseError> {
-    let mut p = Parser {
-        chars: path.chars().collect(),
-        pos: 0,
-        nesting: 0,
-    };
+    let mut p = Parser::new(path);
     if p.peek() != Some('$') {
         return Err(p.error("a JSONPath starts with `$`"));
     }
     let query = p.query()?;
-    if p.pos < p.chars.len() {
-        return Err(p.error(format!("unexpected {:?}", p.chars[p.pos])));
+    if let Some(c) = p.peek() {
+        return Err(p.error(format!("unexpected {c:?}")));
     }
     Ok(query)
 }
 
-struct Parser {
+/// A cursor over a path's characters; `pos` counts characters, as [`ParseError::at`] does.
+struct Parser<'a> {
+    /// The path; indexed by `pos` directly when it is ASCII, as nearly every path is.
+    text: &'a str,
+    /// The path's characters when it is not ASCII (empty when it is): decoding every path into
+    /// characters, and collecting names back from them, was most of what parsing a member
+    /// path cost a request (benchmarks/cost.md, "JSONPath member paths").
     chars: Vec<char>,
     pos: usize,
     nesting: usize,
@@ -126,7 +128,38 @@ struct Parser {
 
 type Result<T, E = ParseError> = std::result::Result<T, E>;
 
-impl Parser {
+impl<'a> Parser<'a> {
+    fn new(text: &'a str) -> Parser<'a> {
+        Parser {
+            text,
+            chars: if text.is_ascii() {
+                Vec::new()
+            } else {
+                text.chars().collect()
+            },
+            pos: 0,
+            nesting: 0,
+        }
+    }
+
+    /// The character at `i`.
+    fn char_at(&self, i: usize) -> Option<char> {
+        if self.chars.is_empty() {
+            self.text.as_bytes().get(i).copied().map(char::from)
+        } else {
+            self.chars.get(i).copied()
+        }
+    }
+
+    /// The characters from `start` up to `pos`.
+    fn taken(&self, start: usize) -> String {
+        if self.chars.is_empty() {
+            self.text[start..self.pos].to_owned()
+        } else {
+            self.chars[start..self.pos].iter().collect()
+        }
+    }
+
     fn error(&self, message: impl Into<String>) -> ParseError {
         ParseError {
             at: self.pos,
@@ -136,11 +169,11 @@ impl Parser {
     }
 
     fn peek(&self) -> Option<char> {
-        self.chars.get(self.pos).copied()
+        self.char_at(self.pos)
     }
 
     fn peek_at(&self, ahead: usize) -> Option<char> {
-        self.chars.get(self.pos + ahead).copied()
+        self.char_at(self.pos + ahead)
     }
 
     fn eat(&mut self, c: char) -> bool {
@@ -153,10 +186,7 @@ impl Parser {
 
     fn eat_str(&mut self, s: &str) -> bool {
         let n = s.chars().count();
-        let hit = self
-            .chars
-            .get(self.pos..self.pos + n)
-            .is_some_and(|got| got.iter().copied().eq(s.chars()));
+        let hit = (0..n).map(|i| self.peek_at(i)).eq(s.chars().map(Some));
         if hit {
             self.pos += n;
         }
@@ -258,7 +288,7 @@ impl Parser {
         while self.peek().is_some_and(|c| first(c) || c.is_ascii_digit()) {
             self.pos += 1;
         }
-        Ok(self.chars[start..self.pos].iter().collect())
+        Ok(self.taken(start))
     }
 
     /// `[` selector, ... `]`.
@@ -336,7 +366,7 @@ impl Parser {
         while self.peek().is_some_and(|c| c.is_ascii_digit()) {
             self.pos += 1;
         }
-        let text: String = self.chars[digits..self.pos].iter().collect();
+        let text = self.taken(digits);
         if text.is_empty() || (text.starts_with('0') && (text.len() > 1 || negative)) {
             self.pos = start;
             return Err(self.error("expected an integer (no leading zeros, no `-0`)"));
@@ -568,7 +598,7 @@ impl Parser {
                 {
                     self.pos += 1;
                 }
-                let name: String = self.chars[start..self.pos].iter().collect();
+                let name = self.taken(start);
                 if self.peek() == Some('(') {
                     return self.function(start, &name);
                 }
@@ -644,7 +674,7 @@ impl Parser {
             self.pos += 1;
         }
         let int_len = self.pos - int_start;
-        if int_len == 0 || (int_len > 1 && self.chars[int_start] == '0') {
+        if int_len == 0 || (int_len > 1 && self.char_at(int_start) == Some('0')) {
             self.pos = start;
             return Err(self.error("malformed number"));
         }
@@ -671,7 +701,7 @@ impl Parser {
         }
         // serde_json reads the digits, so a literal is the very `f64` a `Value` of the same
         // digits holds; the grammar above is JSON's, so it refuses only what no `f64` holds.
-        let text: String = self.chars[start..self.pos].iter().collect();
+        let text = self.taken(start);
         match serde_json::from_str::<f64>(&text) {
             Ok(n) if n.is_finite() => Ok(n),
             _ => {
