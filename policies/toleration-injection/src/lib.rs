@@ -733,8 +733,15 @@ impl Matched<'_> {
     ) -> Vec<Explained> {
         let mut tolerated = Tolerated::new(&self.subject.workload.tolerations, plugin_added);
         for rule in &self.rules {
+            // Written once per rule and copied for each of its tolerations added: quoting the
+            // name (a check of each byte, then a join) cost each the hostpath rule's three 1k
+            // guest instructions (benchmarks/cost.md, "Few tolerations").
+            let mut why: Option<String> = None;
             for t in &rule.tolerations {
-                tolerated.add(t.borrowed(), || quoted("rule ", &rule.name));
+                tolerated.add(t.borrowed(), || {
+                    why.get_or_insert_with(|| quoted("rule ", &rule.name))
+                        .clone()
+                });
             }
         }
         for (t, why) in from_nodes {
