@@ -469,7 +469,7 @@ fn mutation((mutated, nesting): (String, usize), described: &[String]) -> Verdic
 }
 
 /// Each added toleration with why, as warnings and the audit annotation name it.
-fn describe_added(added: &[Explained]) -> Vec<String> {
+fn describe_added(added: &[Explained<'_>]) -> Vec<String> {
     added
         .iter()
         .map(|(t, why)| with_reason(t.describe(), why))
@@ -513,13 +513,13 @@ fn alias_group<'s>(settings: &'s Settings, key: &str) -> Option<&'s [AliasKey]> 
 }
 
 /// A toleration to add, and why.
-type Explained = (Toleration<'static>, String);
+type Explained<'a> = (Toleration<'a>, String);
 
 /// What `nodeTaints` rules take from the nodes: tolerations to add, each with why (the rule and
 /// a node carrying the taint), and those withheld because a restriction forbids them here.
 #[derive(Default)]
 struct FromNodes {
-    found: Vec<Explained>,
+    found: Vec<Explained<'static>>,
     withheld: Vec<String>,
 }
 
@@ -714,10 +714,11 @@ impl<'g, 'a> Tolerated<'g, 'a> {
         }
     }
 
-    fn into_added(self) -> Vec<Explained> {
-        (self.added.into_iter())
-            .map(|(t, why)| (t.into_owned(), why))
-            .collect()
+    /// What was added, borrowing from the settings and the request as it did: made owned, the
+    /// hostpath Pod's four copied their strings and freed them again, 2.5k guest instructions
+    /// (benchmarks/cost.md, "JSONPath's text, a rule's reason and the arena's fitting path").
+    fn into_added(self) -> Vec<Explained<'a>> {
+        self.added
     }
 }
 
@@ -725,17 +726,18 @@ impl Matched<'_> {
     /// Tolerations to append, each with why: the matching rules' tolerations, those taken from
     /// node taints, then the alias twins of everything the workload will tolerate, each only
     /// when nothing already covers it.
-    fn additions(
-        &self,
-        plugin_added: &[Toleration<'_>],
-        from_nodes: &[Explained],
+    fn additions<'b>(
+        &'b self,
+        plugin_added: &'b [Toleration<'b>],
+        from_nodes: &'b [Explained<'b>],
         allowed_twin: impl Fn(&Toleration<'_>) -> bool,
-    ) -> Vec<Explained> {
+    ) -> Vec<Explained<'b>> {
         let mut tolerated = Tolerated::new(&self.subject.workload.tolerations, plugin_added);
         for rule in &self.rules {
             // Written once per rule and copied for each of its tolerations added: quoting the
             // name (a check of each byte, then a join) cost each the hostpath rule's three 1k
-            // guest instructions (benchmarks/cost.md, "Few tolerations").
+            // guest instructions (benchmarks/cost.md, "JSONPath's text, a rule's reason and the
+            // arena's fitting path").
             let mut why: Option<String> = None;
             for t in &rule.tolerations {
                 tolerated.add(t.borrowed(), || {
