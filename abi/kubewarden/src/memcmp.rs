@@ -33,23 +33,33 @@ pub fn compare(a: &[u8], b: &[u8]) -> i32 {
 /// Both point at `n` readable bytes.
 #[inline(always)]
 pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
-    let mut at = 0;
-    while at + 8 <= n {
-        // SAFETY: `at + 8 <= n` bytes are readable at both; unaligned reads are allowed.
-        let (x, y) = unsafe {
-            (
-                a.add(at).cast::<u64>().read_unaligned(),
-                b.add(at).cast::<u64>().read_unaligned(),
-            )
-        };
-        if x != y {
-            // The words were read little-endian: the first differing byte holds the lowest
-            // differing bit.
-            let shift = u64::from((x ^ y).trailing_zeros() / 8 * 8);
-            return i32::from((x >> shift) as u8) - i32::from((y >> shift) as u8);
+    // SAFETY (each read below): it ends at or before `n`; unaligned reads are allowed.
+    let word = |p: *const u8, at: usize| unsafe { p.add(at).cast::<u64>().read_unaligned() };
+    let half =
+        |p: *const u8, at: usize| unsafe { u64::from(p.add(at).cast::<u32>().read_unaligned()) };
+    // The last word (or half) read ends at `n`, overlapping bytes already found equal, so its
+    // first difference is the first of all: no byte-by-byte tail, which cost the keys a policy
+    // compares (a few bytes past a word) most of a comparison (benchmarks/cost.md, "JSONPath's
+    // text, a rule's reason and the arena's fitting path").
+    if n >= 8 {
+        let mut at = 0;
+        while at + 8 < n {
+            let (x, y) = (word(a, at), word(b, at));
+            if x != y {
+                return first_difference(x, y);
+            }
+            at += 8;
         }
-        at += 8;
+        return first_difference(word(a, n - 8), word(b, n - 8));
     }
+    if n >= 4 {
+        let (x, y) = (half(a, 0), half(b, 0));
+        if x != y {
+            return first_difference(x, y);
+        }
+        return first_difference(half(a, n - 4), half(b, n - 4));
+    }
+    let mut at = 0;
     while at < n {
         // SAFETY: `at < n`.
         let (x, y) = unsafe { (*a.add(at), *b.add(at)) };
@@ -59,6 +69,17 @@ pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
         at += 1;
     }
     0
+}
+
+/// The difference of the first differing bytes of two words read little-endian (0 when they
+/// are equal): the first differing byte holds the lowest differing bit.
+#[inline(always)]
+fn first_difference(x: u64, y: u64) -> i32 {
+    if x == y {
+        return 0;
+    }
+    let shift = u64::from((x ^ y).trailing_zeros() / 8 * 8);
+    i32::from((x >> shift) as u8) - i32::from((y >> shift) as u8)
 }
 
 #[cfg(test)]
