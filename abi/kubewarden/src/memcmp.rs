@@ -33,10 +33,6 @@ pub fn compare(a: &[u8], b: &[u8]) -> i32 {
 /// Both point at `n` readable bytes.
 #[inline(always)]
 pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
-    // SAFETY (each read below): it ends at or before `n`; unaligned reads are allowed.
-    let word = |p: *const u8, at: usize| unsafe { p.add(at).cast::<u64>().read_unaligned() };
-    let half =
-        |p: *const u8, at: usize| unsafe { u64::from(p.add(at).cast::<u32>().read_unaligned()) };
     // The last word (or half) read ends at `n`, overlapping bytes already found equal, so its
     // first difference is the first of all: no byte-by-byte tail, which cost the keys a policy
     // compares (a few bytes past a word) most of a comparison (benchmarks/cost.md, "JSONPath's
@@ -44,20 +40,24 @@ pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
     if n >= 8 {
         let mut at = 0;
         while at + 8 < n {
-            let (x, y) = (word(a, at), word(b, at));
+            // SAFETY: `at + 8 < n`.
+            let (x, y) = unsafe { (word(a, at), word(b, at)) };
             if x != y {
                 return first_difference(x, y);
             }
             at += 8;
         }
-        return first_difference(word(a, n - 8), word(b, n - 8));
+        // SAFETY: `n >= 8`; the word ends at `n`.
+        return unsafe { first_difference(word(a, n - 8), word(b, n - 8)) };
     }
     if n >= 4 {
-        let (x, y) = (half(a, 0), half(b, 0));
+        // SAFETY: `n >= 4`.
+        let (x, y) = unsafe { (half(a, 0), half(b, 0)) };
         if x != y {
             return first_difference(x, y);
         }
-        return first_difference(half(a, n - 4), half(b, n - 4));
+        // SAFETY: `n >= 4`; the half ends at `n`.
+        return unsafe { first_difference(half(a, n - 4), half(b, n - 4)) };
     }
     let mut at = 0;
     while at < n {
@@ -69,6 +69,28 @@ pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
         at += 1;
     }
     0
+}
+
+/// The eight bytes at `p + at`, little-endian.
+///
+/// # Safety
+///
+/// They are readable (unaligned reads are allowed).
+#[inline(always)]
+unsafe fn word(p: *const u8, at: usize) -> u64 {
+    // SAFETY: the caller's.
+    unsafe { p.add(at).cast::<u64>().read_unaligned() }
+}
+
+/// The four bytes at `p + at`, little-endian.
+///
+/// # Safety
+///
+/// As [`word`]'s, for four bytes.
+#[inline(always)]
+unsafe fn half(p: *const u8, at: usize) -> u64 {
+    // SAFETY: the caller's.
+    u64::from(unsafe { p.add(at).cast::<u32>().read_unaligned() })
 }
 
 /// The difference of the first differing bytes of two words read little-endian (0 when they
