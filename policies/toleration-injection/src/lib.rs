@@ -715,7 +715,7 @@ impl<'g, 'a> Tolerated<'g, 'a> {
     }
 
     /// What was added, borrowing from the settings and the request as it did: made owned, the
-    /// hostpath Pod's four copied their strings and freed them again, 2.5k guest instructions
+    /// hostpath Pod's four copied their strings and freed them again, 2.4k guest instructions
     /// (benchmarks/cost.md, "JSONPath's text, a rule's reason and the arena's fitting path").
     fn into_added(self) -> Vec<Explained<'a>> {
         self.added
