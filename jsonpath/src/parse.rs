@@ -120,7 +120,8 @@ struct Parser<'a> {
     text: &'a str,
     /// The path's characters when it is not ASCII (empty when it is): decoding every path into
     /// characters, and collecting names back from them, was most of what parsing a member
-    /// path cost a request (benchmarks/cost.md, "JSONPath member paths").
+    /// path cost a request (benchmarks/cost.md, "JSONPath's text, a rule's reason and the
+    /// arena's fitting path").
     chars: Vec<char>,
     pos: usize,
     nesting: usize,

@@ -101,7 +101,8 @@ impl<G: Grow> Arena<G> {
     /// A block for `layout`, or null when memory cannot grow. What fits is inlined into `alloc`,
     /// its alignment a mask (`Layout`'s is a power of two) rather than a remainder: a call and a
     /// division less per allocation, 2.4k of the hostpath Pod's guest instructions
-    /// (benchmarks/cost.md, "The arena's fitting path"). Growing stays out of line.
+    /// (benchmarks/cost.md, "JSONPath's text, a rule's reason and the arena's fitting path").
+    /// Growing stays out of line.
     #[inline(always)]
     fn bump(&self, layout: Layout) -> *mut u8 {
         let mask = layout.align() - 1;
