@@ -228,7 +228,7 @@ pub fn any_item_field<'a>(
 /// # Errors
 ///
 /// The text up to the member is not JSON, or a value on the way is no object: serde_json's
-/// words, from [`field`] on each step.
+/// words, as [`field`] gives them.
 ///
 /// # Examples
 ///
@@ -246,12 +246,13 @@ pub fn member_at<'a>(object: &'a str, path: &[&str]) -> Result<Raw<'a>, String> 
     if let Some(found) = super::flat::plain_member_at(object, path) {
         return Ok(found);
     }
+    // The scanner refused the text on the way: serde reads each step, and words the errors.
     let mut found = Raw(Some(object));
     for name in path {
         let Some(object) = found.value() else {
             return Ok(Raw(None));
         };
-        found = field(object, name).map_err(|e| super::error::message(&e))?;
+        found = serde_field(object, name).map_err(|e| super::error::message(&e))?;
     }
     Ok(found)
 }
