@@ -220,6 +220,11 @@ impl<'a> Object<'a> {
         Ok(found)
     }
 
+    /// The object's text as it was read, braces included.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
     /// The object's text with the members `edits` names set to their new JSON text: a member
     /// it has keeps its place, one it lacks is added at the end. Every other member is written
     /// as it was read.
@@ -229,100 +234,54 @@ impl<'a> Object<'a> {
 
     /// The object's text with the object at `path` (members read as objects, `spec` then
     /// `template`...) written with `edits`; `None` when one on the way is absent or `null`.
-    /// Written into one buffer, each object on the way into its place: written apart and then
-    /// copied into the next, a pod template's spec was copied three times over
-    /// (benchmarks/cost.md, "Function tables and one buffer").
+    ///
+    /// The text is spliced: copied as it was read, byte for byte and spacing included, up to
+    /// each value an edit replaces and past it, and up to the end of the last member, where the
+    /// members an edit adds go. Written member by member, with a run of untouched members per
+    /// copy, a pod template's four objects on the way to its tolerations cost flannel's
+    /// DaemonSet 5.3k guest instructions (benchmarks/cost.md, "Splicing the mutated object").
     pub fn write_at(&self, path: &[&str], edits: &[(&str, String)]) -> Option<String> {
-        let mut reached = self;
+        let mut target = self;
         for key in path {
-            reached = reached.object(key).ok()??;
+            target = target.object(key).ok()??;
         }
+        // Every text read lies in this object's text: where each part of it begins.
+        let offset = |part: &str| part.as_ptr() as usize - self.text.as_ptr() as usize;
         let added: usize = edits.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
         let mut out = String::with_capacity(self.text.len() + added);
-        self.write_into(&mut out, path, edits);
-        Some(out)
-    }
-
-    /// Writes the object with the object at `path`, which [`Object::write_at`] found, written
-    /// with `edits` into `out` (this object itself when `path` is empty). The members it leaves
-    /// as they were are copied in runs, each run one copy of the text that holds it, separators
-    /// included: copied a key and a value at a time, each copy a call into the host in a waPC
-    /// module (`memory.copy`), a restored Node's metadata and spec cost a sixth more guest
-    /// instructions (benchmarks/cost.md, "Decision work, measured per function").
-    fn write_into(&self, out: &mut String, path: &[&str], edits: &[(&str, String)]) {
-        // The member on the way to `path`'s end, and the path in it.
-        let (on_the_way, here) = match path {
-            [] => (None, edits),
-            [key, rest @ ..] => (Some((*key, rest)), &[][..]),
-        };
-        out.push('{');
-        let opened = out.len();
-        let separate = |out: &mut String| {
-            if out.len() > opened {
-                out.push(',');
-            }
-        };
-        // Where a member's texts lie in the object's text (all of them are slices of it).
-        let offset = |part: &str| part.as_ptr() as usize - self.text.as_ptr() as usize;
-        let mut run: Option<(usize, usize)> = None;
-        let flush = |out: &mut String, run: &mut Option<(usize, usize)>| {
-            if let Some((start, end)) = run.take() {
-                separate(out);
-                out.push_str(&self.text[start..end]);
-            }
-        };
-        for (key, value) in &self.members {
-            if let (Some((name, rest)), Member::Object(inner)) = (on_the_way, value) {
-                if key.is(name) {
-                    flush(out, &mut run);
-                    separate(out);
-                    out.push_str(key.literal);
-                    out.push(':');
-                    inner.write_into(out, rest, edits);
-                    continue;
-                }
-            }
-            match here.iter().find(|(name, _)| key.is(name)) {
-                None => {
-                    let text = match value {
-                        Member::Raw(raw) => raw,
-                        Member::Object(object) => object.text,
-                    };
-                    // A run holds members next to each other in the text only: one taken out
-                    // ([`Object::take_object`]) leaves its text between the two beside it.
-                    let key_start = offset(key.literal);
-                    let next = |(start, end): (usize, usize)| {
-                        let gap = &self.text.as_bytes()[end..key_start];
-                        gap.iter().all(|b| b", \n\t\r".contains(b)).then_some(start)
-                    };
-                    let start = match run.and_then(next) {
-                        Some(start) => start,
-                        None => {
-                            flush(out, &mut run);
-                            key_start
-                        }
-                    };
-                    run = Some((start, offset(text) + text.len()));
-                }
-                Some((_, new)) => {
-                    flush(out, &mut run);
-                    separate(out);
-                    out.push_str(key.literal);
-                    out.push(':');
-                    out.push_str(new);
-                }
-            }
+        let mut copied = 0;
+        for (key, value) in &target.members {
+            let Some((_, new)) = edits.iter().find(|(name, _)| key.is(name)) else {
+                continue;
+            };
+            let value = match value {
+                Member::Raw(raw) => raw,
+                Member::Object(object) => object.text,
+            };
+            out.push_str(&self.text[copied..offset(value)]);
+            out.push_str(new);
+            copied = offset(value) + value.len();
         }
-        flush(out, &mut run);
-        for (name, new) in here {
-            if !self.members.iter().any(|(key, _)| key.is(name)) {
-                separate(out);
-                super::write_str(out, name);
+        // Past the last member's value, or just inside the braces of an object without any.
+        let end = match target.members.last() {
+            Some((_, Member::Raw(raw))) => offset(raw) + raw.len(),
+            Some((_, Member::Object(object))) => offset(object.text) + object.text.len(),
+            None => offset(target.text) + 1,
+        };
+        out.push_str(&self.text[copied..end]);
+        let mut first = target.members.is_empty();
+        for (name, new) in edits {
+            if !target.members.iter().any(|(key, _)| key.is(name)) {
+                if !std::mem::take(&mut first) {
+                    out.push(',');
+                }
+                super::write_str(&mut out, name);
                 out.push(':');
                 out.push_str(new);
             }
         }
-        out.push('}');
+        out.push_str(&self.text[end..]);
+        Some(out)
     }
 }
 
@@ -494,8 +453,9 @@ impl<'a> Object<'a> {
         }
     }
 
-    /// The member `key` read as an object, taken out of this one (no longer among its
-    /// members); `None` when absent or `null`.
+    /// The member `key` read as an object, taken out of this one; `None` when absent or
+    /// `null`. Its text stays, as a member kept as raw text, so that this object's text and
+    /// its members still agree ([`Object::write_at`] splices the one by the others).
     ///
     /// # Errors
     ///
@@ -504,13 +464,17 @@ impl<'a> Object<'a> {
         let Some(i) = self.position(key)? else {
             return Ok(None);
         };
-        match self.members[i].1 {
+        let member = &mut self.members[i].1;
+        match member {
             Member::Raw("null") => Ok(None),
             Member::Raw(_) => Err(format!("`{key}` is not read as an object")),
-            Member::Object(_) => match self.members.remove(i).1 {
-                Member::Object(object) => Ok(Some(object)),
-                Member::Raw(_) => Ok(None),
-            },
+            Member::Object(object) => {
+                let text = object.text;
+                match std::mem::replace(member, Member::Raw(text)) {
+                    Member::Object(object) => Ok(Some(object)),
+                    Member::Raw(_) => Ok(None),
+                }
+            }
         }
     }
 }
@@ -564,11 +528,16 @@ mod tests {
         /// Members set by an edit: (key, new JSON text).
         type Edits = &'static [(&'static str, &'static str)];
         // (object, edits, written)
-        let cases: [(&str, Edits, &str); 6] = [
+        let cases: [(&str, Edits, &str); 7] = [
             (
                 r#"{ "a" : [1, 2] , "b":{"x" :1}}"#,
                 &[],
-                r#"{"a" : [1, 2] , "b":{"x" :1}}"#,
+                r#"{ "a" : [1, 2] , "b":{"x" :1}}"#,
+            ),
+            (
+                r#"{ "a" : [1, 2] , "b":{"x" :1} }"#,
+                &[("a", "3"), ("c", "4")],
+                r#"{ "a" : 3 , "b":{"x" :1},"c":4 }"#,
             ),
             (
                 r#"{"a":1,"b":2}"#,
@@ -588,13 +557,14 @@ mod tests {
             assert_eq!(written, want, "{text}");
             assert!(serde_json::from_str::<serde_json::Value>(&written).is_ok());
         }
-        // A member taken out is not written back with the members beside it.
+        // A member taken out leaves its text, as a member kept as text.
         let mut request =
             Object::parse_as(r#"{"a":1, "object":{"k":1} ,"b":2,"c":3}"#, Level::Request).unwrap();
         assert!(request.take_object("object").unwrap().is_some());
+        assert_eq!(request.get("object").unwrap().text(), Some(r#"{"k":1}"#));
         assert_eq!(
             request.write(&[("c", "4".into())]),
-            r#"{"a":1,"b":2,"c":4}"#
+            r#"{"a":1, "object":{"k":1} ,"b":2,"c":4}"#
         );
     }
 
@@ -627,7 +597,7 @@ mod tests {
             (
                 r#"{"spec":{"template":{"metadata":{},"spec":{ "a" : 1 }}}}"#,
                 &["spec", "template", "spec"],
-                r#"{"spec":{"template":{"metadata":{},"spec":{"a" : 1,"x":true}}}}"#,
+                r#"{"spec":{"template":{"metadata":{},"spec":{ "a" : 1,"x":true }}}}"#,
             ),
             (
                 r#"{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"x":false}}}}}}"#,
@@ -647,7 +617,7 @@ mod tests {
                 "{text}"
             );
             assert_eq!(
-                serde_json::from_str::<serde_json::Value>(&object.write(&[])).unwrap(),
+                serde_json::from_str::<serde_json::Value>(object.text()).unwrap(),
                 serde_json::from_str::<serde_json::Value>(text).unwrap(),
                 "{text}"
             );

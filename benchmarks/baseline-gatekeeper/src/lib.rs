@@ -46,7 +46,7 @@ impl Policy for Baseline {
         let parse = |object: &Option<taintguard::json::Object<'_>>| {
             object
                 .as_ref()
-                .map(|o| serde_json::from_str::<serde_json::Value>(&o.write(&[])))
+                .map(|o| serde_json::from_str::<serde_json::Value>(o.text()))
         };
         let parsed = (parse(&request.object), parse(&request.old_object));
         // Looking at what was parsed keeps the parse from being optimised away.

@@ -350,9 +350,8 @@ fn run_cases(cases: Vec<(&str, Value, String, Want)>) {
 
 #[test]
 fn mutation_keeps_text_outside_the_edit() {
-    // Odd formatting and key order must survive byte for byte inside every member and between
-    // the members the edit leaves alone (json::Object); only around the edited member does the
-    // spacing go.
+    // Odd formatting and key order survive byte for byte everywhere but in the value the edit
+    // replaces (json::Object splices the text).
     let old = r#"{"zeta":1,"metadata":{"name":"n"},"spec":{"taints":[{"key":"a.io/x","effect":"NoSchedule"}]}}"#;
     let new = r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [ ] , "a": 2 } }"#;
     let req = format!(
@@ -363,7 +362,7 @@ fn mutation_keeps_text_outside_the_edit() {
     assert_eq!(
         verdict.mutated_object(),
         Some(
-            r#"{"zeta" : 1 , "metadata":{"name":"n"},"spec":{"b":[ ],"taints":[{"key":"a.io/x","effect":"NoSchedule"}],"a": 2}}"#
+            r#"{ "zeta" : 1 , "metadata":{"name":"n"}, "spec" : { "b":[ ], "taints" : [{"key":"a.io/x","effect":"NoSchedule"}] , "a": 2 } }"#
         )
     );
 }

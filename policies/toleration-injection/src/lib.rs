@@ -135,7 +135,7 @@ impl Subject<'_> {
         }
         let object = self
             .object
-            .get_or_init(|| serde_json::from_str(&self.workload.text()).map_err(|e| e.to_string()));
+            .get_or_init(|| serde_json::from_str(self.workload.text()).map_err(|e| e.to_string()));
         object.as_ref().is_ok_and(|object| c.holds(object))
     }
 
@@ -146,7 +146,7 @@ impl Subject<'_> {
     fn member_value(&self, names: &[&str]) -> Result<Option<Value>, String> {
         let (value, left) = match self.workload.object().follow(names) {
             None => return Ok(None),
-            Some(Reached::Object(object)) => (serde_json::from_str(&object.write(&[])), 0),
+            Some(Reached::Object(object)) => (serde_json::from_str(object.text()), 0),
             Some(Reached::Raw(text, left)) => (serde_json::from_str(text), left),
         };
         let value: Value = value.map_err(|e| e.to_string())?;

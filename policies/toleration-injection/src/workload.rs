@@ -140,8 +140,8 @@ impl<'a> Workload<'a> {
     }
 
     /// The whole object's text, for the matchers that read all of it (JSONPath conditions).
-    pub fn text(&self) -> String {
-        self.object.write(&[])
+    pub fn text(&self) -> &'a str {
+        self.object.text()
     }
 
     /// The object's text with `additions` (tolerations, each an object of scalars) appended to
