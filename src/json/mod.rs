@@ -2,8 +2,8 @@
 //!
 //! Admission requests are large (a Node with its image list is tens of kilobytes) and the policies
 //! read a handful of fields. Parsing borrows: every value we do not read stays an untouched
-//! `&RawValue` slice of the request, and a mutation writes the objects on the way to its edit
-//! anew from those slices ([`Object::write_at`]). Nothing else is re-serialised, so key order,
+//! `&RawValue` slice of the request, and a mutation splices the request's text around its edit
+//! ([`Object::write_in`]). Nothing else is re-serialised, so key order,
 //! formatting and fields that no Kubernetes version we know of has all survive a mutation.
 
 mod array;

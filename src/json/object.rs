@@ -16,9 +16,8 @@ use super::{JsonStr, Raw};
 /// The request's `object` and `oldObject` are read this way in the one pass over the request, so
 /// a policy's view finds the few members it needs (a Node's taints, a pod template's
 /// tolerations) without walking any part of the object again: the rest, a Node's status above
-/// all, is skipped once (benchmarks/cost.md). An edit writes the objects on the way to it anew
-/// ([`Object::write`], [`Object::write_at`]): every member it does not edit keeps its text byte
-/// for byte, and so does the spacing between them; only around an edited member is it not kept.
+/// all, is skipped once (benchmarks/cost.md). An edit splices the text ([`Object::write`],
+/// [`Object::write_in`]): all of it but the values it replaces is kept byte for byte.
 #[derive(Debug, Clone)]
 pub struct Object<'a> {
     members: Vec<(Key<'a>, Member<'a>)>,
@@ -229,24 +228,25 @@ impl<'a> Object<'a> {
     /// it has keeps its place, one it lacks is added at the end. Every other member is written
     /// as it was read.
     pub fn write(&self, edits: &[(&str, String)]) -> String {
-        self.write_at(&[], edits).unwrap_or_default()
+        self.write_in(self, edits).unwrap_or_default()
     }
 
-    /// The object's text with the object at `path` (members read as objects, `spec` then
-    /// `template`...) written with `edits`; `None` when one on the way is absent or `null`.
+    /// The object's text with `target`, this object or one read within it ([`Object::follow`],
+    /// [`Object::object`]), written with `edits` as [`Object::write`] writes them; `None` when
+    /// `target` is neither.
     ///
     /// The text is spliced: copied as it was read, byte for byte and spacing included, up to
-    /// each value an edit replaces and past it, and up to the end of the last member, where the
-    /// members an edit adds go. Written member by member, with a run of untouched members per
-    /// copy, a pod template's four objects on the way to its tolerations cost flannel's
-    /// DaemonSet 5.3k guest instructions (benchmarks/cost.md, "Splicing the mutated object").
-    pub fn write_at(&self, path: &[&str], edits: &[(&str, String)]) -> Option<String> {
-        let mut target = self;
-        for key in path {
-            target = target.object(key).ok()??;
+    /// each value an edit replaces and past it, and up to the end of the target's last member,
+    /// where the members an edit adds go. Written member by member, with a run of untouched
+    /// members per copy, the four objects on the way to a pod template's tolerations cost
+    /// flannel's DaemonSet 5.3k guest instructions (benchmarks/cost.md, "Splicing the mutated
+    /// object").
+    pub fn write_in(&self, target: &Object<'a>, edits: &[(&str, String)]) -> Option<String> {
+        let (start, end) = (self.text.as_ptr() as usize, target.text.as_ptr() as usize);
+        if end < start || end + target.text.len() > start + self.text.len() {
+            return None;
         }
-        // Every text read lies in this object's text: where each part of it begins.
-        let offset = |part: &str| part.as_ptr() as usize - self.text.as_ptr() as usize;
+        let at = |part: &str| super::span_in(self.text, part);
         let added: usize = edits.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
         let mut out = String::with_capacity(self.text.len() + added);
         let mut copied = 0;
@@ -254,19 +254,15 @@ impl<'a> Object<'a> {
             let Some((_, new)) = edits.iter().find(|(name, _)| key.is(name)) else {
                 continue;
             };
-            let value = match value {
-                Member::Raw(raw) => raw,
-                Member::Object(object) => object.text,
-            };
-            out.push_str(&self.text[copied..offset(value)]);
+            let replaced = at(value.text());
+            out.push_str(&self.text[copied..replaced.start]);
             out.push_str(new);
-            copied = offset(value) + value.len();
+            copied = replaced.end;
         }
         // Past the last member's value, or just inside the braces of an object without any.
         let end = match target.members.last() {
-            Some((_, Member::Raw(raw))) => offset(raw) + raw.len(),
-            Some((_, Member::Object(object))) => offset(object.text) + object.text.len(),
-            None => offset(target.text) + 1,
+            Some((_, value)) => at(value.text()).end,
+            None => at(target.text).start + 1,
         };
         out.push_str(&self.text[copied..end]);
         let mut first = target.members.is_empty();
@@ -282,6 +278,16 @@ impl<'a> Object<'a> {
         }
         out.push_str(&self.text[end..]);
         Some(out)
+    }
+}
+
+impl<'a> Member<'a> {
+    /// The member's value as it was read.
+    fn text(&self) -> &'a str {
+        match self {
+            Member::Raw(raw) => raw,
+            Member::Object(object) => object.text,
+        }
     }
 }
 
@@ -455,7 +461,7 @@ impl<'a> Object<'a> {
 
     /// The member `key` read as an object, taken out of this one; `None` when absent or
     /// `null`. Its text stays, as a member kept as raw text, so that this object's text and
-    /// its members still agree ([`Object::write_at`] splices the one by the others).
+    /// its members still agree ([`Object::write_in`] splices the one by the others).
     ///
     /// # Errors
     ///
@@ -610,7 +616,10 @@ mod tests {
         ];
         for (text, path, want) in cases {
             let object = Object::parse(text).unwrap();
-            let written = object.write_at(path, &[("x", "true".into())]);
+            let written = match object.follow(path) {
+                Some(Reached::Object(target)) => object.write_in(target, &[("x", "true".into())]),
+                _ => None,
+            };
             assert_eq!(
                 written.as_deref(),
                 (!want.is_empty()).then_some(want),
@@ -622,6 +631,13 @@ mod tests {
                 "{text}"
             );
         }
+        // An object read from another text is not one to write in.
+        let (text, other_text) = (String::from("{}"), String::from("{}"));
+        let (object, other) = (
+            Object::parse(&text).unwrap(),
+            Object::parse(&other_text).unwrap(),
+        );
+        assert_eq!(object.write_in(&other, &[("x", "1".into())]), None);
         // Only where a view reads: `status.spec` and `metadata.spec` stay raw.
         let node = Object::parse(r#"{"status":{"spec":1},"metadata":{"spec":2}}"#).unwrap();
         assert_eq!(node.get("status").unwrap().text(), Some(r#"{"spec":1}"#));

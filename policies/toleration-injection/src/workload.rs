@@ -150,17 +150,19 @@ impl<'a> Workload<'a> {
     /// was ([`Object::nesting`]) or than the list's new objects. `None` when it has no pod spec
     /// to put them in (the API server refuses such objects anyway).
     pub fn with_tolerations(&self, additions: &[String]) -> Option<(String, usize)> {
-        self.pod_spec?;
+        let pod_spec = self.pod_spec?;
         let tolerations = match self.tolerations_raw.filter(|t| *t != "null") {
             Some(list) => append_items(list, additions),
             None => format!("[{}]", additions.join(",")),
         };
-        let path = self.kind.pod_spec_path();
         // The object, its path to the pod spec, the pod spec, the list, its new objects.
-        let nesting = self.object.nesting().max(path.len() + 3);
+        let nesting = self
+            .object
+            .nesting()
+            .max(self.kind.pod_spec_path().len() + 3);
         let text = self
             .object
-            .write_at(path, &[("tolerations", tolerations)])?;
+            .write_in(pod_spec, &[("tolerations", tolerations)])?;
         Some((text, nesting))
     }
 }
