@@ -356,7 +356,7 @@ impl Toleration<'static> {
                 .field("key")
                 .error("an empty key requires operator \"Exists\""));
         }
-        if !self.key.chars().all(crate::k8s_names::taint_key_character) {
+        if !crate::k8s_names::taint_key_characters(&self.key) {
             return Err(at
                 .field("key")
                 .error(format!("{:?} is not a valid taint key", self.key)));

@@ -30,7 +30,7 @@ pub(super) fn has_entry(taint: &Taint<'_>) -> bool {
     let (key, effect) = taint.identity();
     Effect::try_from(effect).is_ok()
         && !key.is_empty()
-        && key.chars().all(taintguard::k8s_names::taint_key_character)
+        && taintguard::k8s_names::taint_key_characters(key)
 }
 
 /// How the entry `e` orders against `taint`'s, were it built: finding a taint's entry, most of
