@@ -328,5 +328,38 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
             ));
         }
     }
+    for (policy, name, twin) in crate::realhost::target::CONDITION_TWINS {
+        let twin = inputs
+            .iter()
+            .find(|i| i.policy == policy && i.name == name)
+            .map(|case| {
+                let settings = without_conditions(&case.settings);
+                let mut twin = Input::new(
+                    policy,
+                    None,
+                    twin.to_owned(),
+                    &case.request,
+                    &settings,
+                    case.expect,
+                );
+                twin.namespace = case.namespace.clone();
+                twin
+            });
+        inputs.extend(twin);
+    }
     Ok(inputs)
+}
+
+/// `settings` with every rule's `match.jsonPath` left out: the twin of a case judged by a rule
+/// with a JSONPath condition (`realhost::target`).
+pub fn without_conditions(settings: &Value) -> Value {
+    let mut settings = settings.clone();
+    if let Some(rules) = settings["rules"].as_array_mut() {
+        for rule in rules {
+            if let Some(matcher) = rule["match"].as_object_mut() {
+                matcher.remove("jsonPath");
+            }
+        }
+    }
+    settings
 }

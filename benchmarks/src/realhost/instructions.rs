@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::http::Connection;
+use super::target::{self, Costs, Target};
 use super::{
     context, prepare, server, Modules, Prepared, ANCHOR, ANSWER, MODULES, POLICY, RUN_DIR,
 };
@@ -175,29 +176,52 @@ pub fn section(counted: &[Counted]) -> String {
          the figure is per request. **total** is everything policy-server executed, **guest** the \
          part inside wasm calls (`TypedFunc::call_raw`, inclusive). The guest's counts repeat \
          exactly from run to run whatever else the machine does, the totals within about 0.5%: the steady measure of the targets \
-         (answer ÷ policy ≥ 0.95x). The context-aware case's counts leave out the API server, a \
+         (answer ÷ policy ≥ 0.95x; the case with a JSONPath condition states its own, 0.95x with \
+         what the condition costs allowed on top: the policy's total less its twin's, the same \
+         request judged by the same rule without the condition, less the same difference of \
+         their answer anchors). The context-aware case's counts leave out the API server, a \
          process of its own.\n\n{}",
         table(counted)
     )
 }
 
 /// The counts as a table: per request, policy, answer anchor, verdict anchor and null, the
-/// guest's share of the first three, and the anchors' counts over the policy's (the target is
-/// answer ÷ policy ≥ 0.95).
+/// guest's share of the first three, and the anchors' counts over the policy's, with the
+/// target answer ÷ policy is held to ([`Target`]: the JSONPath case's from its twin's counts).
 pub fn table(counted: &[Counted]) -> String {
     let thousands = |n: u64| format!("{:.0}k", n as f64 / 1000.0);
     let guest = |c: &Count| c.guest.map_or("?".to_owned(), thousands);
+    let costs = |case: &Counted| match &case.counts {
+        [_, Some(policy), _, _, Some(answer)] => Some(Costs {
+            policy: policy.total as f64,
+            answer: answer.total as f64,
+        }),
+        _ => None,
+    };
     let mut out = String::from(
         "| input | anchor | instructions per request: policy / answer / anchor / null (guest: \
-         policy / answer / anchor) | answer ÷ policy | anchor ÷ policy |\n|---|---|---|---|---|\n",
+         policy / answer / anchor) | answer ÷ policy | target | anchor ÷ policy |\n\
+         |---|---|---|---|---|---|\n",
     );
     for case in counted {
         let [Some(null), Some(policy), _, Some(anchor), Some(answer)] = &case.counts else {
             continue;
         };
         let over = |c: &Count| c.total as f64 / policy.total as f64;
+        let twin = target::twin_of(case.policy, &case.name).and_then(|twin| {
+            let twin = counted
+                .iter()
+                .find(|c| c.policy == case.policy && c.name == twin)?;
+            costs(twin)
+        });
+        let target = Target::of(costs(case).expect("counted above"), twin);
+        let met = if over(answer) >= target.ratio {
+            "met"
+        } else {
+            "**not met**"
+        };
         out.push_str(&format!(
-            "| {} {} | {} | {} / {} / {} / {} ({} / {} / {}) | {:.2}x | {:.2}x |\n",
+            "| {} {} | {} | {} / {} / {} / {} ({} / {} / {}) | {:.3}x | {}: {met} | {:.2}x |\n",
             case.policy,
             case.name,
             case.anchor,
@@ -209,6 +233,7 @@ pub fn table(counted: &[Counted]) -> String {
             guest(answer),
             guest(anchor),
             over(answer),
+            target.describe(|n| thousands(n as u64)),
             over(anchor),
         ));
     }

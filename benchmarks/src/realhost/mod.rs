@@ -17,6 +17,7 @@ pub mod instructions;
 mod load;
 pub mod report;
 mod server;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,11 +29,12 @@ use crate::inputs::Input;
 
 /// The inputs measured here (policy, name in `inputs.rs`): the incidents' requests, the Pod and
 /// DaemonSet CREATEs that get tolerations injected, the DaemonSet judged by a rule with a
-/// JSONPath condition (the object parsed into a `Value` for it), kubelet status updates of a
+/// JSONPath condition (the one member its path names read for it), kubelet status updates of a
 /// 25 KB and a 200 KB Node, accepted and (a stale write) restored, and the two updates that
-/// write the taint owner record (kured adding its taint, and removing it), and a Pod CREATE
-/// judged with its namespace's PodTolerationRestriction annotations, read from the API server.
-pub const CASES: [(&str, &str); 11] = [
+/// write the taint owner record (kured adding its taint, and removing it), a Pod CREATE
+/// judged with its namespace's PodTolerationRestriction annotations, read from the API server,
+/// and the JSONPath case's twin, which its target is measured against ([`target`]).
+pub const CASES: [(&str, &str); 12] = [
     (
         "taint-preservation",
         "incident-1-stale-taint-patch [default]",
@@ -68,6 +70,7 @@ pub const CASES: [(&str, &str); 11] = [
         "flannel-v0.24.4-daemonset [critical-daemonsets]",
     ),
     ("toleration-injection", crate::inputs::NAMESPACED_POD),
+    ("toleration-injection", target::CONDITION_TWINS[0].2),
 ];
 
 /// The inputs of [`CASES`] among `inputs`: what the real-host measurements run on.

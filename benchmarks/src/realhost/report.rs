@@ -6,17 +6,13 @@ use std::fmt::Write;
 
 use wasm_tests::examples::Expect;
 
+use super::target::{self, Costs, Target};
 use super::{
     CaseResult, Measured, Outcome, Run, ANCHOR, ANSWER, BASELINE, CONNECTIONS, MODULES, POLICY,
 };
 
 /// The heading that starts the section; `--real-host` rewrites from it to the next `## `.
 pub const HEADING: &str = "## Real host: policy-server over loopback";
-
-/// Saturated, every case keeps at least this share of its answer anchor's throughput (issue 40;
-/// before it, of the walk-only or mutate-only anchor's, which read no settings and write no
-/// warnings).
-pub const ANSWER_TARGET: f64 = 0.95;
 
 pub(super) fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
@@ -91,8 +87,27 @@ fn with_range(ratios: &[f64]) -> String {
     format!("{:.2}x ({min:.2}-{max:.2})", median(ratios))
 }
 
+/// The policy's and the answer anchor's costs per request at a case's saturated point, in
+/// seconds (from the median req/s) and in CPU time (the median per request).
+fn saturated_costs(case: &CaseResult) -> (Costs, Costs) {
+    let point = saturated(case);
+    let seconds = |module: usize| 1.0 / median(&point.series[module].requests_per_second);
+    let cpu = |module: usize| median(&point.series[module].cpu_per_request);
+    (
+        Costs {
+            policy: seconds(POLICY),
+            answer: seconds(ANSWER),
+        },
+        Costs {
+            policy: cpu(POLICY),
+            answer: cpu(ANSWER),
+        },
+    )
+}
+
 /// One line per case, saturated: the policy against its answer anchor (the target, in req/s
-/// and policy-server CPU per request), and against the anchor of its verdict and null.
+/// and policy-server CPU per request: [`Target`], the JSONPath case's from its twin's medians
+/// in the same run), and against the anchor of its verdict and null.
 pub fn targets(run: &Run) -> String {
     let mut out = String::from(
         "| input | verdict | policy ÷ answer: median (rounds' range) | target | policy-server CPU per request, answer ÷ policy (range) | anchor | policy ÷ anchor (range) | answer ÷ anchor | policy ÷ null |\n\
@@ -102,16 +117,30 @@ pub fn targets(run: &Run) -> String {
         let point = saturated(case);
         let ratios = point.ratios_to(POLICY, ANSWER);
         let cpu = point.cpu_ratios_to(POLICY, ANSWER);
+        let twin = target::twin_of(case.policy, &case.name).and_then(|twin| {
+            let twin = run
+                .cases
+                .iter()
+                .find(|c| c.policy == case.policy && c.name == twin)?;
+            Some(saturated_costs(twin))
+        });
+        let (seconds, cpu_time) = saturated_costs(case);
+        let by_rate = Target::of(seconds, twin.map(|(seconds, _)| seconds));
+        let by_cpu = Target::of(cpu_time, twin.map(|(_, cpu)| cpu));
         let _ = writeln!(
             out,
-            "| {} {} | {} | {} | ≥ {ANSWER_TARGET:.2}x: {} | {}: {} | {} | {} | {:.2}x | {:.2}x |",
+            "| {} {} | {} | {} | {}: {} | {}: {}{} | {} | {} | {:.2}x | {:.2}x |",
             case.policy,
             case.name,
             verdict(case.expect),
             with_range(&ratios),
-            mark(&ratios, ANSWER_TARGET),
+            by_rate.describe(|s| format!("{:.0} µs", s * 1e6)),
+            mark(&ratios, by_rate.ratio),
             with_range(&cpu),
-            mark(&cpu, ANSWER_TARGET),
+            mark(&cpu, by_cpu.ratio),
+            by_cpu
+                .condition
+                .map_or(String::new(), |_| format!(" (target {:.3}x)", by_cpu.ratio)),
             case.anchor,
             with_range(&point.ratios_to(POLICY, ANCHOR)),
             median(&point.ratios_to(ANSWER, ANCHOR)),
@@ -140,7 +169,9 @@ fn intro(run: &Run) -> String {
          returns the policy's own answer to the case byte for byte (written beforehand by the \
          waPC host policy-server runs, and embedded), so policy-server does exactly the same \
          work around both and policy ÷ answer is the cost of the policy's decision alone: the \
-         target, ≥ 0.95x saturated, is held there. A case whose policy \
+         target, ≥ 0.95x saturated, is held there (the case with a JSONPath condition states \
+         its own: the same with what its condition costs allowed on top, measured against its \
+         twin, the same request judged by the same rule without the condition). A case whose policy \
          reads the request's Namespace from the cluster (PodTolerationRestriction's annotations) \
          runs with policy-server reaching a kube-apiserver 1.20 on loopback that holds it (etcd \
          beside it: the end-to-end suite's control plane, with the admin's kubeconfig), and its \

@@ -1,0 +1,125 @@
+//! The target each real-host case is held to (issue 40): the policy keeps at least
+//! [`ANSWER_TARGET`] of its answer anchor's throughput, per request. The case judged by a rule
+//! with a JSONPath condition states its own: a JSONPath is the one condition a user writes as a
+//! program, parsed from the settings and run on the object for every request (each request gets
+//! a fresh instance, so no parse is kept), work no other case's rule asks for and no anchor can
+//! do. Its target is the same 0.95x with what the condition costs the policy allowed on top,
+//! measured in the same run against its **twin**: the same request, judged by the same rule
+//! without the condition, and answered alike.
+
+/// Saturated, every case keeps at least this share of its answer anchor's throughput (before
+/// issue 40, of the walk-only or mutate-only anchor's, which read no settings and write no
+/// warnings).
+pub const ANSWER_TARGET: f64 = 0.95;
+
+/// The cases with a JSONPath condition (policy, name), each with the name of its twin: the
+/// twin's input is the case's with every rule's `match.jsonPath` left out
+/// ([`crate::inputs::without_conditions`]).
+pub const CONDITION_TWINS: [(&str, &str, &str); 1] = [(
+    "toleration-injection",
+    "flannel-v0.24.4-daemonset [critical-daemonsets]",
+    "flannel-v0.24.4-daemonset [critical-daemonsets] without its JSONPath condition",
+)];
+
+/// The name of the twin of case `name` of `policy`, if it has one.
+pub fn twin_of(policy: &str, name: &str) -> Option<&'static str> {
+    CONDITION_TWINS
+        .iter()
+        .find(|(p, n, _)| *p == policy && *n == name)
+        .map(|(_, _, twin)| *twin)
+}
+
+/// What the policy and its answer anchor cost per request on one case, in one measure
+/// (instructions, CPU time or seconds: any that adds up per request).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Costs {
+    pub policy: f64,
+    pub answer: f64,
+}
+
+/// The share of its answer anchor's throughput a case must keep.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    /// The least answer ÷ policy, per request (1 is the anchor's cost).
+    pub ratio: f64,
+    /// For a case with a twin: what its condition costs the policy, in the costs' measure.
+    pub condition: Option<f64>,
+}
+
+impl Target {
+    /// [`ANSWER_TARGET`], or for a case with a twin, the ratio at which the policy costs
+    /// what 0.95x allows plus its condition: `answer ÷ (answer ÷ 0.95 + condition)`. The
+    /// condition's cost is the policy's difference from its twin less the answer anchor's (the
+    /// anchor reads the condition's text too, and answers both alike), and never below nothing.
+    pub fn of(case: Costs, twin: Option<Costs>) -> Target {
+        match twin {
+            None => Target {
+                ratio: ANSWER_TARGET,
+                condition: None,
+            },
+            Some(twin) => {
+                let condition =
+                    ((case.policy - twin.policy) - (case.answer - twin.answer)).max(0.0);
+                Target {
+                    ratio: case.answer / (case.answer / ANSWER_TARGET + condition),
+                    condition: Some(condition),
+                }
+            }
+        }
+    }
+
+    /// The target as the reports write it; `unit` formats the condition's cost.
+    pub fn describe(&self, unit: impl Fn(f64) -> String) -> String {
+        match self.condition {
+            None => format!("≥ {:.2}x", self.ratio),
+            Some(condition) => format!(
+                "≥ {:.3}x (its own: {ANSWER_TARGET:.2}x with its JSONPath condition's {} allowed)",
+                self.ratio,
+                unit(condition)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{twin_of, Costs, Target, ANSWER_TARGET};
+
+    #[test]
+    fn a_twin_allows_the_condition_beyond_what_the_anchor_spends_on_it() {
+        let costs = |policy, answer| Costs { policy, answer };
+        // (case, twin, condition's cost, ratio)
+        let cases = [
+            (costs(1100.0, 1000.0), None, None, ANSWER_TARGET),
+            (
+                costs(1100.0, 1000.0),
+                Some(costs(1080.0, 995.0)),
+                Some(15.0),
+                1000.0 / (1000.0 / ANSWER_TARGET + 15.0),
+            ),
+            // A twin that costs more than the case (noise) allows nothing.
+            (
+                costs(1100.0, 1000.0),
+                Some(costs(1120.0, 1000.0)),
+                Some(0.0),
+                ANSWER_TARGET,
+            ),
+        ];
+        for (case, twin, condition, ratio) in cases {
+            let target = Target::of(case, twin);
+            assert_eq!(target.condition, condition, "{case:?} {twin:?}");
+            assert!((target.ratio - ratio).abs() < 1e-12, "{case:?} {twin:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_jsonpath_case_has_a_twin() {
+        let (policy, name, twin) = super::CONDITION_TWINS[0];
+        assert_eq!(twin_of(policy, name), Some(twin));
+        assert_eq!(twin_of(policy, twin), None);
+        assert_eq!(
+            twin_of(policy, "hostpath-helper-pod [hostpath-provisioner]"),
+            None
+        );
+    }
+}
