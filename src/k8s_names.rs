@@ -170,19 +170,28 @@ pub fn dns1123_subdomain(name: &str) -> Result<(), String> {
 /// letters, digits, `-`, `_`, `.` and the prefix's `/`. Where a whole qualified name's rules are
 /// too strict (a glob over keys, a key only compared), this is the check.
 pub fn taint_key_character(c: char) -> bool {
-    u8::try_from(c).is_ok_and(taint_key_byte)
+    u8::try_from(c).is_ok_and(|b| TAINT_KEY_BYTES[usize::from(b)])
 }
 
 /// Whether every character of `key` is one a taint key may hold ([`taint_key_character`]),
-/// read a byte at a time: no byte of a character outside ASCII is one of them. Decoded a
-/// character at a time, each through a call, a key cost 16 guest instructions a character.
+/// read a byte at a time from a table: no byte of a character outside ASCII is one of them.
+/// Decoded a character at a time, each through a call, a key cost 16 guest instructions a
+/// character.
 pub fn taint_key_characters(key: &str) -> bool {
-    key.bytes().all(taint_key_byte)
+    key.bytes().all(|b| TAINT_KEY_BYTES[usize::from(b)])
 }
 
-fn taint_key_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/')
-}
+/// The bytes of a taint key's characters: ASCII letters and digits, `-`, `_`, `.` and `/`.
+const TAINT_KEY_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'/');
+        b += 1;
+    }
+    table
+};
 
 fn name_characters(name: &str) -> bool {
     name.bytes()
