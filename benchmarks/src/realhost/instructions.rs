@@ -177,8 +177,8 @@ pub fn section(counted: &[Counted]) -> String {
          part inside wasm calls (`TypedFunc::call_raw`, inclusive). The guest's counts repeat \
          exactly from run to run whatever else the machine does, the totals within about 0.5%: the steady measure of the targets \
          (answer ÷ policy ≥ 0.95x; the case with a JSONPath condition states its own, 0.95x with \
-         what the condition costs allowed on top: the policy's total less its twin's, the same \
-         request judged by the same rule without the condition, less the same difference of \
+         what the condition costs allowed on top: the policy's guest count less its twin's, the \
+         same request judged by the same rule without the condition, less the same difference of \
          their answer anchors). The context-aware case's counts leave out the API server, a \
          process of its own.\n\n{}",
         table(counted)
@@ -187,14 +187,15 @@ pub fn section(counted: &[Counted]) -> String {
 
 /// The counts as a table: per request, policy, answer anchor, verdict anchor and null, the
 /// guest's share of the first three, and the anchors' counts over the policy's, with the
-/// target answer ÷ policy is held to ([`Target`]: the JSONPath case's from its twin's counts).
+/// target answer ÷ policy is held to ([`Target`]: the JSONPath case's condition costed from
+/// its and its twin's guest counts, which repeat exactly, where the totals move by thousands).
 pub fn table(counted: &[Counted]) -> String {
     let thousands = |n: u64| format!("{:.0}k", n as f64 / 1000.0);
     let guest = |c: &Count| c.guest.map_or("?".to_owned(), thousands);
-    let costs = |case: &Counted| match &case.counts {
+    let guest_costs = |case: &Counted| match &case.counts {
         [_, Some(policy), _, _, Some(answer)] => Some(Costs {
-            policy: policy.total as f64,
-            answer: answer.total as f64,
+            policy: policy.guest? as f64,
+            answer: answer.guest? as f64,
         }),
         _ => None,
     };
@@ -208,13 +209,16 @@ pub fn table(counted: &[Counted]) -> String {
             continue;
         };
         let over = |c: &Count| c.total as f64 / policy.total as f64;
-        let twin = target::twin_of(case.policy, &case.name).and_then(|twin| {
+        let condition = target::twin_of(case.policy, &case.name).and_then(|twin| {
             let twin = counted
                 .iter()
                 .find(|c| c.policy == case.policy && c.name == twin)?;
-            costs(twin)
+            Some(target::condition_cost(
+                guest_costs(case)?,
+                guest_costs(twin)?,
+            ))
         });
-        let target = Target::of(costs(case).expect("counted above"), twin);
+        let target = Target::of(answer.total as f64, condition);
         let met = if over(answer) >= target.ratio {
             "met"
         } else {

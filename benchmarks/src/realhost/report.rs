@@ -125,8 +125,14 @@ pub fn targets(run: &Run) -> String {
             Some(saturated_costs(twin))
         });
         let (seconds, cpu_time) = saturated_costs(case);
-        let by_rate = Target::of(seconds, twin.map(|(seconds, _)| seconds));
-        let by_cpu = Target::of(cpu_time, twin.map(|(_, cpu)| cpu));
+        let by_rate = Target::of(
+            seconds.answer,
+            twin.map(|(twin, _)| target::condition_cost(seconds, twin)),
+        );
+        let by_cpu = Target::of(
+            cpu_time.answer,
+            twin.map(|(_, twin)| target::condition_cost(cpu_time, twin)),
+        );
         let _ = writeln!(
             out,
             "| {} {} | {} | {} | {}: {} | {}: {}{} | {} | {} | {:.2}x | {:.2}x |",

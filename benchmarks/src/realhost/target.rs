@@ -37,34 +37,32 @@ pub struct Costs {
     pub answer: f64,
 }
 
+/// What a case's JSONPath condition costs the policy, from its and its twin's costs in one
+/// measure: the policy's difference from its twin less the answer anchor's (the anchor reads the
+/// condition's text too, and answers both alike), and never below nothing.
+pub fn condition_cost(case: Costs, twin: Costs) -> f64 {
+    ((case.policy - twin.policy) - (case.answer - twin.answer)).max(0.0)
+}
+
 /// The share of its answer anchor's throughput a case must keep.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Target {
     /// The least answer ÷ policy, per request (1 is the anchor's cost).
     pub ratio: f64,
-    /// For a case with a twin: what its condition costs the policy, in the costs' measure.
+    /// For a case with a twin: what its condition costs the policy ([`condition_cost`]).
     pub condition: Option<f64>,
 }
 
 impl Target {
-    /// [`ANSWER_TARGET`], or for a case with a twin, the ratio at which the policy costs
-    /// what 0.95x allows plus its condition: `answer ÷ (answer ÷ 0.95 + condition)`. The
-    /// condition's cost is the policy's difference from its twin less the answer anchor's (the
-    /// anchor reads the condition's text too, and answers both alike), and never below nothing.
-    pub fn of(case: Costs, twin: Option<Costs>) -> Target {
-        match twin {
-            None => Target {
-                ratio: ANSWER_TARGET,
-                condition: None,
-            },
-            Some(twin) => {
-                let condition =
-                    ((case.policy - twin.policy) - (case.answer - twin.answer)).max(0.0);
-                Target {
-                    ratio: case.answer / (case.answer / ANSWER_TARGET + condition),
-                    condition: Some(condition),
-                }
-            }
+    /// [`ANSWER_TARGET`], or for a case whose condition costs `condition`, the ratio at which
+    /// the policy costs what 0.95x allows plus the condition: `answer ÷ (answer ÷ 0.95 +
+    /// condition)`, `answer` being the answer anchor's cost per request in the same measure.
+    pub fn of(answer: f64, condition: Option<f64>) -> Target {
+        Target {
+            ratio: condition.map_or(ANSWER_TARGET, |condition| {
+                answer / (answer / ANSWER_TARGET + condition)
+            }),
+            condition,
         }
     }
 
@@ -83,33 +81,25 @@ impl Target {
 
 #[cfg(test)]
 mod tests {
-    use super::{twin_of, Costs, Target, ANSWER_TARGET};
+    use super::{condition_cost, twin_of, Costs, Target, ANSWER_TARGET};
 
     #[test]
     fn a_twin_allows_the_condition_beyond_what_the_anchor_spends_on_it() {
         let costs = |policy, answer| Costs { policy, answer };
-        // (case, twin, condition's cost, ratio)
+        // (case, twin, condition's cost)
         let cases = [
-            (costs(1100.0, 1000.0), None, None, ANSWER_TARGET),
-            (
-                costs(1100.0, 1000.0),
-                Some(costs(1080.0, 995.0)),
-                Some(15.0),
-                1000.0 / (1000.0 / ANSWER_TARGET + 15.0),
-            ),
+            (costs(1100.0, 1000.0), costs(1080.0, 995.0), 15.0),
             // A twin that costs more than the case (noise) allows nothing.
-            (
-                costs(1100.0, 1000.0),
-                Some(costs(1120.0, 1000.0)),
-                Some(0.0),
-                ANSWER_TARGET,
-            ),
+            (costs(1100.0, 1000.0), costs(1120.0, 1000.0), 0.0),
         ];
-        for (case, twin, condition, ratio) in cases {
-            let target = Target::of(case, twin);
-            assert_eq!(target.condition, condition, "{case:?} {twin:?}");
-            assert!((target.ratio - ratio).abs() < 1e-12, "{case:?} {twin:?}");
+        for (case, twin, cost) in cases {
+            assert_eq!(condition_cost(case, twin), cost, "{case:?} {twin:?}");
         }
+        assert_eq!(Target::of(1000.0, None).ratio, ANSWER_TARGET);
+        assert!((Target::of(1000.0, Some(0.0)).ratio - ANSWER_TARGET).abs() < 1e-12);
+        let allowed = Target::of(1000.0, Some(15.0));
+        assert!((allowed.ratio - 1000.0 / (1000.0 / ANSWER_TARGET + 15.0)).abs() < 1e-12);
+        assert_eq!(allowed.condition, Some(15.0));
     }
 
     #[test]
