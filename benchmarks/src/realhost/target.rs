@@ -5,7 +5,8 @@
 //! a fresh instance, so no parse is kept), work no other case's rule asks for and no anchor can
 //! do. Its target is the same 0.95x with what the condition costs the policy allowed on top,
 //! measured in the same run against its **twin**: the same request, judged by the same rule
-//! without the condition, and answered alike.
+//! without the condition (where the condition holds, as in the flannel case, the policy answers
+//! both byte for byte alike; the measure does not rely on it).
 
 /// Saturated, every case keeps at least this share of its answer anchor's throughput (before
 /// issue 40, of the walk-only or mutate-only anchor's, which read no settings and write no
@@ -29,8 +30,8 @@ pub fn twin_of(policy: &str, name: &str) -> Option<&'static str> {
         .map(|(_, _, twin)| *twin)
 }
 
-/// What the policy and its answer anchor cost per request on one case, in one measure
-/// (instructions, CPU time or seconds: any that adds up per request).
+/// What the policy and its answer anchor cost per request on one case, in one measure that adds
+/// up per request (the guest's instructions: the one that repeats exactly).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Costs {
     pub policy: f64,
@@ -38,8 +39,9 @@ pub struct Costs {
 }
 
 /// What a case's JSONPath condition costs the policy, from its and its twin's costs in one
-/// measure: the policy's difference from its twin less the answer anchor's (the anchor reads the
-/// condition's text too, and answers both alike), and never below nothing.
+/// measure: the policy's difference from its twin less the answer anchors' (an anchor reads the
+/// condition's text too, and policy-server handles each answer as the policy's), and never below
+/// nothing.
 pub fn condition_cost(case: Costs, twin: Costs) -> f64 {
     ((case.policy - twin.policy) - (case.answer - twin.answer)).max(0.0)
 }
