@@ -242,8 +242,9 @@ impl<'a> Object<'a> {
     /// flannel's DaemonSet 5.3k guest instructions (benchmarks/cost.md, "Splicing the mutated
     /// object").
     pub fn write_in(&self, target: &Object<'a>, edits: &[(&str, String)]) -> Option<String> {
-        let (start, end) = (self.text.as_ptr() as usize, target.text.as_ptr() as usize);
-        if end < start || end + target.text.len() > start + self.text.len() {
+        let (outer, inner) = (self.text.as_ptr() as usize, target.text.as_ptr() as usize);
+        let within = outer <= inner && inner + target.text.len() <= outer + self.text.len();
+        if !within {
             return None;
         }
         let at = |part: &str| super::span_in(self.text, part);
