@@ -86,8 +86,17 @@ impl Cluster for NoCluster {
 /// (`{}`, `[]`) would read as "no nodes".
 #[derive(Deserialize)]
 struct ListText<'a> {
-    #[serde(borrow, deserialize_with = "crate::settings::null_as_default")]
+    #[serde(borrow, deserialize_with = "null_as_default")]
     items: Vec<NodeText<'a>>,
+}
+
+/// Reads `null` as the type's default, as Kubernetes writes an empty list.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
 #[derive(Deserialize)]

@@ -2,23 +2,18 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::json::{members, JsonStr};
 use crate::k8s_names::{LabelKey, LabelValue};
-use crate::settings::{settings_object, string_enum, At, SettingsError};
+use crate::settings::{settings_object, string_enum, At, SettingsError, SettingsFields};
 
 /// A label selector as Kubernetes writes it: every requirement must hold. Keys and values are
 /// checked as the API server checks labels: a selector that names a key no label can have
 /// selects nothing, and `,`, `=`, `!`, parentheses or spaces would change what the list query's
 /// text selects.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(
-    remote = "Self",
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    default
-)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LabelSelector {
     pub match_labels: BTreeMap<LabelKey, LabelValue>,
     pub match_expressions: Vec<LabelExpression>,
@@ -27,8 +22,8 @@ pub struct LabelSelector {
 settings_object!(LabelSelector);
 
 /// One of `matchExpressions`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct LabelExpression {
     pub key: LabelKey,
     pub operator: LabelOperator,
@@ -147,10 +142,11 @@ mod tests {
 
     /// A selector at `s` of settings.
     fn from_settings(selector: &serde_json::Value) -> Result<LabelSelector, SettingsError> {
-        #[derive(Default, Deserialize, Serialize)]
+        #[derive(Default, SettingsFields, Serialize)]
         struct Holder {
             s: LabelSelector,
         }
+        crate::settings::settings_object!(Holder);
         impl crate::settings::PolicySettings for Holder {
             fn check(&self, at: crate::settings::At<'_>) -> Result<(), SettingsError> {
                 self.s.check(at.field("s"))

@@ -21,6 +21,10 @@
 // Untrusted requests are read here; memory safety is the compiler's to prove, never a comment's.
 #![forbid(unsafe_code)]
 
+// What `#[derive(SettingsFields)]` writes names this crate `::taintguard`, here as in the
+// policies.
+extern crate self as taintguard;
+
 // 1. Plumbing.
 pub mod json;
 pub mod small_map;

@@ -2,11 +2,11 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{checked, settings_object};
+use crate::settings::{checked, settings_object, SettingsFields};
 use crate::verdict::quoted;
 
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
@@ -69,9 +69,8 @@ impl<'r> Principal<'r> {
 /// Principals that settings permit: people as a class, plus named users, groups and service
 /// accounts (`namespace/name`), each a glob. A field left out keeps its default: none, or with
 /// `ADMINS` (the global list of taint-preservation) people and `system:masters`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(
-    remote = "Self",
     rename_all = "camelCase",
     deny_unknown_fields,
     default = "PrincipalList::defaults"

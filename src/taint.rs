@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::glob::Glob;
 use crate::json::{plain_items, plain_strings, JsonStr};
 use crate::k8s_names::taint_key_character;
-use crate::settings::{checked, settings_object, string_enum};
+use crate::settings::{checked, settings_object, string_enum, SettingsFields};
 
 /// One entry of `spec.taints`, read from its raw text (which a restore copies back verbatim,
 /// `timeAdded` and fields unknown to us included).
@@ -151,8 +151,8 @@ pub trait SelectsTaints {
 }
 
 /// A taint selector with no further fields.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, serde::Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaintSelector {
     pub key: TaintKeyGlob,
     #[serde(default)]

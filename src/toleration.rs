@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use crate::json::{write_str, JsonStr, PlainFields};
-use crate::settings::{from_string, null_as_default, settings_object, At, SettingsError};
+use crate::settings::{from_string, settings_object, At, SettingsError, SettingsFields};
 use crate::small_map::SmallMap;
 use crate::taint::Effect;
 
@@ -33,7 +33,7 @@ impl TryFrom<&str> for Operator {
     }
 }
 
-from_string!(Operator, into = &'static str, read = deserialize_keyword);
+from_string!(Operator, into = &'static str, read = keyword);
 
 impl From<Operator> for &'static str {
     fn from(operator: Operator) -> &'static str {
@@ -49,28 +49,20 @@ impl From<Operator> for &'static str {
 /// (with `Exists`) matches every key, an empty effect every effect, and `Equal` with no value
 /// the empty value. Settings write it as a pod spec does (`null` as absent), checked by
 /// [`Toleration::check`].
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct Toleration<'a> {
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "str::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    #[settings(null_as_default)]
     pub key: Cow<'a, str>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
+    #[settings(null_as_default)]
     pub operator: Operator,
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "str::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    #[settings(null_as_default)]
     pub value: Cow<'a, str>,
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "str::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    #[settings(null_as_default)]
     pub effect: Cow<'a, str>,
     #[serde(
         default,

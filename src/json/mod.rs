@@ -10,7 +10,7 @@ mod array;
 pub mod error;
 mod flat;
 mod object;
-mod scan;
+pub(crate) mod scan;
 mod text;
 mod walk;
 

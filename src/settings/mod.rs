@@ -1,27 +1,24 @@
 //! Reading settings text, with errors that name the field they are about.
 //!
-//! Each policy's settings are one `#[derive(Deserialize, Serialize)]` type per concept whose
-//! fields are validated newtypes and enums, so a value is checked while it is read, with
-//! `#[serde(default)]` and a `Default` impl carrying the policy's defaults (`types` holds what
-//! builds them). Objects deny unknown fields, which catches misspelt settings that would
-//! otherwise be silently ignored. What types cannot say (one field against another) each policy
-//! checks in one [`PolicySettings::check`]. [`read`] names the field behind any error, for both
-//! steps.
+//! Each policy's settings are one type per concept whose fields are validated newtypes and
+//! enums, so a value is checked while it is read: `#[derive(SettingsFields, Serialize)]`, the
+//! field names and defaults given once in serde's attributes (`rename`, `default`, with a
+//! `Default` impl carrying the policy's defaults) and read by both derives. Objects refuse
+//! unknown fields, which catches misspelt settings that would otherwise be silently ignored.
+//! What types cannot say (one field against another) each policy checks in one
+//! [`PolicySettings::check`]. [`read`] names the field behind any error, for both steps.
+//! `types` holds what builds the checked values, `reader` the reader itself.
 
+mod reader;
 mod types;
 
 use std::fmt;
 
-use serde::de::{Deserialize, DeserializeOwned};
-use serde_json::error::Category;
-
-use crate::json;
-
-pub use types::{checked, from_string, settings_object, string_enum};
-pub use types::{
-    deserialize_checked, deserialize_keyword, deserialize_object, null_as_default, Builtin,
-    SettingsObject,
-};
+pub use reader::{ReadSettings, Reader, SettingsFields};
+/// `#[derive(SettingsFields)]`: the [`SettingsFields`] of a struct, named by its serde
+/// attributes (`taintguard-derive`).
+pub use taintguard_derive::SettingsFields;
+pub use types::{checked, from_string, settings_object, string_enum, Builtin};
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +85,7 @@ impl fmt::Display for At<'_> {
 /// A policy's settings: one derived type whose fields check themselves while they are read,
 /// with `Default` carrying the defaults, and one [`PolicySettings::check`] for what fields
 /// cannot check alone (one field against another), in the shape of Kubewarden's `Validatable`.
-pub trait PolicySettings: DeserializeOwned + serde::Serialize + Default {
+pub trait PolicySettings: ReadSettings + serde::Serialize + Default {
     /// Checks across fields; `at` is where the settings are.
     ///
     /// # Errors
@@ -127,123 +124,73 @@ pub fn parse<S: PolicySettings>(text: &str) -> Result<S, SettingsError> {
 }
 
 /// Reads settings text into `T` (Kubewarden sends `{}` when none are configured; `null` reads as
-/// `T::default()`). An error names the field: serde_json's position is turned into the path of
-/// the field it is in. Text that is not JSON is reported as such whatever else is wrong with it,
-/// as parsing a `serde_json::Value` reports it (nesting past serde_json's recursion limit
-/// included).
+/// `T::default()`). An error names the field it is about. Text that is not JSON is reported as
+/// such whatever else is wrong with it, in serde_json's words, as parsing a `serde_json::Value`
+/// reports it (nesting past serde_json's recursion limit included).
 ///
 /// # Errors
 ///
-/// The first value that cannot be read, with its path and why, in the words of
-/// [`describe`].
-pub fn read<T: DeserializeOwned + Default>(text: &str) -> Result<T, SettingsError> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let error = match Option::<T>::deserialize(&mut deserializer)
-        .and_then(|v| deserializer.end().map(|()| v))
-    {
-        Ok(value) => return Ok(value.unwrap_or_default()),
-        Err(e) => e,
+/// The first value that cannot be read, with its path and why.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::settings::read;
+/// use taint_preservation::Settings;
+///
+/// let error = read::<Settings>(r#"{"mode": 1}"#).unwrap_err();
+/// assert_eq!(error.to_string(), "settings field `mode`: expected a string, found a number");
+/// let error = read::<Settings>(r#"{"mode": "deny""#).unwrap_err();
+/// assert!(error.to_string().starts_with("settings: not valid JSON: EOF while parsing"));
+/// ```
+pub fn read<T: ReadSettings + Default>(text: &str) -> Result<T, SettingsError> {
+    let error = match read_leading(text) {
+        Ok((value, end)) if text[end..].trim_start_matches(JSON_WHITESPACE).is_empty() => {
+            return Ok(value)
+        }
+        Ok(_) => SettingsError::new("", reader::NOT_JSON),
+        Err(error) => error,
     };
-    if error.classify() != Category::Data {
-        return Err(not_json(&error));
-    }
-    // A type error may come before a syntax error further on; the syntax error wins. Only a
-    // `Value` parse finds every one: skipping a value (`IgnoredAny`) has no recursion limit.
+    // A field's error may come before a syntax error further on; the syntax error wins. Only a
+    // `Value` parse finds every one: skipping a value has no recursion limit.
     if let Err(syntax) = serde_json::from_str::<serde_json::Value>(text) {
         return Err(not_json(&syntax));
     }
-    let mut path = json::error::path(text, &error);
-    let (field, message) = describe(&error);
-    if let Some(field) = field {
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(&field);
-    }
-    Err(SettingsError::new(path, message))
+    Err(error)
 }
+
+/// Reads the settings value that begins `text` (after whitespace), `null` as `T::default()`:
+/// the value and the offset past it. For a reader of an envelope
+/// holding settings among other members, read in its one pass; [`read`] says what is wrong with
+/// text this refuses, whose error may be one of syntax, in the reader's words.
+///
+/// # Errors
+///
+/// The first value that cannot be read, with its path and why.
+pub fn read_leading<T: ReadSettings + Default>(text: &str) -> Result<(T, usize), SettingsError> {
+    let mut reader = Reader::new(text);
+    let value = reader.read_or_default(At::Root)?;
+    // The reader stops past the whitespace after a value, which never ends in any.
+    let end = text[..reader.offset()]
+        .trim_end_matches(JSON_WHITESPACE)
+        .len();
+    Ok((value, end))
+}
+
+const JSON_WHITESPACE: [char; 4] = [' ', '\n', '\t', '\r'];
 
 fn not_json(error: &serde_json::Error) -> SettingsError {
     SettingsError::new("", format!("not valid JSON: {error}"))
 }
 
-/// serde's message for a data error, in the words of these settings: `expected a string, found a
-/// number` for serde's `invalid type: integer `3`, expected a string`, and no text position
-/// (settings are usually YAML converted to JSON, whose lines and columns the user never sees).
-/// A missing field is reported at the field (`Some(name)`), as `required field is missing`.
-///
-/// These are serde's and serde_json's messages, matched by their text: the tests of this module
-/// pin each form, so a rewording in a new serde fails them rather than the users' messages.
-fn describe(error: &serde_json::Error) -> (Option<String>, String) {
-    let message = &json::error::message(error);
-    let mismatch = message
-        .strip_prefix("invalid type: ")
-        .or_else(|| message.strip_prefix("invalid value: "))
-        .and_then(|rest| rest.split_once(", expected "));
-    if let Some((found, expected)) = mismatch {
-        return (
-            None,
-            format!("expected {}, found {}", noun(expected), noun(found)),
-        );
-    }
-    if message.starts_with("duplicate field `") {
-        return (None, "field given twice".to_owned());
-    }
-    if let Some(name) = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.strip_suffix('`'))
-    {
-        return (
-            Some(name.to_owned()),
-            "required field is missing".to_owned(),
-        );
-    }
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        let expected = rest
-            .split_once(", expected ")
-            .map_or("", |(_, names)| names);
-        let names = expected
-            .trim_start_matches("one of ")
-            .replace(" or ", ", ")
-            .replace('`', "");
-        return (None, format!("unknown field; expected one of: {names}"));
-    }
-    (None, message.to_owned())
-}
-
-/// What serde calls a JSON value (`integer `3``) or the type it expected (`a sequence`), as
-/// these settings call it.
-fn noun(serde: &str) -> &str {
-    match serde {
-        "a sequence" => return "an array",
-        "a map" => return "an object",
-        "i64" | "u64" => return "an integer",
-        _ => {}
-    }
-    match serde.split(' ').next() {
-        Some("boolean") => "a boolean",
-        Some("integer" | "floating") => "a number",
-        Some("string") => "a string",
-        Some("sequence") => "an array",
-        Some("map") => "an object",
-        Some("unit") => "null",
-        _ => serde,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::{Deserialize, Serialize};
+    use serde::Serialize;
 
     // Only the errors of reading these are tested.
-    #[derive(Debug, Default, Deserialize, Serialize)]
-    #[serde(
-        remote = "Self",
-        rename_all = "camelCase",
-        deny_unknown_fields,
-        default
-    )]
+    #[derive(Debug, Default, SettingsFields, Serialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
     struct Shape {
         flag: bool,
         names: Vec<String>,
@@ -257,16 +204,16 @@ mod tests {
 
     impl PolicySettings for Shape {}
 
-    #[derive(Debug, Default, Deserialize, Serialize)]
-    #[serde(remote = "Self", deny_unknown_fields)]
+    #[derive(Debug, Default, SettingsFields, Serialize)]
+    #[serde(deny_unknown_fields)]
     struct Inner {
         on: Option<bool>,
     }
     settings_object!(Inner);
 
     /// An object with a required field and a string form.
-    #[derive(Debug, Deserialize, Serialize)]
-    #[serde(remote = "Self", deny_unknown_fields)]
+    #[derive(Debug, SettingsFields, Serialize)]
+    #[serde(deny_unknown_fields)]
     struct Keyed {
         key: Even,
         #[serde(default)]
@@ -311,6 +258,13 @@ mod tests {
                 "settings field `count`: expected an integer, found a number",
             ),
             (r#"{"count": {}}"#, "settings field `count`: expected an integer, found an object"),
+            // serde_json reads `-0` as a float, as it reads anything past an i64.
+            (r#"{"count": -0}"#, "settings field `count`: expected an integer, found a number"),
+            (r#"{"count": 1e2}"#, "settings field `count`: expected an integer, found a number"),
+            (
+                r#"{"count": -9223372036854775809}"#,
+                "settings field `count`: expected an integer, found a number",
+            ),
             (r#"{"inner": [true]}"#, "settings field `inner`: expected an object, found an array"),
             (r#"{"inner": "x"}"#, "settings field `inner`: expected an object, found a string"),
             (r#"{"inner": {"on": 1}}"#, "settings field `inner.on`: expected a boolean, found a number"),
@@ -355,6 +309,10 @@ mod tests {
         assert_eq!(fine.keyed[0].key.as_str(), "ab");
         assert!(fine.keyed[1].on);
         assert!(!parse::<Shape>("null").unwrap().flag);
+        for count in [i64::MIN, 0, i64::MAX] {
+            let text = format!(r#"{{"count": {count}}}"#);
+            assert_eq!(parse::<Shape>(&text).unwrap().count, count);
+        }
     }
 
     /// Text that is not JSON is said to be so, as serde_json says it, even where a field before
@@ -380,6 +338,42 @@ mod tests {
                 format!("settings: not valid JSON: {want}"),
                 "{text}"
             );
+        }
+    }
+
+    /// The reader reads JSON only: settings text cut anywhere, or with any byte changed to one
+    /// that breaks JSON in its own way, is read only where serde_json reads it as JSON, and is
+    /// said to be not JSON wherever serde_json says so. Whitespace everywhere, escapes in keys
+    /// and values, `\u` escapes and every kind of value are on the way.
+    #[test]
+    fn only_json_is_read() {
+        let valid = " { \"flag\" : true ,\n\t\"names\" : [ \"a\\\"b\" , \"\\u00e9\\n\" ] , \
+                     \"co\\u0075nt\" : -12 , \"inner\" : { \"on\" : null } , \"innerList\" : \
+                     [ { } , { \"on\" : false } ] , \"keyed\" : [ \"ab\" , { \"key\" : \"cd\" , \
+                     \"on\" : true } ] , \"checked\" : [ ] }\r\n";
+        let read = parse::<Shape>(valid).unwrap();
+        assert_eq!(read.names, ["a\"b", "\u{e9}\n"]);
+        assert_eq!(read.count, -12);
+        let is_json = |text: &str| serde_json::from_str::<serde_json::Value>(text).is_ok();
+        let check = |text: &str| match parse::<Shape>(text) {
+            Ok(_) => assert!(is_json(text), "read as settings, not JSON: {text:?}"),
+            Err(e) if !is_json(text) => assert!(
+                e.to_string().starts_with("settings: not valid JSON: "),
+                "{text:?}: {e}"
+            ),
+            Err(_) => {}
+        };
+        for end in (0..valid.len()).filter(|&end| valid.is_char_boundary(end)) {
+            check(&valid[..end]);
+        }
+        for at in 0..valid.len() {
+            for byte in *b"x,:}]\"\\\n0-.eu{[" {
+                let mut text = valid.as_bytes().to_vec();
+                text[at] = byte;
+                if let Ok(text) = String::from_utf8(text) {
+                    check(&text);
+                }
+            }
         }
     }
 }

@@ -1,77 +1,34 @@
 //! What settings types are built with: newtypes checked while they are read ([`checked!`]),
 //! enums written as strings ([`string_enum!`]), and objects read from JSON objects only
-//! ([`settings_object!`]), each with the `Deserialize` and `Serialize` impls that report an
-//! error at the value it is about.
+//! ([`settings_object!`]), each with its [`ReadSettings`] impl, which reports an error at the
+//! value it is about, and its `Serialize` impl.
+//!
+//! [`ReadSettings`]: super::ReadSettings
 
-use std::fmt;
-
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserialize, Deserializer, MapAccess, Unexpected, Visitor};
-
-/// Reads a `T` from a JSON string through its `TryFrom<String>`, the error reported at the
-/// string. (serde's `try_from` attribute makes the error after the string is read, outside
-/// serde_json's reader of it, so serde_json places it after the enclosing object when the string
-/// is that object's last member, and the path would name the object.)
-///
-/// # Errors
-///
-/// A value that is not a string, or the conversion's error.
-pub fn deserialize_checked<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: TryFrom<String, Error = String>,
-{
-    struct CheckedVisitor<T>(std::marker::PhantomData<T>);
-    impl<T: TryFrom<String, Error = String>> Visitor<'_> for CheckedVisitor<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
-            T::try_from(text.to_owned()).map_err(E::custom)
-        }
-    }
-    deserializer.deserialize_str(CheckedVisitor(std::marker::PhantomData))
-}
-
-/// Reads a `T` that keeps nothing of its text (an enum settings write as a string) through its
-/// `TryFrom<&str>`, the error reported at the string as in [`deserialize_checked`], without the
-/// copy of the string that one makes for the types that keep it.
-///
-/// # Errors
-///
-/// A value that is not a string, or the conversion's error.
-pub fn deserialize_keyword<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: for<'t> TryFrom<&'t str, Error = String>,
-{
-    struct KeywordVisitor<T>(std::marker::PhantomData<T>);
-    impl<T: for<'t> TryFrom<&'t str, Error = String>> Visitor<'_> for KeywordVisitor<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
-            T::try_from(text).map_err(E::custom)
-        }
-    }
-    deserializer.deserialize_str(KeywordVisitor(std::marker::PhantomData))
-}
-
-/// Gives a type converted from settings text its `Deserialize` impl, through `read`
-/// ([`deserialize_checked`] unless given: `TryFrom<String, Error = String>`; or
-/// [`deserialize_keyword`]: `TryFrom<&str, Error = String>`); it is written back as
-/// `Into<$text>`.
+/// Gives a type converted from settings text its [`ReadSettings`](super::ReadSettings) impl
+/// (through `TryFrom<String, Error = String>`, or with `read = keyword` through
+/// `TryFrom<&str, Error = String>`, for a type that keeps nothing of its text and so needs no
+/// copy of it); it is written back as `Into<$text>`.
 #[macro_export]
 macro_rules! from_string {
     ($type:ty, into = $text:ty) => {
-        $crate::from_string!($type, into = $text, read = deserialize_checked);
+        $crate::from_string!(@impl $type, $text, owned_string, |text: String| {
+            <$type>::try_from(text)
+        });
     };
-    ($type:ty, into = $text:ty, read = $read:ident) => {
-        impl<'de> serde::Deserialize<'de> for $type {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                $crate::settings::$read(deserializer)
+    ($type:ty, into = $text:ty, read = keyword) => {
+        $crate::from_string!(@impl $type, $text, string, |text: std::borrow::Cow<'_, str>| {
+            <$type>::try_from(&*text)
+        });
+    };
+    (@impl $type:ty, $text:ty, $read:ident, $convert:expr) => {
+        impl $crate::settings::ReadSettings for $type {
+            fn read(
+                reader: &mut $crate::settings::Reader<'_>,
+                at: $crate::settings::At<'_>,
+            ) -> Result<Self, $crate::settings::SettingsError> {
+                let convert = $convert;
+                convert(reader.$read(at)?).map_err(|m| at.error(m))
             }
         }
 
@@ -83,20 +40,6 @@ macro_rules! from_string {
     };
 }
 pub use from_string;
-
-/// Reads `null` as the type's default, as the API server reads a `null` field of a pod spec;
-/// for the few settings fields written as in one.
-///
-/// # Errors
-///
-/// What reading a `T` finds.
-pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
-}
 
 /// An enum settings write as one of a fixed set of strings (`"restore"`, `"NoSchedule"`): its
 /// `as_str`, `ALL`, the conversions from text (the error names what it is and what was
@@ -140,7 +83,7 @@ macro_rules! string_enum {
             }
         }
 
-        $crate::from_string!($name, into = &'static str, read = deserialize_keyword);
+        $crate::from_string!($name, into = &'static str, read = keyword);
     };
 }
 pub use string_enum;
@@ -216,58 +159,11 @@ impl Builtin for std::borrow::Cow<'static, str> {
     }
 }
 
-/// A settings object whose derives carry `#[serde(remote = "Self")]`, so that [`settings_object!`]
-/// can give it the `Deserialize` and `Serialize` impls.
-pub trait SettingsObject: Sized {
-    /// The derived reader of the object's fields.
-    fn from_fields<'de, D: Deserializer<'de>>(fields: D) -> Result<Self, D::Error>;
-
-    /// Whether settings may write the object as a bare string too, read by
-    /// [`SettingsObject::from_str`].
-    const STRING_FORM: bool = false;
-
-    /// What a bare string stands for where settings may write the object so (a taint selector
-    /// as its key glob); `None` where they may not.
-    fn from_str(_text: &str) -> Option<Result<Self, String>> {
-        None
-    }
-}
-
-/// Reads a [`SettingsObject`] from a JSON object, or a string where it has a string form. A
-/// derived struct alone would also read a JSON array as its fields in order (`[true]` as
-/// `{"enabled": true}`), which settings never mean.
-pub fn deserialize_object<'de, D: Deserializer<'de>, T: SettingsObject>(
-    deserializer: D,
-) -> Result<T, D::Error> {
-    struct ObjectVisitor<T>(std::marker::PhantomData<T>);
-    impl<'de, T: SettingsObject> Visitor<'de> for ObjectVisitor<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-            T::from_fields(MapAccessDeserializer::new(map))
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
-            match T::from_str(text) {
-                Some(object) => object.map_err(E::custom),
-                None => Err(E::invalid_type(Unexpected::Str(text), &self)),
-            }
-        }
-    }
-    // Without a string form, an object only: serde_json then refuses anything else before
-    // reading into it, so the error is placed at the value, not inside an array it opened.
-    if T::STRING_FORM {
-        deserializer.deserialize_any(ObjectVisitor(std::marker::PhantomData))
-    } else {
-        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData))
-    }
-}
-
-/// Gives a settings object derived with `#[serde(remote = "Self")]` its `Deserialize` (from a
-/// JSON object only, [`deserialize_object`]) and `Serialize` impls; with `from_str = f`, a bare
-/// string is read as `f` reads it too. A const generic is written as in its declaration:
-/// `settings_object!(PrincipalList<const ADMINS: bool>)`.
+/// Gives a settings object its [`ReadSettings`](super::ReadSettings) impl: its fields read
+/// by `#[derive(SettingsFields)]` from a JSON object (never from an array, which serde's derive
+/// would read as the fields in order); with `from_str = f`, a bare string is read as `f` reads
+/// it too (a taint selector as its key glob). A const generic is written as in its
+/// declaration: `settings_object!(PrincipalList<const ADMINS: bool>)`.
 #[macro_export]
 macro_rules! settings_object {
     ($type:ident<const $param:ident: $kind:ty>) => {
@@ -277,27 +173,19 @@ macro_rules! settings_object {
         $crate::settings_object!(@impl [] $type $(, from_str = $from_str)?);
     };
     (@impl [$($generics:tt)*] $type:ty $(, from_str = $from_str:expr)?) => {
-        impl<$($generics)*> $crate::settings::SettingsObject for $type {
-            fn from_fields<'de, D: serde::Deserializer<'de>>(fields: D) -> Result<Self, D::Error> {
-                <$type>::deserialize(fields)
-            }
-            $(
-                const STRING_FORM: bool = true;
-                fn from_str(text: &str) -> Option<Result<Self, String>> {
-                    Some($from_str(text))
-                }
-            )?
-        }
-
-        impl<'de, $($generics)*> serde::Deserialize<'de> for $type {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                $crate::settings::deserialize_object(deserializer)
-            }
-        }
-
-        impl<$($generics)*> serde::Serialize for $type {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                <$type>::serialize(self, serializer)
+        impl<$($generics)*> $crate::settings::ReadSettings for $type {
+            fn read(
+                reader: &mut $crate::settings::Reader<'_>,
+                at: $crate::settings::At<'_>,
+            ) -> Result<Self, $crate::settings::SettingsError> {
+                $(
+                    if reader.at_string() {
+                        let text = reader.string(at)?;
+                        let from_str: fn(&str) -> Result<Self, String> = $from_str;
+                        return from_str(&text).map_err(|m| at.error(m));
+                    }
+                )?
+                <$type as $crate::settings::SettingsFields>::read_fields(reader, at)
             }
         }
     };

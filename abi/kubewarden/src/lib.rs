@@ -174,16 +174,16 @@ fn read_in_one_pass<P: Policy>(payload: &str) -> Option<(AdmissionRequest<'_>, P
             settings = Some(P::Settings::default());
             return Some(2);
         }
-        let mut read = serde_json::Deserializer::from_str(value).into_iter();
-        settings = Some(read.next()?.ok()?);
-        Some(read.byte_offset())
+        let (read, end) = taintguard::settings::read_leading(value).ok()?;
+        settings = Some(read);
+        Some(end)
     })
     .ok()?;
     let request = envelope.take_object("request").ok()??;
     // Given twice, or spelt with escapes (then read from its text here): `get` says which.
     let settings = match (settings, envelope.get("settings").ok()?.value()) {
         (Some(settings), _) => settings,
-        (None, Some(text)) => serde_json::from_str(text).ok()?,
+        (None, Some(text)) => taintguard::settings::read(text).ok()?,
         (None, None) => P::Settings::default(),
     };
     Some((

@@ -15,10 +15,10 @@
 //! runner views the review as it does for every policy, and the baseline parses the settings and
 //! the object and old object into `Value`s, which is nearly the whole input.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use taintguard::admission::AdmissionRequest;
 use taintguard::policy::{Half, Policy};
-use taintguard::settings::PolicySettings;
+use taintguard::settings::{At, PolicySettings, ReadSettings, Reader, SettingsError};
 use taintguard::{Cluster, Verdict};
 
 /// A [`Policy`] whose work is its own parse into `Value`s: the settings, and the object and old
@@ -27,8 +27,14 @@ use taintguard::{Cluster, Verdict};
 pub struct Baseline;
 
 /// Settings read as any JSON value, as a policy written the usual way would parse them.
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Serialize)]
 pub struct AnySettings(serde_json::Value);
+
+impl ReadSettings for AnySettings {
+    fn read(reader: &mut Reader<'_>, at: At<'_>) -> Result<Self, SettingsError> {
+        serde_json::Value::read(reader, at).map(AnySettings)
+    }
+}
 
 impl PolicySettings for AnySettings {}
 

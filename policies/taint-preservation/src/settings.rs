@@ -3,11 +3,13 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use taintguard::k8s_names::{AnnotationKey, ApiGroup, RbacName};
 use taintguard::principal::{NameGlob, PrincipalList, ServiceAccountGlob};
-use taintguard::settings::{settings_object, string_enum, At, PolicySettings, SettingsError};
+use taintguard::settings::{
+    settings_object, string_enum, At, PolicySettings, SettingsError, SettingsFields,
+};
 use taintguard::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
 /// Taints that controllers own: they add and remove them as node conditions change, so
@@ -120,8 +122,8 @@ string_enum! {
 
 /// A protected-taint rule: the taints it selects and who, besides the global list, may remove or
 /// change them. A bare key glob is a rule of every effect with no principals of its own.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProtectedRule {
     pub key: TaintKeyGlob,
     #[serde(default)]
@@ -149,8 +151,8 @@ impl SelectsTaints for ProtectedRule {
 }
 
 /// A one-shot startup taint: applied once, removed once by its owner, never to come back.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OneShotRule {
     pub key: TaintKeyGlob,
     #[serde(default)]
@@ -219,8 +221,8 @@ string_enum! {
 
 /// A controller's own record of the taints it manages: the taints it lists belong to `owner`,
 /// and only `owner` or a permitted principal may change the annotation.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct ControllerRecord {
     pub annotation: AnnotationKey,
     pub format: RecordFormat,
@@ -230,13 +232,8 @@ pub struct ControllerRecord {
 settings_object!(ControllerRecord);
 
 /// The record of the cordon's owner (docs/incidents.md, incident 2).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(
-    remote = "Self",
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    default
-)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Cordon {
     pub enabled: bool,
     pub owner_annotation: AnnotationKey,
@@ -260,8 +257,8 @@ impl Default for Cordon {
 
 /// The record of who added each protected taint (docs/controllers.md): the adder may later
 /// change the taint's value or remove it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct TaintOwners {
     pub enabled: bool,
     pub annotation: AnnotationKey,
@@ -289,13 +286,8 @@ impl Default for TaintOwners {
 /// what a SubjectAccessReview says it may do with `verb` on `resource` (named by the node) in
 /// `api_group`. The default group is one no API server serves, so only a role naming it grants
 /// the verbs, or one granting every verb in every group, as `cluster-admin` does.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(
-    remote = "Self",
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    default
-)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Rbac {
     pub enabled: bool,
     pub api_group: ApiGroup,
@@ -333,13 +325,8 @@ impl Default for Rbac {
 }
 
 /// The settings; every field has a default, so `{}` is a complete configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(
-    remote = "Self",
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    default
-)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
     pub mode: Mode,
     pub protected_taints: Vec<ProtectedRule>,

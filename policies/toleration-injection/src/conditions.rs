@@ -6,13 +6,13 @@
 //! conditions. An object that does not parse (nesting past serde_json's recursion limit, a string
 //! or number a `Value` cannot hold) is the caller's to reject, rather than read as `null`.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use taintguard_jsonpath::JsonPath;
 
 use taintguard::glob::Glob;
-use taintguard::settings::{settings_object, At, SettingsError};
+use taintguard::settings::{settings_object, At, SettingsError, SettingsFields};
 
 /// What a condition tests of the values its path selects.
 #[derive(Debug, Clone)]
@@ -27,8 +27,8 @@ enum Test<'c> {
 /// `equals`, `in`, `matches` (a glob over string results) or `exists` (default `true`). A test
 /// holds when any value the path selects passes it. `null` is absent, as for every optional
 /// settings field: `"equals": null` is `exists: true`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct Condition {
     pub path: ConditionPath,
     #[serde(default)]
@@ -136,10 +136,11 @@ mod tests {
 
     /// A condition at `c` of settings.
     fn from_settings(condition: &Value) -> Result<Condition, SettingsError> {
-        #[derive(Default, Deserialize, Serialize)]
+        #[derive(Default, SettingsFields, Serialize)]
         struct Holder {
             c: Option<Condition>,
         }
+        taintguard::settings::settings_object!(Holder);
         impl taintguard::settings::PolicySettings for Holder {
             fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
                 self.c.as_ref().map_or(Ok(()), |c| c.check(at.field("c")))

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::conditions::Condition;
 use super::pod_toleration_restriction::PluginToleration;
@@ -11,7 +11,9 @@ use taintguard::glob::Glob;
 use taintguard::k8s_names;
 use taintguard::label_selector::LabelSelector;
 use taintguard::principal::{PrincipalList, SYSTEM_MASTERS};
-use taintguard::settings::{checked, settings_object, At, PolicySettings, SettingsError};
+use taintguard::settings::{
+    checked, settings_object, At, PolicySettings, SettingsError, SettingsFields,
+};
 use taintguard::taint::{SelectsTaints, TaintKeyGlob, TaintSelector};
 use taintguard::toleration::Toleration;
 
@@ -23,8 +25,8 @@ const DEFAULT_ALIAS_GROUP: [&str; 2] = [
 ];
 
 /// What an injection rule selects; every condition given must hold.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Match {
     /// Empty: every kind the policy handles.
     pub kinds: Vec<Kind>,
@@ -40,8 +42,8 @@ pub struct Match {
 
 settings_object!(Match);
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rule {
     /// Required; read as empty when absent so that the check names it.
     #[serde(default)]
@@ -60,8 +62,8 @@ settings_object!(Rule);
 /// A rule form whose tolerations come from the cluster (docs/context.md): every taint carried by
 /// a node `nodes` selects, that `taints` selects and `except` does not, is tolerated with
 /// `operator: Exists` (any value) and its effect.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct NodeTaints {
     /// `None`: every node.
     #[serde(rename = "nodeSelector")]
@@ -88,8 +90,8 @@ impl NodeTaints {
 }
 
 /// Denies tolerations of selected taints outside allowed namespaces and principals.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Restriction {
     /// Required; read as empty when absent so that the check names it.
     #[serde(default)]
@@ -125,8 +127,8 @@ impl AliasKey {
 }
 
 /// Groups of taint keys that are the same taint under different names.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Aliases {
     pub enabled: bool,
     /// Borrowed for the default group, built on every request without settings: as lists
@@ -166,13 +168,8 @@ impl Aliases {
 /// The PodTolerationRestriction admission plugin's namespace annotations, with its
 /// configuration file's cluster-wide `default` and `whitelist`, and the two gaps upstream left
 /// open closed unless turned off (docs/pod-toleration-restriction.md).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(
-    remote = "Self",
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    default
-)]
+#[derive(Debug, Clone, PartialEq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodTolerationRestriction {
     /// Off by default: on, every Pod CREATE reads its Namespace.
     pub enabled: bool,
@@ -233,8 +230,8 @@ fn check_plugin_toleration(at: At<'_>, t: &PluginToleration) -> Result<(), Setti
 }
 
 /// The settings; every field has a default, so `{}` is a complete configuration.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(remote = "Self", deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Settings {
     pub rules: Vec<Rule>,
     pub aliases: Aliases,

@@ -715,6 +715,24 @@ fn empty_settings_are_the_defaults() {
     }
 }
 
+/// A settings toleration is written as a pod spec writes one: `null` is absent, and absent
+/// members are empty.
+#[test]
+fn settings_tolerations_read_null_as_absent() {
+    let read = |toleration: Value| {
+        let settings = json!({"rules": [{"name": "r", "tolerations": [toleration]}]});
+        taintguard::settings::parse::<Settings>(&settings.to_string()).unwrap()
+    };
+    let nulls = json!({"key": null, "operator": "Exists", "value": null, "effect": null,
+                       "tolerationSeconds": null});
+    assert_eq!(read(nulls), read(json!({"operator": "Exists"})));
+    let defaulted = read(json!({"key": "a", "operator": null, "value": "v"}));
+    assert_eq!(
+        defaulted,
+        read(json!({"key": "a", "operator": "Equal", "value": "v"}))
+    );
+}
+
 #[test]
 fn settings_errors_name_the_field() {
     let rule = |tolerations: Value| json!({"rules": [{"name": "r", "tolerations": tolerations}]});

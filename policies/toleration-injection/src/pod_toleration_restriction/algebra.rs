@@ -7,44 +7,32 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use taintguard::json::JsonStr;
 use taintguard::toleration::{
     toleration_fields, toleration_json, Operator, Toleration, TolerationFields,
 };
 
-use taintguard::settings::{null_as_default, settings_object};
+use taintguard::settings::{settings_object, SettingsFields};
 
 /// A toleration with every field as written, the operator included: `""` and `"Equal"` are not
 /// the same to the plugin. Settings (the plugin configuration's `default` and `whitelist`) read it
 /// strictly; a Pod's tolerations are read by [`read_pod_tolerations`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PluginToleration {
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[settings(null_as_default)]
     pub key: String,
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[settings(null_as_default)]
     pub operator: String,
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[settings(null_as_default)]
     pub value: String,
-    #[serde(
-        default,
-        deserialize_with = "null_as_default",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[settings(null_as_default)]
     pub effect: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toleration_seconds: Option<i64>,

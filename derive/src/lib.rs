@@ -1,0 +1,262 @@
+//! `#[derive(SettingsFields)]`: reads a settings object's fields straight from JSON text with
+//! the core's settings reader (`taintguard::settings::Reader`), each value checked as it is read
+//! and every error at its field (the core's `settings` module says how).
+//!
+//! The field names come from the struct's `#[serde(...)]` attributes, the ones its
+//! `Serialize` derive writes with, so one declaration names each field for both directions:
+//! `rename_all = "camelCase"`, `rename`, `default` (the struct's or a field's, optionally
+//! `= "path"`). Unknown fields are always refused. Attributes only `Serialize` reads (`remote`,
+//! `skip_serializing_if`, `serialize_with`, `borrow`) are passed over; any other is an error,
+//! so that no attribute is silently ignored. The one attribute of its own,
+//! `#[settings(null_as_default)]`, reads a field's `null` as its default, as the API server
+//! reads a `null` field of a pod spec.
+//!
+//! Generated code names the core `::taintguard` (which the core itself declares with
+//! `extern crate self as taintguard`). Missing fields are as serde has them: the struct's
+//! default (`Default` or its `default = "path"`) for each, else the field's, else `None` for an
+//! `Option`, else an error at the field.
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as Tokens;
+use quote::{format_ident, quote};
+use syn::{Data, DeriveInput, Error, ExprPath, Fields, LitStr, Type};
+
+/// See the crate documentation.
+#[proc_macro_derive(SettingsFields, attributes(serde, settings))]
+pub fn settings_fields(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as DeriveInput);
+    expand(&input)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
+/// What a struct's or a field's `default` says.
+#[derive(Clone)]
+enum WhenAbsent {
+    /// None: a field is required (an `Option` is `None` when absent, as serde has it).
+    None,
+    /// `Default::default()`.
+    Trait,
+    /// A function that makes it.
+    Path(ExprPath),
+}
+
+struct Container {
+    default: WhenAbsent,
+    camel_case: bool,
+}
+
+struct Field {
+    ident: syn::Ident,
+    name: String,
+    default: WhenAbsent,
+    null_as_default: bool,
+    optional: bool,
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
+    let Data::Struct(data) = &input.data else {
+        return Err(Error::new_spanned(
+            input,
+            "SettingsFields reads structs only",
+        ));
+    };
+    let Fields::Named(named) = &data.fields else {
+        return Err(Error::new_spanned(
+            input,
+            "SettingsFields reads named fields only",
+        ));
+    };
+    if named.named.len() > 64 {
+        return Err(Error::new_spanned(input, "at most 64 fields"));
+    }
+    let container = container(input)?;
+    let fields = named
+        .named
+        .iter()
+        .map(|f| field(f, container.camel_case))
+        .collect::<syn::Result<Vec<_>>>()?;
+
+    let name = &input.ident;
+    let (impl_generics, type_generics, where_clause) = input.generics.split_for_impl();
+    let names = fields.iter().map(|f| &f.name);
+    let reads = fields.iter().enumerate().map(|(i, f)| {
+        let read = if f.null_as_default {
+            quote!(reader.read_or_default(at)?)
+        } else {
+            quote!(::taintguard::settings::ReadSettings::read(reader, at)?)
+        };
+        let target = match container.default {
+            WhenAbsent::None => {
+                let local = format_ident!("field_{}", i);
+                quote!(#local = Some(#read))
+            }
+            _ => {
+                let ident = &f.ident;
+                quote!(out.#ident = #read)
+            }
+        };
+        quote!(#i => #target,)
+    });
+    let members = quote! {
+        reader.open_object(at, "an object")?;
+        let (mut read, mut given) = (0, 0);
+        while let Some(key) = reader.next_key(&mut read)? {
+            let at = at.field(&key);
+            match ::taintguard::settings::Reader::field_index(&key, Self::FIELDS, &mut given, at)? {
+                #(#reads)*
+                _ => {}
+            }
+        }
+    };
+    let body = match &container.default {
+        WhenAbsent::None => {
+            let locals = (0..fields.len()).map(|i| format_ident!("field_{}", i));
+            let declared = locals.clone();
+            let built = fields.iter().zip(locals).map(|(f, local)| {
+                let ident = &f.ident;
+                let name = &f.name;
+                let absent = match &f.default {
+                    WhenAbsent::Trait => quote!(::core::default::Default::default()),
+                    WhenAbsent::Path(path) => quote!(#path()),
+                    WhenAbsent::None if f.optional => quote!(::core::option::Option::None),
+                    WhenAbsent::None => quote!(
+                        return Err(at.field(#name).error("required field is missing"))
+                    ),
+                };
+                quote!(#ident: match #local { Some(value) => value, None => #absent },)
+            });
+            quote! {
+                #(let mut #declared = None;)*
+                #members
+                Ok(#name { #(#built)* })
+            }
+        }
+        default => {
+            let start = match default {
+                WhenAbsent::Path(path) => quote!(#path()),
+                _ => quote!(<Self as ::core::default::Default>::default()),
+            };
+            quote! {
+                let mut out: Self = #start;
+                #members
+                Ok(out)
+            }
+        }
+    };
+    Ok(quote! {
+        impl #impl_generics ::taintguard::settings::SettingsFields for #name #type_generics #where_clause {
+            const FIELDS: &'static [&'static str] = &[#(#names),*];
+
+            fn read_fields(
+                reader: &mut ::taintguard::settings::Reader<'_>,
+                at: ::taintguard::settings::At<'_>,
+            ) -> ::core::result::Result<Self, ::taintguard::settings::SettingsError> {
+                #body
+            }
+        }
+    })
+}
+
+fn container(input: &DeriveInput) -> syn::Result<Container> {
+    let mut container = Container {
+        default: WhenAbsent::None,
+        camel_case: false,
+    };
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("default") {
+                container.default = default_of(&meta)?;
+            } else if meta.path.is_ident("rename_all") {
+                let rule: LitStr = meta.value()?.parse()?;
+                if rule.value() != "camelCase" {
+                    return Err(meta.error("only rename_all = \"camelCase\" is read"));
+                }
+                container.camel_case = true;
+            } else if meta.path.is_ident("remote") {
+                meta.value()?.parse::<LitStr>()?;
+            } else if !meta.path.is_ident("deny_unknown_fields") {
+                return Err(meta.error("an attribute SettingsFields does not read"));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(container)
+}
+
+fn field(f: &syn::Field, camel_case: bool) -> syn::Result<Field> {
+    let ident = f.ident.clone().expect("named fields");
+    let plain = ident.to_string();
+    let mut out = Field {
+        name: if camel_case { camel(&plain) } else { plain },
+        ident,
+        default: WhenAbsent::None,
+        null_as_default: false,
+        optional: is_option(&f.ty),
+    };
+    for attr in f.attrs.iter().filter(|a| a.path().is_ident("settings")) {
+        attr.parse_nested_meta(|meta| {
+            if !meta.path.is_ident("null_as_default") {
+                return Err(meta.error("the one settings attribute is null_as_default"));
+            }
+            out.null_as_default = true;
+            Ok(())
+        })?;
+    }
+    for attr in f.attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                out.name = meta.value()?.parse::<LitStr>()?.value();
+            } else if meta.path.is_ident("default") {
+                out.default = default_of(&meta)?;
+            } else if meta.path.is_ident("skip_serializing_if")
+                || meta.path.is_ident("serialize_with")
+            {
+                meta.value()?.parse::<LitStr>()?;
+            } else if !meta.path.is_ident("borrow") {
+                return Err(meta.error("an attribute SettingsFields does not read"));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+fn default_of(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<WhenAbsent> {
+    if meta.input.peek(syn::Token![=]) {
+        let path: LitStr = meta.value()?.parse()?;
+        Ok(WhenAbsent::Path(path.parse()?))
+    } else {
+        Ok(WhenAbsent::Trait)
+    }
+}
+
+/// `only_at_registration` as `onlyAtRegistration`, as serde's `camelCase` renames it.
+fn camel(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether a field's type is written `Option<...>`: serde reads such a field as `None` when it
+/// is absent, `default` or not, and so does this.
+fn is_option(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Option"),
+        _ => false,
+    }
+}
