@@ -199,6 +199,7 @@ mod tests {
         inner_list: Vec<Inner>,
         keyed: Vec<Keyed>,
         checked: Vec<Even>,
+        any: Option<serde_json::Value>,
     }
     settings_object!(Shape);
 
@@ -274,7 +275,7 @@ mod tests {
             ),
             (
                 r#"{"flags": true}"#,
-                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked",
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked, any",
             ),
             ("[true]", "settings: expected an object, found an array"),
             ("7", "settings: expected an object, found a number"),
@@ -291,7 +292,7 @@ mod tests {
             // What the path is read from: escapes, and brackets, commas and quotes in strings.
             (
                 r#"{"fl\u0061gs": 1}"#,
-                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked",
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked, any",
             ),
             (
                 r#"{"names": ["a,]\"[{", "}"], "innerList": [{}, {"on": true}, {"on": "x"}]}"#,
@@ -309,6 +310,14 @@ mod tests {
         assert_eq!(fine.keyed[0].key.as_str(), "ab");
         assert!(fine.keyed[1].on);
         assert!(!parse::<Shape>("null").unwrap().flag);
+        // Any value, nested as deep as serde_json reads the whole text and no deeper.
+        let nested = |levels: usize| {
+            let value = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+            parse::<Shape>(&format!(r#"{{"any": {value}}}"#))
+        };
+        assert_eq!(nested(126).unwrap().any.unwrap().to_string().len(), 253);
+        let too_deep = nested(127).unwrap_err().to_string();
+        assert!(too_deep.starts_with("settings: not valid JSON: recursion limit exceeded"));
         for count in [i64::MIN, 0, i64::MAX] {
             let text = format!(r#"{{"count": {count}}}"#);
             assert_eq!(parse::<Shape>(&text).unwrap().count, count);

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::{At, SettingsError};
-use crate::json::{decoded_str, scan};
+use crate::json::{self, decoded_str, scan};
 
 /// What [`Reader`] answers for text that is not JSON; [`super::read`] replaces it with
 /// serde_json's words.
@@ -36,12 +36,19 @@ fn not_json() -> SettingsError {
 pub struct Reader<'t> {
     text: &'t str,
     at: usize,
+    /// The arrays and objects open around the cursor: a `serde_json::Value` read inside them
+    /// may nest only as deep as serde_json allows the whole text to.
+    depth: usize,
 }
 
 impl<'t> Reader<'t> {
     /// A reader at the value that begins `text`, after whitespace.
     pub fn new(text: &'t str) -> Reader<'t> {
-        let mut reader = Reader { text, at: 0 };
+        let mut reader = Reader {
+            text,
+            at: 0,
+            depth: 0,
+        };
         reader.skip_whitespace();
         reader
     }
@@ -258,6 +265,7 @@ impl<'t> Reader<'t> {
             return Err(self.mismatch(at, "an array"));
         }
         self.at += 1;
+        self.depth += 1;
         self.skip_whitespace();
         Ok(())
     }
@@ -274,6 +282,7 @@ impl<'t> Reader<'t> {
     pub fn next_item(&mut self, read: &mut usize) -> Result<bool, SettingsError> {
         if self.peek() == Some(b']') && *read == 0 || self.separator(*read > 0, b']')? {
             self.at += 1;
+            self.depth -= 1;
             self.skip_whitespace();
             return Ok(false);
         }
@@ -292,6 +301,7 @@ impl<'t> Reader<'t> {
             return Err(self.mismatch(at, expected));
         }
         self.at += 1;
+        self.depth += 1;
         self.skip_whitespace();
         Ok(())
     }
@@ -306,6 +316,7 @@ impl<'t> Reader<'t> {
     pub fn next_key(&mut self, read: &mut usize) -> Result<Option<Cow<'t, str>>, SettingsError> {
         if self.peek() == Some(b'}') && *read == 0 || self.separator(*read > 0, b'}')? {
             self.at += 1;
+            self.depth -= 1;
             self.skip_whitespace();
             return Ok(None);
         }
@@ -478,9 +489,16 @@ where
     }
 }
 
-/// Any value, read by serde_json from its text (a JSONPath condition's expected values).
+/// Any value, read by serde_json from its text (a JSONPath condition's expected values), nested
+/// no deeper than serde_json reads the whole settings text: it refuses the 128th level counted
+/// from the outermost, not from this value.
 impl ReadSettings for serde_json::Value {
     fn read(reader: &mut Reader<'_>, _at: At<'_>) -> Result<Self, SettingsError> {
-        serde_json::from_str(reader.raw()?).map_err(|_| not_json())
+        let depth = reader.depth;
+        let text = reader.raw()?;
+        if json::nested_past(text, json::MAX_NESTING.saturating_sub(depth)).is_some() {
+            return Err(not_json());
+        }
+        serde_json::from_str(text).map_err(|_| not_json())
     }
 }
