@@ -12,9 +12,9 @@
 //! reads a `null` field of a pod spec.
 //!
 //! Generated code names the core `::taintguard` (which the core itself declares with
-//! `extern crate self as taintguard`). Missing fields are as serde has them: the struct's
-//! default (`Default` or its `default = "path"`) for each, else the field's, else `None` for an
-//! `Option`, else an error at the field.
+//! `extern crate self as taintguard`). A missing field is what serde makes it: the field's own
+//! default (`default`, or `default = "path"`), else the struct's (its `Default`, or its
+//! `default = "path"`), else `None` for an `Option`, else an error at the field.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
@@ -137,9 +137,20 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 WhenAbsent::Path(path) => quote!(#path()),
                 _ => quote!(<Self as ::core::default::Default>::default()),
             };
+            // A field's own default wins over the struct's for a field not given, as in serde.
+            let own_defaults = fields.iter().enumerate().filter_map(|(i, f)| {
+                let ident = &f.ident;
+                let value = match &f.default {
+                    WhenAbsent::None => return None,
+                    WhenAbsent::Trait => quote!(::core::default::Default::default()),
+                    WhenAbsent::Path(path) => quote!(#path()),
+                };
+                Some(quote!(if given & (1 << #i) == 0 { out.#ident = #value; }))
+            });
             quote! {
                 let mut out: Self = #start;
                 #members
+                #(#own_defaults)*
                 Ok(out)
             }
         }

@@ -200,6 +200,13 @@ mod tests {
         keyed: Vec<Keyed>,
         checked: Vec<Even>,
         any: Option<serde_json::Value>,
+        /// Its own default wins over the struct's when it is not given, as in serde.
+        #[serde(default = "seven")]
+        limit: i64,
+    }
+
+    fn seven() -> i64 {
+        7
     }
     settings_object!(Shape);
 
@@ -275,7 +282,7 @@ mod tests {
             ),
             (
                 r#"{"flags": true}"#,
-                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked, any",
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked, any, limit",
             ),
             ("[true]", "settings: expected an object, found an array"),
             ("7", "settings: expected an object, found a number"),
@@ -292,7 +299,7 @@ mod tests {
             // What the path is read from: escapes, and brackets, commas and quotes in strings.
             (
                 r#"{"fl\u0061gs": 1}"#,
-                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked, any",
+                "settings field `flags`: unknown field; expected one of: flag, names, count, inner, innerList, keyed, checked, any, limit",
             ),
             (
                 r#"{"names": ["a,]\"[{", "}"], "innerList": [{}, {"on": true}, {"on": "x"}]}"#,
@@ -310,6 +317,8 @@ mod tests {
         assert_eq!(fine.keyed[0].key.as_str(), "ab");
         assert!(fine.keyed[1].on);
         assert!(!parse::<Shape>("null").unwrap().flag);
+        assert_eq!(parse::<Shape>("{}").unwrap().limit, 7);
+        assert_eq!(parse::<Shape>(r#"{"limit": 3}"#).unwrap().limit, 3);
         // Any value, nested as deep as serde_json reads the whole text and no deeper.
         let nested = |levels: usize| {
             let value = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
