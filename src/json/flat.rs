@@ -205,7 +205,7 @@ fn plain_object_at<'a, const N: usize>(
 /// The JSON integer at `at` (`-`? (`0` | [1-9][0-9]*), but not `-0`, and nothing after it a
 /// number could go on with) when an `i64` holds it, and the offset past it; `None` for any other
 /// value, for serde to read or refuse.
-fn plain_integer(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
+pub(crate) fn plain_integer(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
     let negative = bytes.get(at) == Some(&b'-');
     let start = at + usize::from(negative);
     let digits = bytes[start.min(bytes.len())..]

@@ -15,11 +15,11 @@ mod text;
 mod walk;
 
 pub use array::{append_items, items};
-pub(crate) use flat::plain_string_members;
 pub use flat::{
     decoded_str, last_strings, plain_items, plain_items_of_only, plain_items_with_integer,
     plain_str, plain_string_and_list, plain_strings, PlainFields,
 };
+pub(crate) use flat::{plain_integer, plain_string_members};
 pub use object::{fields_in, get_in, Level, MemberReader, Object, Reached};
 pub use text::{any_item_field, field, member_at, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};

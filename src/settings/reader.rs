@@ -138,7 +138,7 @@ impl<'t> Reader<'t> {
     }
 
     /// An integer as serde_json reads an `i64`: digits alone (no fraction or exponent), within
-    /// range, and not `-0` (a float to serde_json).
+    /// range, and not `-0` (a float to serde_json), as the request's plain readers read one.
     ///
     /// # Errors
     ///
@@ -147,24 +147,8 @@ impl<'t> Reader<'t> {
         if !matches!(self.peek(), Some(b'-' | b'0'..=b'9')) {
             return Err(self.mismatch(at, "an integer"));
         }
-        let bytes = self.text.as_bytes();
-        let digits = self.at + usize::from(bytes[self.at] == b'-');
-        let end = digits
-            + bytes[digits..]
-                .iter()
-                .take_while(|b| b.is_ascii_digit())
-                .count();
-        let token = &self.text[self.at..end];
-        let integer = match bytes.get(end) {
-            Some(b'.' | b'e' | b'E') => None,
-            // No digits, or a leading zero: not JSON, which `read` says.
-            _ if end == digits || bytes[digits] == b'0' && end > digits + 1 => {
-                return Err(not_json())
-            }
-            _ if token == "-0" => None,
-            _ => token.parse::<i64>().ok(),
-        };
-        let Some(integer) = integer else {
+        // Text that is no number at all is refused here too; `read` then says it is not JSON.
+        let Some((integer, end)) = json::plain_integer(self.text.as_bytes(), self.at) else {
             return Err(at.error("expected an integer, found a number"));
         };
         self.at = end;
