@@ -194,7 +194,8 @@ impl<'t> Reader<'t> {
 
     /// The string at the cursor (its `"`) when it has no escapes, the cursor then past it;
     /// `None`, the cursor unmoved, for any other. Inlined: most settings strings are plain, and
-    /// a call that returned a `Result` cost each 100 instructions more (benchmarks/cost.md).
+    /// as a call answering a `Result` through memory each cost about 100 instructions more
+    /// (benchmarks/cost.md, "Settings read by a reader of our own").
     #[inline(always)]
     fn plain_string(&mut self) -> Option<&'t str> {
         let bytes = self.text.as_bytes();
@@ -257,7 +258,7 @@ impl<'t> Reader<'t> {
     /// Whether the array opened has another item, the cursor then at it; `read` counts the
     /// items so far (start at 0), so an item's index is `read - 1`. A loop in the caller and a
     /// call here, not a closure given to the reader: instantiated for each type read, the
-    /// closures made a settings module 10 KB larger (benchmarks/cost.md).
+    /// closures made toleration-injection's module about 12 KB larger (benchmarks/cost.md).
     ///
     /// # Errors
     ///
