@@ -353,7 +353,9 @@ mod tests {
     fn write_str_escapes_every_byte_anywhere_like_serde_json() {
         for byte in 0..0x80u8 {
             for at in 0..19 {
-                for next in ["", "\"", "é", "\u{1}"] {
+                // After a stop, the bytes its borrow marks in a word too: `#` after `"`, `]`
+                // after `\`, a space after a control character.
+                for next in ["", "\"", "é", "\u{1}", "#", "]", " "] {
                     let s = format!(
                         "{}{}{next}{}",
                         "a".repeat(at),
