@@ -14,6 +14,8 @@ mod types;
 
 use std::fmt;
 
+use crate::json::scan;
+
 pub use reader::{ReadSettings, Reader, SettingsFields};
 /// `#[derive(SettingsFields)]`: the [`SettingsFields`] of a struct, named by its serde
 /// attributes (`taintguard-derive`).
@@ -145,7 +147,7 @@ pub fn parse<S: PolicySettings>(text: &str) -> Result<S, SettingsError> {
 /// ```
 pub fn read<T: ReadSettings + Default>(text: &str) -> Result<T, SettingsError> {
     let error = match read_leading(text) {
-        Ok((value, end)) if text[end..].trim_start_matches(JSON_WHITESPACE).is_empty() => {
+        Ok((value, end)) if scan::whitespace_end(text.as_bytes(), end) == text.len() => {
             return Ok(value)
         }
         Ok(_) => SettingsError::new("", reader::NOT_JSON),
