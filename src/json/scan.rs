@@ -42,7 +42,19 @@ const STOPS: [bool; 256] = {
 
 /// The offset of the first byte at or after `at` that is not JSON whitespace.
 #[inline(always)]
-pub fn whitespace_end(bytes: &[u8], mut at: usize) -> usize {
+pub fn whitespace_end(bytes: &[u8], at: usize) -> usize {
+    // The loop is out of line: the engines write requests and settings compact, and at the
+    // head of each value the loop's every entry checked policy-server's timeout, the whole of
+    // it (benchmarks/cost.md, "The timeout's checks").
+    match bytes.get(at) {
+        Some(b' ' | b'\n' | b'\t' | b'\r') => whitespace_run_end(bytes, at + 1),
+        _ => at,
+    }
+}
+
+/// [`whitespace_end`] past its first byte.
+#[inline(never)]
+fn whitespace_run_end(bytes: &[u8], mut at: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(at) {
         at += 1;
     }
@@ -82,30 +94,65 @@ pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), 
 }
 
 /// The offset of the first byte at or after `at` that a JSON string cannot hold as it is (`"`,
-/// `\` or a control character), or the end of `bytes`: a string's plain run, eight bytes at a
-/// time, as a string is skipped, decoded ([`super::decoded_str`]) and written
+/// `\` or a control character), or the end of `bytes`: a string's plain run, a word (eight
+/// bytes) at a time, as a string is skipped, decoded ([`super::decoded_str`]) and written
 /// ([`super::write_str`]).
 #[inline(always)]
 pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(word) = bytes.get(at..at + 8) {
-        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        // The high bit of each byte that is `"`, `\` or below 0x20, and maybe of bytes after
-        // one (a borrow carries on): the lowest, the only one read, is exact.
-        let stops = ((quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (x.wrapping_sub(ONES * 0x20) & !x))
-            & HIGH;
+    // Two words a turn, and the last few bytes as one word ending where `bytes` ends: under
+    // policy-server every turn of a loop also checks the policy's timeout (epoch interruption,
+    // docs/abi.md), about ten instructions each (benchmarks/cost.md, "The timeout's checks").
+    while let Some(block) = bytes.get(at..at + 16) {
+        let (low, high) = block.split_at(8);
+        let stops = word_stops(word(low));
+        if stops != 0 {
+            return at + (stops.trailing_zeros() / 8) as usize;
+        }
+        let stops = word_stops(word(high));
+        if stops != 0 {
+            return at + 8 + (stops.trailing_zeros() / 8) as usize;
+        }
+        at += 16;
+    }
+    if let Some(low) = bytes.get(at..at + 8) {
+        let stops = word_stops(word(low));
         if stops != 0 {
             return at + (stops.trailing_zeros() / 8) as usize;
         }
         at += 8;
     }
+    let left = bytes.len().saturating_sub(at);
+    if left == 0 {
+        return at;
+    }
+    if let Some(last) = bytes.len().checked_sub(8).map(|start| &bytes[start..]) {
+        // The bytes before `at` are shifted out (a stop among them could borrow into ours);
+        // the zeros shifted in after the end stop a run where `bytes` ends.
+        let stops = word_stops(word(last) >> (8 * (8 - left)));
+        return at + (stops.trailing_zeros() / 8) as usize;
+    }
     while bytes.get(at).is_some_and(|&b| !STOPS[usize::from(b)]) {
         at += 1;
     }
     at
+}
+
+/// Eight bytes read little-endian.
+#[inline(always)]
+fn word(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().unwrap_or_default())
+}
+
+/// The high bit of each byte of `x` that is `"`, `\` or below 0x20, and maybe of bytes after
+/// one (a borrow carries on): the lowest, the only one read, is exact.
+#[inline(always)]
+fn word_stops(x: u64) -> u64 {
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    ((quote.wrapping_sub(ONES) & !quote)
+        | (backslash.wrapping_sub(ONES) & !backslash)
+        | (x.wrapping_sub(ONES * 0x20) & !x))
+        & HIGH
 }
 
 /// The offset past the escape whose letter is at `at` (just past its `\`).
@@ -563,6 +610,41 @@ mod tests {
         ];
         for (text, from, end) in cases {
             assert_eq!(value_end(text.as_bytes(), from), Ok(end), "{text}");
+        }
+    }
+
+    /// A plain run ends at the first stop at or after where it starts, wherever that falls
+    /// among the two words of a turn, the word after them and the last few bytes (read as one
+    /// word ending at the end, or byte by byte when there are fewer than eight), for any start:
+    /// bytes before the start do not count, nor do the bytes a stop's borrow marks after it.
+    #[test]
+    fn plain_run_ends_at_the_first_stop() {
+        let naive = |bytes: &[u8], at: usize| {
+            (at..bytes.len())
+                .find(|&i| STOPS[usize::from(bytes[i])])
+                .unwrap_or(bytes.len().max(at))
+        };
+        for len in 0..=40 {
+            for stop in [None, Some(b'"'), Some(b'\\'), Some(0), Some(0x1f)] {
+                for place in 0..len.max(1) {
+                    for after in [b'a', b'#', b']', b' ', 0x7f, 0xc3] {
+                        let mut bytes = vec![b'a'; len];
+                        if let Some(stop) = stop.filter(|_| len > 0) {
+                            bytes[place] = stop;
+                            if place + 1 < len {
+                                bytes[place + 1] = after;
+                            }
+                        }
+                        for at in 0..=len + 1 {
+                            assert_eq!(
+                                plain_run_end(&bytes, at),
+                                naive(&bytes, at),
+                                "{bytes:?} from {at}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -58,6 +58,7 @@ impl<'t> Reader<'t> {
         self.at
     }
 
+    #[inline(always)]
     fn skip_whitespace(&mut self) {
         self.at = scan::whitespace_end(self.text.as_bytes(), self.at);
     }
