@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::byte_class::{self, all_in, Class};
+
 /// A glob, read from settings as its pattern string and written back as the same string.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Glob {
@@ -186,23 +188,28 @@ impl Shape {
     /// ASCII, so bytes tell. `const`, so that the built-in globs of the settings defaults are
     /// shaped while compiling.
     const fn of(pattern: &str) -> Option<Shape> {
+        // The shapes told by where a `*` is and that no other byte is a metacharacter, with no
+        // loop of a byte a turn (see `byte_class`).
+        const PLAIN: Class = byte_class::class(&[
+            (0, b'*' - 1),
+            (b'*' + 1, b'?' - 1),
+            (b'?' + 1, b'[' - 1),
+            (b'\\' + 1, u8::MAX),
+        ]);
         let bytes = pattern.as_bytes();
-        let (mut metas, mut first, mut at) = (0, 0, 0);
-        while at < bytes.len() {
-            if matches!(bytes[at], b'*' | b'?' | b'[' | b'\\') {
-                if metas == 0 {
-                    first = at;
-                }
-                metas += 1;
-            }
-            at += 1;
+        let Some(last) = bytes.len().checked_sub(1) else {
+            return Some(Shape::Exact);
+        };
+        if bytes[last] == b'*' && all_in(bytes.split_at(last).0, &PLAIN) {
+            return Some(Shape::Prefix(last));
         }
-        match metas {
-            0 => Some(Shape::Exact),
-            1 if bytes[first] == b'*' && first + 1 == bytes.len() => Some(Shape::Prefix(first)),
-            1 if bytes[first] == b'*' && first == 0 => Some(Shape::Suffix(1)),
-            _ => None,
+        if bytes[0] == b'*' && all_in(bytes.split_at(1).1, &PLAIN) {
+            return Some(Shape::Suffix(1));
         }
+        if all_in(bytes, &PLAIN) {
+            return Some(Shape::Exact);
+        }
+        None
     }
 
     const fn kind(self) -> Kind {
@@ -358,6 +365,16 @@ mod tests {
             "*a?",
         ] {
             assert_eq!(Kind::of(pattern), Kind::tokenized(pattern), "{pattern}");
+        }
+        // A metacharacter at every place of a longer pattern, alone or after a `*` at either end.
+        let base = "node.kubernetes.io/not-ready";
+        for meta in ["*", "?", "[a]", "\\a"] {
+            for at in 0..=base.len() {
+                let one = format!("{}{meta}{}", &base[..at], &base[at..]);
+                for pattern in [one.clone(), format!("*{one}"), format!("{one}*")] {
+                    assert_eq!(Kind::of(&pattern), Kind::tokenized(&pattern), "{pattern}");
+                }
+            }
         }
     }
 

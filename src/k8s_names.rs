@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use crate::byte_class::{all_in, class, Class, ALPHANUMERIC};
+
 use crate::settings::checked;
 
 checked! {
@@ -178,26 +180,35 @@ pub fn taint_key_character(c: char) -> bool {
 /// Decoded a character at a time, each through a call, a key cost 16 guest instructions a
 /// character.
 pub fn taint_key_characters(key: &str) -> bool {
-    key.bytes().all(|b| TAINT_KEY_BYTES[usize::from(b)])
+    all_in(key.as_bytes(), &TAINT_KEY_BYTES)
 }
 
 /// The bytes of a taint key's characters: ASCII letters and digits, `-`, `_`, `.` and `/`.
-const TAINT_KEY_BYTES: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let byte = b as u8;
-        table[b] = byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'/');
-        b += 1;
-    }
-    table
-};
+const TAINT_KEY_BYTES: Class = class(&[
+    ALPHANUMERIC[0],
+    ALPHANUMERIC[1],
+    ALPHANUMERIC[2],
+    (b'-', b'-'),
+    (b'_', b'_'),
+    (b'.', b'.'),
+    (b'/', b'/'),
+]);
+
+/// The bytes of a name's characters: ASCII letters and digits, `-`, `_` and `.`.
+const NAME_BYTES: Class = class(&[
+    ALPHANUMERIC[0],
+    ALPHANUMERIC[1],
+    ALPHANUMERIC[2],
+    (b'-', b'-'),
+    (b'_', b'_'),
+    (b'.', b'.'),
+]);
 
 fn name_characters(name: &str) -> bool {
-    name.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+    let bytes = name.as_bytes();
+    all_in(bytes, &NAME_BYTES)
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 extern crate self as taintguard;
 
 // 1. Plumbing.
+pub mod byte_class;
 pub mod json;
 pub mod small_map;
 pub mod verdict;

@@ -2,6 +2,8 @@
 
 use serde::ser::Serializer;
 
+use crate::byte_class::{all_in, class, Class};
+
 /// `text` followed by `name` as messages quote it: exactly what `{:?}` writes for the string.
 /// A name that is printable ASCII with neither quote nor backslash, as names nearly always are,
 /// is copied between quotes without the formatting machinery, which cost about 1.2k wasm
@@ -16,8 +18,9 @@ use serde::ser::Serializer;
 /// assert_eq!(quoted("", "a\"b\u{7}é"), format!("{:?}", "a\"b\u{7}é"));
 /// ```
 pub fn quoted(text: &str, name: &str) -> String {
-    let plain = |b: &u8| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\';
-    if name.as_bytes().iter().all(plain) {
+    /// Printable ASCII but `"` and `\\`.
+    const PLAIN: Class = class(&[(b' ', b'!'), (b'#', b'['), (b']', b'~')]);
+    if all_in(name.as_bytes(), &PLAIN) {
         [text, "\"", name, "\""].concat()
     } else {
         format!("{text}{name:?}")
