@@ -21,7 +21,12 @@ pub fn quoted(text: &str, name: &str) -> String {
     /// Printable ASCII but `"` and `\\`.
     const PLAIN: Class = class(&[(b' ', b'!'), (b'#', b'['), (b']', b'~')]);
     if all_in(name.as_bytes(), &PLAIN) {
-        [text, "\"", name, "\""].concat()
+        let mut quoted = String::with_capacity(text.len() + name.len() + 2);
+        quoted.push_str(text);
+        quoted.push('"');
+        quoted.push_str(name);
+        quoted.push('"');
+        quoted
     } else {
         format!("{text}{name:?}")
     }
