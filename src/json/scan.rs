@@ -99,9 +99,9 @@ pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), 
 /// ([`super::write_str`]).
 #[inline(always)]
 pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
-    // Two words a turn, and the last few bytes as one word ending where `bytes` ends: under
-    // policy-server every turn of a loop also checks the policy's timeout (epoch interruption,
-    // docs/abi.md), about ten instructions each (benchmarks/cost.md, "The timeout's checks").
+    // Two words a turn, and no loop for the last few bytes: under policy-server every turn of a
+    // loop also checks the policy's timeout (epoch interruption, docs/abi.md), about ten
+    // instructions each (benchmarks/cost.md, "The timeout's checks").
     while let Some(block) = bytes.get(at..at + 16) {
         let (low, high) = block.split_at(8);
         let stops = word_stops(word(low));
@@ -131,10 +131,32 @@ pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
         let stops = word_stops(word(last) >> (8 * (8 - left)));
         return at + (stops.trailing_zeros() / 8) as usize;
     }
-    while bytes.get(at).is_some_and(|&b| !STOPS[usize::from(b)]) {
-        at += 1;
+    // Fewer than eight bytes in all: two halves that meet or overlap, or up to three bytes
+    // each in turn.
+    let rest = &bytes[at..];
+    if left >= 4 {
+        let half = |from: usize| {
+            u64::from(u32::from_le_bytes(
+                rest[from..from + 4].try_into().unwrap_or_default(),
+            ))
+        };
+        let stops = word_stops(half(0) | half(left - 4) << 32);
+        let first = (stops.trailing_zeros() / 8) as usize;
+        // A stop in the second half is `left - 8` bytes further on; with none, `first` is 8.
+        let offset = if first < 4 { first } else { first + left - 8 };
+        return at + offset;
     }
-    at
+    let stop = |i: usize| rest.get(i).is_none_or(|&b| STOPS[usize::from(b)]);
+    let offset = if stop(0) {
+        0
+    } else if stop(1) {
+        1
+    } else if stop(2) {
+        2
+    } else {
+        3
+    };
+    at + offset
 }
 
 /// Eight bytes read little-endian.
