@@ -114,6 +114,13 @@ pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
         }
         at += 16;
     }
+    short_run_end(bytes, at)
+}
+
+/// [`plain_run_end`] where fewer than 16 bytes are left: out of line, as the scanner comes here
+/// only at a text's end, and inlined into each of its readers it made the modules 12 KB larger.
+#[inline(never)]
+fn short_run_end(bytes: &[u8], mut at: usize) -> usize {
     if let Some(low) = bytes.get(at..at + 8) {
         let stops = word_stops(word(low));
         if stops != 0 {
