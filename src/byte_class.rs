@@ -27,6 +27,12 @@ pub const fn class(ranges: &[(u8, u8)]) -> Class {
     table
 }
 
+/// `class` with `byte` in it too, for a `const`.
+pub const fn with(mut class: Class, byte: u8) -> Class {
+    class[byte as usize] = true;
+    class
+}
+
 /// ASCII letters and digits, as [`class`] ranges.
 pub const ALPHANUMERIC: [(u8, u8); 3] = [(b'a', b'z'), (b'A', b'Z'), (b'0', b'9')];
 

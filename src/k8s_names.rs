@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::byte_class::{all_in, class, Class, ALPHANUMERIC};
+use crate::byte_class::{all_in, class, with, Class, ALPHANUMERIC};
 
 use crate::settings::checked;
 
@@ -176,23 +176,12 @@ pub fn taint_key_character(c: char) -> bool {
 }
 
 /// Whether every character of `key` is one a taint key may hold ([`taint_key_character`]),
-/// read a byte at a time from a table: no byte of a character outside ASCII is one of them.
-/// Decoded a character at a time, each through a call, a key cost 16 guest instructions a
-/// character.
+/// read by bytes from a table ([`all_in`]): no byte of a character outside ASCII is one of
+/// them. Decoded a character at a time, each through a call, a key cost 16 guest instructions
+/// a character.
 pub fn taint_key_characters(key: &str) -> bool {
     all_in(key.as_bytes(), &TAINT_KEY_BYTES)
 }
-
-/// The bytes of a taint key's characters: ASCII letters and digits, `-`, `_`, `.` and `/`.
-const TAINT_KEY_BYTES: Class = class(&[
-    ALPHANUMERIC[0],
-    ALPHANUMERIC[1],
-    ALPHANUMERIC[2],
-    (b'-', b'-'),
-    (b'_', b'_'),
-    (b'.', b'.'),
-    (b'/', b'/'),
-]);
 
 /// The bytes of a name's characters: ASCII letters and digits, `-`, `_` and `.`.
 const NAME_BYTES: Class = class(&[
@@ -203,6 +192,9 @@ const NAME_BYTES: Class = class(&[
     (b'_', b'_'),
     (b'.', b'.'),
 ]);
+
+/// The bytes of a taint key's characters: a name's, and the prefix's `/`.
+const TAINT_KEY_BYTES: Class = with(NAME_BYTES, b'/');
 
 fn name_characters(name: &str) -> bool {
     let bytes = name.as_bytes();
