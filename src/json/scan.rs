@@ -5,10 +5,10 @@
 //! the machinery it builds values with: a call per token and a string checked four bytes at a time
 //! in a waPC module (its words are `usize`). Most of a request is values no policy reads (a
 //! Node's status, a pod's containers), so their skipping is most of what reading costs. Here the
-//! cursor stays a local, a string is checked eight bytes at a time (wasm has 64-bit integers but
-//! no SIMD here) and only a container costs more than its bytes: a third less than serde_json on
-//! a Node in a waPC module, 40% less on a document of short members (benchmarks/cost.md, "The
-//! request's own reader").
+//! cursor stays a local, a string is checked eight bytes at a time, two words a turn (wasm has
+//! 64-bit integers but no SIMD here), and only a container costs more than its bytes: a third
+//! less than serde_json on a Node in a waPC module, 40% less on a document of short members
+//! (benchmarks/cost.md, "The request's own reader").
 //!
 //! It accepts what serde_json accepts when it skips a value, no more and no less (a differential
 //! test holds the two together): strings without raw control characters and with known escapes

@@ -297,8 +297,9 @@ pub fn write_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     let mut at = 0;
     loop {
-        // Eight bytes at a time: warnings and messages are most of what a response escapes,
-        // and nearly all have a quote or two in 150-300 bytes (benchmarks/cost.md).
+        // Sixteen bytes a turn (`plain_run_end`): warnings and messages are most of what a
+        // response escapes, and nearly all have a quote or two in 150-300 bytes
+        // (benchmarks/cost.md).
         let plain = super::scan::plain_run_end(bytes, at);
         out.push_str(&s[at..plain]);
         let Some(&byte) = bytes.get(plain) else {
