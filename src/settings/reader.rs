@@ -173,7 +173,7 @@ impl<'t> Reader<'t> {
     }
 
     /// A string, owned: what most settings keep. Copied straight from the text when it has no
-    /// escapes.
+    /// escapes: as `string` then `Cow::into_owned`, hostpath's guest was 0.6k more.
     ///
     /// # Errors
     ///
@@ -189,6 +189,7 @@ impl<'t> Reader<'t> {
     }
 
     /// The string at the cursor, its `"`.
+    #[inline(always)]
     fn string_literal(&mut self) -> Result<Cow<'t, str>, SettingsError> {
         match self.plain_string() {
             Some(plain) => Ok(Cow::Borrowed(plain)),
@@ -306,10 +307,7 @@ impl<'t> Reader<'t> {
         if self.peek() != Some(b'"') {
             return Err(not_json());
         }
-        let key = match self.plain_string() {
-            Some(plain) => Cow::Borrowed(plain),
-            None => self.escaped_string()?,
-        };
+        let key = self.string_literal()?;
         if self.peek() != Some(b':') {
             return Err(not_json());
         }
