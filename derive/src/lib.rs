@@ -41,6 +41,17 @@ enum WhenAbsent {
     Path(ExprPath),
 }
 
+impl WhenAbsent {
+    /// The expression that makes the default, if there is one.
+    fn made(&self) -> Option<Tokens> {
+        match self {
+            WhenAbsent::None => None,
+            WhenAbsent::Trait => Some(quote!(::core::default::Default::default())),
+            WhenAbsent::Path(path) => Some(quote!(#path())),
+        }
+    }
+}
+
 struct Container {
     default: WhenAbsent,
     camel_case: bool,
@@ -116,11 +127,10 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             let built = fields.iter().zip(locals).map(|(f, local)| {
                 let ident = &f.ident;
                 let name = &f.name;
-                let absent = match &f.default {
-                    WhenAbsent::Trait => quote!(::core::default::Default::default()),
-                    WhenAbsent::Path(path) => quote!(#path()),
-                    WhenAbsent::None if f.optional => quote!(::core::option::Option::None),
-                    WhenAbsent::None => quote!(
+                let absent = match f.default.made() {
+                    Some(made) => made,
+                    None if f.optional => quote!(::core::option::Option::None),
+                    None => quote!(
                         return Err(at.field(#name).error("required field is missing"))
                     ),
                 };
@@ -140,11 +150,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             // A field's own default wins over the struct's for a field not given, as in serde.
             let own_defaults = fields.iter().enumerate().filter_map(|(i, f)| {
                 let ident = &f.ident;
-                let value = match &f.default {
-                    WhenAbsent::None => return None,
-                    WhenAbsent::Trait => quote!(::core::default::Default::default()),
-                    WhenAbsent::Path(path) => quote!(#path()),
-                };
+                let value = f.default.made()?;
                 Some(quote!(if given & (1 << #i) == 0 { out.#ident = #value; }))
             });
             quote! {
