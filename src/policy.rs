@@ -125,9 +125,23 @@ pub fn run_read<P: Policy>(
 }
 
 /// `message`, starting with the policy's name. Concatenated, not `format!`ted: every warning
-/// and message goes through here, and the formatting machinery cost more than the copy.
+/// and message goes through here, and the formatting machinery cost more than the copy. A
+/// message its policy already named ([`is_named`]) is kept as it is: a policy that writes many
+/// warnings piece by piece names them as it writes them, which saves each one a second copy
+/// (benchmarks/cost.md, "The limit of tuning").
 fn named<P: Policy>(message: String) -> String {
+    if is_named(P::NAME, &message) {
+        return message;
+    }
     [P::NAME, ": ", &message].concat()
+}
+
+/// Whether `message` starts with `name` and `": "`, as [`named`] writes it.
+fn is_named(name: &str, message: &str) -> bool {
+    message
+        .as_bytes()
+        .strip_prefix(name.as_bytes())
+        .is_some_and(|rest| rest.starts_with(b": "))
 }
 
 /// What [`try_run`] and [`run_read`] share once settings and request are read.
@@ -173,5 +187,25 @@ fn readable_by_engines(verdict: Verdict) -> Result<Verdict, String> {
             json::MAX_NESTING
         )),
         None => Ok(verdict),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_named_once() {
+        for (message, named) in [
+            ("tp: missing toleration", true),
+            ("tp: ", true),
+            ("tp:missing", false),
+            ("tp", false),
+            ("tpx: missing", false),
+            ("missing toleration tp: x", false),
+            ("", false),
+        ] {
+            assert_eq!(is_named("tp", message), named, "{message:?}");
+        }
     }
 }

@@ -454,11 +454,16 @@ fn mutation((mutated, nesting): (String, usize), described: &[String]) -> Verdic
     // Each text sized once and written piece by piece: `concat` and `join` walk their pieces
     // twice, a loop turn each that policy-server pays its timeout check for (benchmarks/cost.md,
     // "The timeout's checks").
-    const BEFORE: &str = "missing toleration ";
+    // Each warning named as it is written: the core would copy it once more to name it (it
+    // keeps a message that starts with the policy's name as it is).
+    const NAME: &str = TolerationInjection::NAME;
+    const BEFORE: &str = ": missing toleration ";
     const AFTER: &str = "; this policy's patch adds it unless the policy runs in monitor mode";
     const BETWEEN: &str = "; ";
     let warning = |d: &String| {
-        let mut warning = String::with_capacity(BEFORE.len() + d.len() + AFTER.len());
+        let length = NAME.len() + BEFORE.len() + d.len() + AFTER.len();
+        let mut warning = String::with_capacity(length);
+        warning.push_str(NAME);
         warning.push_str(BEFORE);
         warning.push_str(d);
         warning.push_str(AFTER);
