@@ -271,7 +271,10 @@ impl Toleration<'_> {
         } else {
             &self.effect
         };
-        let mut s = String::with_capacity(key.len() + self.value.len() + effect.len() + 32);
+        // Room for the operator and seconds, and for the reason a warning puts after them (a
+        // rule's name, an alias's key): grown for it, each of the hostpath Pod's four
+        // additions was copied again (benchmarks/cost.md, "The limit of tuning").
+        let mut s = String::with_capacity(key.len() + self.value.len() + effect.len() + 64);
         s.push_str(key);
         if self.operator == Operator::Equal && !self.value.is_empty() {
             s.push('=');
