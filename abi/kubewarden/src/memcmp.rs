@@ -39,22 +39,20 @@ pub unsafe fn compare_raw(a: *const u8, b: *const u8, n: usize) -> i32 {
     // text, a rule's reason and the arena's fitting path").
     // No loop up to 16 bytes, where nearly every comparison falls: under policy-server a loop's
     // every turn also checks the policy's timeout (benchmarks/cost.md, "The timeout's checks").
-    if n > 16 {
+    if n >= 8 {
+        // Words from the start until at most 16 bytes are left, then the word there and the
+        // last, which overlap or meet.
         let mut at = 0;
-        while at + 8 < n {
-            // SAFETY: `at + 8 < n`.
+        while at + 16 < n {
+            // SAFETY: `at + 16 < n`.
             let (x, y) = unsafe { (word(a, at), word(b, at)) };
             if x != y {
                 return first_difference(x, y);
             }
             at += 8;
         }
-        // SAFETY: `n >= 8`; the word ends at `n`.
-        return unsafe { first_difference(word(a, n - 8), word(b, n - 8)) };
-    }
-    if n >= 8 {
-        // SAFETY: `8 <= n <= 16`: the first word and the last, which overlap or meet.
-        let (x, y) = unsafe { (word(a, 0), word(b, 0)) };
+        // SAFETY: `at + 8 <= n`: `at` is 0 with `n >= 8`, or 8 past an `at` with `at + 16 < n`.
+        let (x, y) = unsafe { (word(a, at), word(b, at)) };
         if x != y {
             return first_difference(x, y);
         }
