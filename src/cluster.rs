@@ -6,6 +6,7 @@
 use serde::Deserialize;
 
 use crate::json::{JsonStr, Raw};
+use crate::settings::string_enum;
 use crate::taint::{parse_taints, Taint};
 
 /// One node as the cluster lists it: what the policies read of it, borrowed from the list's
@@ -27,6 +28,22 @@ pub struct AccessQuestion<'a> {
     pub group: &'a str,
     pub resource: &'a str,
     pub name: Option<&'a str>,
+}
+
+string_enum! {
+    /// How old an answer about an object may be: whether the engine's cache may answer.
+    /// policy-server keeps each `get_resource` answer for five seconds (docs/context.md,
+    /// "How old an answer may be").
+    #[derive(Default)]
+    pub enum Freshness {
+        /// The engine's cache may answer: at most a few seconds old, and no API server round
+        /// trip for most requests.
+        #[default]
+        Cached = "cached",
+        /// Asked of the API server for this request, so that a change made a moment ago counts.
+        Fresh = "fresh",
+    }
+    unknown = "freshness", expected = "\"cached\" or \"fresh\"";
 }
 
 /// Why the cluster gave no answer.
@@ -59,10 +76,10 @@ pub trait Cluster {
     /// The answer of a SubjectAccessReview.
     fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError>;
 
-    /// The Namespace `name`, as the text of the object, read fresh. A namespace that does not
-    /// exist is an error, as every other failure is: a policy must not read "no annotations"
-    /// into a namespace it could not read.
-    fn get_namespace(&self, name: &str) -> Result<String, ClusterError>;
+    /// The Namespace `name`, as the text of the object, no older than `freshness` allows. A
+    /// namespace that does not exist is an error, as every other failure is: a policy must not
+    /// read "no annotations" into a namespace it could not read.
+    fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError>;
 }
 
 /// A host that can answer nothing, with the reason given in every error.
@@ -77,7 +94,7 @@ impl Cluster for NoCluster {
         Err(ClusterError::Unavailable(self.0.to_owned()))
     }
 
-    fn get_namespace(&self, _: &str) -> Result<String, ClusterError> {
+    fn get_namespace(&self, _: &str, _: Freshness) -> Result<String, ClusterError> {
         Err(ClusterError::Unavailable(self.0.to_owned()))
     }
 }
@@ -155,7 +172,8 @@ pub mod recorded {
         pub can_i_error: Option<ClusterError>,
         /// The Namespaces `get_namespace` finds, as `(name, object text)`.
         pub namespaces: Vec<(&'static str, String)>,
-        /// One line per question: `list <selector>` or `can_i <user> <verb> <group> <resource>/<name>`.
+        /// One line per question: `list <selector>`, `can_i <user> <verb> <group> <resource>/<name>`
+        /// or `get namespace <name> <freshness>`.
         pub asked: RefCell<Vec<String>>,
     }
 
@@ -184,10 +202,10 @@ pub mod recorded {
             }
         }
 
-        fn get_namespace(&self, name: &str) -> Result<String, ClusterError> {
+        fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError> {
             self.asked
                 .borrow_mut()
-                .push(format!("get namespace {name}"));
+                .push(format!("get namespace {name} {}", freshness.as_str()));
             self.namespaces
                 .iter()
                 .find(|(n, _)| *n == name)

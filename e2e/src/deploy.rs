@@ -181,7 +181,7 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     ti_settings["restrictions"] = restriction["restrictions"].clone();
     // The waPC toleration-injection judges every workload but those of its other variants and
     // of the deployment shapes (crate::shapes), whose webhooks are the subject there.
-    let mut not_ours = vec!["gatekeeper", "nodes", "ptr"];
+    let mut not_ours = vec!["gatekeeper", "nodes", "ptr", "ptr-fresh"];
     not_ours.extend(crate::shapes::VARIANTS);
     let mut deployed = vec![
         variant(
@@ -251,6 +251,15 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             false,
             json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
             variant_selector("In", &["ptr"]),
+        )?,
+        // The same, with every Pod's Namespace read from the API server (`namespaceReads`).
+        variant(
+            repo,
+            "toleration-injection",
+            "toleration-injection-ptr-fresh",
+            false,
+            json!({"podTolerationRestriction": crate::pod_toleration_restriction::fresh_settings()}),
+            variant_selector("In", &["ptr-fresh"]),
         )?,
     ];
     deployed.extend(crate::shapes::deployments(repo));

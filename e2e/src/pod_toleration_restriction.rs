@@ -5,6 +5,7 @@
 //! refuses must agree, but for the documented differences, each asserted on its own.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -63,9 +64,17 @@ fn cluster_whitelist() -> Vec<Value> {
     ]
 }
 
-/// The settings of the deployed `ptr` variant: the plugin configuration's lists, the gaps closed.
+/// The settings of the deployed `ptr` variant: the plugin configuration's lists, the gaps closed,
+/// Namespaces read as by default (from policy-server's cache).
 pub fn settings() -> Value {
     json!({"enabled": true, "default": cluster_default(), "whitelist": cluster_whitelist()})
+}
+
+/// The `ptr-fresh` variant's: the same, with every Pod's Namespace read from the API server.
+pub fn fresh_settings() -> Value {
+    let mut settings = settings();
+    settings["namespaceReads"] = json!("fresh");
+    settings
 }
 
 /// The reference API server's admission configuration: the plugin with the same lists.
@@ -118,6 +127,13 @@ fn pod(namespace: &str, tolerations: &[Value], burstable: bool) -> Value {
         "name": "app", "namespace": namespace, "labels": {VARIANT_LABEL: "ptr"}},
         "spec": {"containers": [container], "tolerations": tolerations}})
 }
+
+/// How long after a Namespace changes a Pod may still be judged by its old annotations under
+/// `namespaceReads: cached`: policy-server keeps a `get_resource` answer for five seconds, and
+/// the GET that filled its cache may have been answered just before the change
+/// (docs/context.md, "How old an answer may be"); one second more for that GET and for the
+/// loaded machine.
+pub const CACHED_READ_BOUND: Duration = Duration::from_secs(6);
 
 /// The stored Pod's tolerations, or the refusal's message.
 type Outcome = Result<Vec<Value>, String>;
@@ -344,6 +360,11 @@ fn update_rejudged(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, 
             &["patch", "namespace", ns, "--type", "merge", "-p", &narrowed],
             None,
         )?;
+        if who == "policy" {
+            // The deployed variant reads Namespaces from policy-server's cache; the plugin's
+            // informer is a moment behind too. Past the bound the narrowed whitelist is in force.
+            std::thread::sleep(CACHED_READ_BOUND);
+        }
         let label = k.run(None, &["label", "pod", "app", "-n", ns, "tier=web"], None);
         if label.ok || !label.stderr.contains(CONFLICT) {
             problems.push(format!(
@@ -487,4 +508,103 @@ pub fn annotation_guard(env: &mut Env) -> Result<(), String> {
     } else {
         Err(problems.join("\n"))
     }
+}
+
+/// How old a Namespace the policy judges Pods by may be (docs/context.md, "How old an answer may
+/// be"), replayed per variant: Pods created in a burst under a wide namespace whitelist, the
+/// whitelist narrowed by an administrator, then Pods the narrowed whitelist refuses created until
+/// one is refused. With `namespaceReads: cached` (the default) the first refusal comes within
+/// [`CACHED_READ_BOUND`] and the burst costs the API server one GET of the Namespace, or two
+/// where it spans policy-server's five seconds; with `fresh` the very next Pod is refused, and
+/// every Pod costs a GET. The GETs are counted by the API server's own metrics; nothing else
+/// GETs a Namespace meanwhile (kubectl's creates and patches do not).
+pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let wide = r#"[{"key":"dedicated","operator":"Exists"}]"#;
+    let narrowed = format!(
+        r#"{{"metadata":{{"annotations":{{"{WHITELIST}":"[{{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"team-a\"}}]"}}}}}}"#
+    );
+    let team_b = [t("dedicated", "Equal", "team-b", "NoSchedule")];
+    const BURST: usize = 5;
+    let mut problems = Vec::new();
+    for (variant, fresh) in [("ptr", false), ("ptr-fresh", true)] {
+        let ns = format!("{variant}-reads");
+        create(k, &namespace(&ns, &[(WHITELIST, wide)]))
+            .map_err(|e| format!("namespace {ns}: {e}"))?;
+        let gets_before = namespace_gets(env)?;
+        let mut serial = 0;
+        let mut next_pod = || {
+            serial += 1;
+            let mut pod = pod(&ns, &team_b, false);
+            pod["metadata"]["name"] = json!(format!("app-{serial}"));
+            pod["metadata"]["labels"][VARIANT_LABEL] = json!(variant);
+            create(k, &pod)
+        };
+        for _ in 0..BURST {
+            if let Err(e) = next_pod() {
+                problems.push(format!("{variant}: a Pod under the wide whitelist: {e}"));
+            }
+        }
+        let gets = namespace_gets(env)? - gets_before;
+        let expected = if fresh {
+            BURST as f64..=BURST as f64
+        } else {
+            1.0..=2.0
+        };
+        if !expected.contains(&gets) {
+            problems.push(format!(
+                "{variant}: {BURST} Pods cost {gets} GETs of their Namespace, expected {expected:?}"
+            ));
+        }
+        k.ok(
+            None,
+            &[
+                "patch",
+                "namespace",
+                &ns,
+                "--type",
+                "merge",
+                "-p",
+                &narrowed,
+            ],
+            None,
+        )?;
+        let narrowed_at = Instant::now();
+        let bound = if fresh {
+            Duration::ZERO
+        } else {
+            CACHED_READ_BOUND
+        };
+        let refused_after = loop {
+            match next_pod() {
+                Err(e) if e.contains(CONFLICT) => break Some(narrowed_at.elapsed()),
+                Err(e) => return Err(format!("{variant}: a Pod after the narrowing: {e}")),
+                Ok(_) if narrowed_at.elapsed() > bound => break None,
+                Ok(_) => std::thread::sleep(Duration::from_millis(250)),
+            }
+        };
+        match refused_after {
+            Some(after) => println!(
+                "#   {variant}: the narrowed whitelist refused a Pod {:.1} s after the patch, \
+                 {BURST} Pods cost {gets} GETs of the Namespace",
+                after.as_secs_f64()
+            ),
+            None => problems.push(format!(
+                "{variant}: Pods outside the narrowed whitelist still admitted {:.1} s after it \
+                 was narrowed (bound {:.0} s)",
+                narrowed_at.elapsed().as_secs_f64(),
+                bound.as_secs_f64()
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// The GETs of Namespaces the API server has served.
+fn namespace_gets(env: &Env) -> Result<f64, String> {
+    env.cluster.requests_served("GET", "namespaces")
 }

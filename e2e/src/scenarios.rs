@@ -143,6 +143,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::pod_toleration_restriction::annotation_guard,
     },
     Scenario {
+        name: "PodTolerationRestriction: a narrowed whitelist applies within 5 s (cached), at once (fresh)",
+        run: crate::pod_toleration_restriction::namespace_reads,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },

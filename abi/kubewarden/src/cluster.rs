@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
-use taintguard::cluster::{AccessQuestion, Cluster, ClusterError};
+use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
 use taintguard::Policy;
 
 /// The host of the running module, for policy `P`: only the calls `P::ASKS` names are made, so
@@ -29,16 +29,20 @@ struct ListAll<'a> {
     field_masks: [&'a str; 3],
 }
 
-/// `get_resource`'s request for the Namespace `name`: read fresh, not from policy-server's
-/// five-second cache, so that a whitelist narrowed a moment ago counts
-/// (docs/pod-toleration-restriction.md). Written as serde writes a `GetResource` (the test holds
-/// the two equal), but by hand: serde's writer took 4k guest instructions of every Pod the
-/// plugin judges (benchmarks/cost.md, "PodTolerationRestriction's reads").
-fn namespace_request(name: &str) -> Vec<u8> {
+/// `get_resource`'s request for the Namespace `name`. [`Freshness::Cached`] lets policy-server
+/// answer from its five-second cache, which spares the API server a GET per Pod;
+/// [`Freshness::Fresh`] sets `disable_cache`, so that a whitelist narrowed a moment ago counts
+/// (docs/context.md, "How old an answer may be"). Written as serde writes a `GetResource` (the
+/// test holds the two equal), but by hand: serde's writer took 4k guest instructions of every Pod
+/// the plugin judges (benchmarks/cost.md, "PodTolerationRestriction's reads").
+fn namespace_request(name: &str, freshness: Freshness) -> Vec<u8> {
     let mut out = String::with_capacity(96 + name.len());
     out.push_str(r#"{"api_version":"v1","kind":"Namespace","name":"#);
     taintguard::json::write_str(&mut out, name);
-    out.push_str(r#","namespace":null,"disable_cache":true}"#);
+    out.push_str(match freshness {
+        Freshness::Cached => r#","namespace":null,"disable_cache":false}"#,
+        Freshness::Fresh => r#","namespace":null,"disable_cache":true}"#,
+    });
     out.into_bytes()
 }
 
@@ -151,11 +155,11 @@ impl<P: Policy> Cluster for HostCluster<P> {
             })
     }
 
-    fn get_namespace(&self, name: &str) -> Result<String, ClusterError> {
+    fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError> {
         if !P::ASKS.namespaces {
             return Err(not_asked("namespaces"));
         }
-        let payload = namespace_request(name);
+        let payload = namespace_request(name, freshness);
         ask_text("get_resource", &payload, || format!("Namespace {name:?}"))
     }
 }
@@ -169,15 +173,22 @@ mod tests {
     /// (`json::write_str`, tested against serde_json itself).
     #[test]
     fn the_namespace_request_is_what_serde_writes() {
-        for (name, written) in [
-            ("team-a", r#""team-a""#),
-            ("", r#""""#),
-            ("a\"b\\c\u{1}\u{e9}", "\"a\\\"b\\\\c\\u0001\u{e9}\""),
+        for (name, freshness, written, disable_cache) in [
+            ("team-a", Freshness::Cached, r#""team-a""#, false),
+            ("team-a", Freshness::Fresh, r#""team-a""#, true),
+            ("", Freshness::Cached, r#""""#, false),
+            (
+                "a\"b\\c\u{1}\u{e9}",
+                Freshness::Fresh,
+                "\"a\\\"b\\\\c\\u0001\u{e9}\"",
+                true,
+            ),
         ] {
             let want = format!(
-                r#"{{"api_version":"v1","kind":"Namespace","name":{written},"namespace":null,"disable_cache":true}}"#
+                r#"{{"api_version":"v1","kind":"Namespace","name":{written},"namespace":null,"disable_cache":{disable_cache}}}"#
             );
-            assert_eq!(String::from_utf8(namespace_request(name)).unwrap(), want);
+            let got = String::from_utf8(namespace_request(name, freshness)).unwrap();
+            assert_eq!(got, want);
         }
     }
 }

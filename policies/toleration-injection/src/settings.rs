@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::conditions::Condition;
 use super::pod_toleration_restriction::PluginToleration;
 use super::workload::Kind;
+use taintguard::cluster::Freshness;
 use taintguard::glob::Glob;
 use taintguard::k8s_names;
 use taintguard::label_selector::LabelSelector;
@@ -183,6 +184,9 @@ pub struct PodTolerationRestriction {
     /// Only `annotationEditors` may set or change the two annotations (kubernetes#59366).
     pub guard_annotations: bool,
     pub annotation_editors: PrincipalList,
+    /// Whether policy-server's cache may answer a Pod's Namespace (at most five seconds old, as
+    /// the plugin's informer is a moment behind) or every Pod reads it from the API server.
+    pub namespace_reads: Freshness,
 }
 
 settings_object!(PodTolerationRestriction);
@@ -199,6 +203,7 @@ impl Default for PodTolerationRestriction {
                 groups: Cow::Borrowed(SYSTEM_MASTERS),
                 ..PrincipalList::default()
             },
+            namespace_reads: Freshness::Cached,
         }
     }
 }

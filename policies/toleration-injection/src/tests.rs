@@ -769,6 +769,10 @@ fn settings_errors_name_the_field() {
             rule(json!([])),
             "`rules[0].tolerations`: rule \"r\" adds no tolerations",
         ),
+        (
+            json!({"podTolerationRestriction": {"namespaceReads": "live"}}),
+            "`podTolerationRestriction.namespaceReads`: unknown freshness \"live\"; expected \"cached\" or \"fresh\"",
+        ),
         (json!({"rules": [{"name": "r"}]}), "`rules[0].tolerations`"),
         (
             json!({"rules": [{"name": "r", "nodeTaints": {"taints": [{"key": "a", "effects": ["Never"]}]}}]}),
@@ -1250,8 +1254,8 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
 }
 
 /// `podTolerationRestriction` asks the cluster for the Pod's Namespace only when it is on and
-/// the half can read the cluster; the half that cannot holds the Pod to the cluster whitelist
-/// alone, and says so.
+/// the half can read the cluster, from the engine's cache unless `namespaceReads` asks for fresh
+/// reads; the half that cannot holds the Pod to the cluster whitelist alone, and says so.
 #[test]
 fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
     use taintguard::cluster::recorded::Recorded;
@@ -1279,7 +1283,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Mutating,
             pod(json!([])),
-            vec!["get namespace team-a"],
+            vec!["get namespace team-a cached"],
             "mutated",
         ),
         (
@@ -1287,8 +1291,17 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Mutating,
             pod(gpu.clone()),
-            vec!["get namespace team-a"],
+            vec!["get namespace team-a cached"],
             "403",
+        ),
+        (
+            "on, read fresh",
+            json!({"podTolerationRestriction": {"enabled": true, "namespaceReads": "fresh",
+                "whitelist": [{"key": "dedicated", "operator": "Exists"}]}}),
+            Half::Mutating,
+            pod(json!([])),
+            vec!["get namespace team-a fresh"],
+            "mutated",
         ),
         (
             "validating, outside",

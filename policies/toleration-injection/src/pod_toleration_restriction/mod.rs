@@ -10,7 +10,7 @@ mod annotations;
 mod guard;
 mod qos;
 
-use taintguard::cluster::Cluster;
+use taintguard::cluster::{Cluster, Freshness};
 use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::{quoted, Verdict};
 
@@ -90,7 +90,7 @@ impl PodTolerationRestriction {
                 scope: Scope::Cluster,
             });
         };
-        let text = read_namespace(pod, cluster)?;
+        let text = read_namespace(pod, cluster, self.namespace_reads)?;
         let [defaults, whitelist] = namespace_annotations(pod, &text)?;
         let annotation = |key: &str, value: Option<JsonStr<'_>>| {
             annotations::read(value.as_ref().map(JsonStr::as_str)).map_err(|e| {
@@ -237,11 +237,15 @@ fn namespace_refusal(pod: &Pod<'_>, why: &str) -> Verdict {
     )
 }
 
-/// The Namespace's text, read fresh through `cluster`. A namespace that cannot be read is
-/// refused (500), never taken to have no annotations.
-fn read_namespace(pod: &Pod<'_>, cluster: &dyn Cluster) -> Result<String, Verdict> {
+/// The Namespace's text, read through `cluster` as `freshness` asks. A namespace that cannot be
+/// read is refused (500), never taken to have no annotations.
+fn read_namespace(
+    pod: &Pod<'_>,
+    cluster: &dyn Cluster,
+    freshness: Freshness,
+) -> Result<String, Verdict> {
     cluster
-        .get_namespace(pod.namespace)
+        .get_namespace(pod.namespace, freshness)
         .map_err(|e| namespace_refusal(pod, &e.to_string()))
 }
 
