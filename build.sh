@@ -72,6 +72,27 @@ ensure_rust_components() {
 # the name section is 10-15% of a module and only serves debuggers (benchmarks/results.md).
 WASM_CARGO=(cargo --config 'target.wasm32-wasip1.rustflags=["-Dwarnings", "-Cstrip=symbols"]')
 
+# binaryen's wasm-opt, from buildtools/binaryen's npm lock (Binaryen's own Node.js build, so nothing
+# but Node is needed), shrinks a linked module before embed-metadata makes it an artifact:
+# `wasm_opt IN OUT`. The features are those rustc enables by default for both wasm32 targets
+# (`rustc --print cfg`): the linker drops the section that would tell binaryen, which then
+# refuses the module's `memory.copy`. The level and what it bought: benchmarks/cost.md,
+# "Room in every module".
+WASM_OPT_FLAGS=(-O3 --enable-bulk-memory --enable-multivalue --enable-mutable-globals
+  --enable-nontrapping-float-to-int --enable-reference-types --enable-sign-ext)
+wasm_opt() {
+  ensure_npm_packages buildtools/binaryen
+  buildtools/binaryen/node_modules/.bin/wasm-opt "${WASM_OPT_FLAGS[@]}" "$1" -o "$2"
+}
+
+# A linked waPC module made an artifact, as every waPC module here is (the policies and the
+# benchmark's modules alike): shrunk by wasm_opt beside itself, then given the Kubewarden metadata
+# of DIR's metadata.yml and README.md: `wapc_artifact DIR IN OUT`.
+wapc_artifact() {
+  wasm_opt "$2" "${2%.wasm}.opt.wasm"
+  target/debug/embed-metadata "$1/metadata.yml" "$1/README.md" "${2%.wasm}.opt.wasm" "$3"
+}
+
 # embed-metadata (buildtools/wasm-metadata) turns a linked module into an artifact. It has no wasm
 # host, so building the policies never compiles wasmtime.
 build_embed_metadata() {
@@ -112,8 +133,7 @@ build_policies() {
   done
   build_embed_metadata
   for policy in "${names[@]}"; do
-    target/debug/embed-metadata "policies/$policy/metadata.yml" "policies/$policy/README.md" \
-      "target/wasm32-wasip1/release/${policy//-/_}.wasm" "dist/$policy.wasm"
+    wapc_artifact "policies/$policy" "target/wasm32-wasip1/release/${policy//-/_}.wasm" "dist/$policy.wasm"
     printf '    dist/%s.wasm  %s bytes\n' "$policy" "$(stat -c %s "dist/$policy.wasm")"
   done
   build_gatekeeper_artifacts
@@ -138,9 +158,11 @@ build_gatekeeper_artifacts() {
       --target-dir "$OPA_TARGET_DIR" >>target/sbom/wasm32-unknown-unknown.jsonl
   done
   for policy in "${names[@]}"; do
+    local linked="$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${policy//-/_}"
+    wasm_opt "$linked.wasm" "$linked.opt.wasm"
     target/debug/embed-metadata --execution-mode gatekeeper \
       "policies/$policy/metadata.yml" "policies/$policy/README.md" \
-      "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${policy//-/_}.wasm" "dist/$policy.gatekeeper.wasm"
+      "$linked.opt.wasm" "dist/$policy.gatekeeper.wasm"
     printf '    dist/%s.gatekeeper.wasm  %s bytes\n' "$policy" "$(stat -c %s "dist/$policy.gatekeeper.wasm")"
   done
   write_sboms
@@ -357,9 +379,9 @@ run_tests() {
 }
 
 # The baseline modules are built exactly like the artifacts they are compared with: the waPC one
-# like the policies (same profile, same waPC guest library), the gatekeeper one like the
-# gatekeeper artifacts (OPA_CARGO, its target dir, the same OPA adapter; the harness applies the
-# same post-link finishing as embed-metadata). The harness is built optimised, as wasmtime's
+# like the policies (same profile, same waPC guest library, wasm-opt), the gatekeeper one like the
+# gatekeeper artifacts (OPA_CARGO, its target dir, the same OPA adapter, wasm-opt; the harness
+# applies the same post-link finishing as embed-metadata). The harness is built optimised, as wasmtime's
 # runtime in debug would skew absolute figures. The null module, policy-server's floor, and the
 # walk-only and mutate-only anchors, the least each verdict costs, are built like the policies
 # too, and every waPC module carries Kubewarden metadata as the policies do (policy-server refuses
@@ -373,39 +395,47 @@ run_benchmarks() {
   mkdir -p target/bench
   local module
   for module in baseline-policy null-policy walk-policy mutate-policy; do
-    target/debug/embed-metadata "benchmarks/$module/metadata.yml" "benchmarks/$module/README.md" \
-      "target/wasm32-wasip1/release/${module//-/_}.wasm" "target/bench/$module.wasm"
+    wapc_artifact "benchmarks/$module" "target/wasm32-wasip1/release/${module//-/_}.wasm" \
+      "target/bench/$module.wasm"
   done
-  # The anchor of a context-aware mutation: the same module asking for the request's Namespace
-  # first (its feature; built on its own so that the plain anchor stays without it).
-  "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p mutate-policy --features namespace
-  target/debug/embed-metadata benchmarks/mutate-policy/metadata.yml benchmarks/mutate-policy/README.md \
-    target/wasm32-wasip1/release/mutate_policy.wasm target/bench/mutate-namespace-policy.wasm
+  # The anchors of a context-aware mutation: the same module asking for the request's Namespace
+  # first, through policy-server's cache (feature `namespace`, as the policy reads by default) and
+  # fresh (`namespace-fresh`, as under `namespaceReads: fresh`); each built on its own so that the
+  # plain anchor stays without them.
+  local reads
+  for reads in namespace namespace-fresh; do
+    "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p mutate-policy --features "$reads"
+    wapc_artifact benchmarks/mutate-policy target/wasm32-wasip1/release/mutate_policy.wasm \
+      "target/bench/mutate-$reads-policy.wasm"
+  done
   "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
     -p baseline-gatekeeper
+  local baseline_gatekeeper="$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper"
+  wasm_opt "$baseline_gatekeeper.wasm" "$baseline_gatekeeper.opt.wasm"
   cargo build -q --release -p taintguard-benchmarks
   build_answer_anchors target/bench/answers
   say "measuring (several minutes; read the ratios, the machine is shared)"
   target/release/bench "$@" target/bench/baseline-policy.wasm \
-    "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/baseline_gatekeeper.wasm" target/bench/null-policy.wasm \
+    "$baseline_gatekeeper.opt.wasm" target/bench/null-policy.wasm \
     target/bench/walk-policy.wasm target/bench/mutate-policy.wasm target/bench/mutate-namespace-policy.wasm \
-    target/bench/answers
+    target/bench/mutate-namespace-fresh-policy.wasm target/bench/answers
 }
 
 # The answer anchors (benchmarks/answer-policy): the harness writes the policy's answer to each
 # real-host case into DIR, and each is built into its own module around it, like the other
-# anchors, with the `namespace` feature where the case reads its Namespace.
+# anchors, where the case reads its Namespace with the feature that asks as its policy does
+# (`namespace` or `namespace-fresh`), which the harness writes into `<case>.asks-namespace`.
 build_answer_anchors() {
   local dir=$1 answer features
   say "building an answer anchor per real-host case"
   target/release/bench --answers "$dir"
   for answer in "$dir"/*.json; do
     features=()
-    [ -e "${answer%.json}.asks-namespace" ] && features=(--features namespace)
+    [ -e "${answer%.json}.asks-namespace" ] && features=(--features "$(cat "${answer%.json}.asks-namespace")")
     TAINTGUARD_BENCH_ANSWER="$PWD/$answer" "${WASM_CARGO[@]}" build -q --release \
       --target wasm32-wasip1 -p answer-policy "${features[@]}"
-    target/debug/embed-metadata benchmarks/answer-policy/metadata.yml benchmarks/answer-policy/README.md \
-      target/wasm32-wasip1/release/answer_policy.wasm "${answer%.json}.wasm"
+    wapc_artifact benchmarks/answer-policy target/wasm32-wasip1/release/answer_policy.wasm \
+      "${answer%.json}.wasm"
   done
 }
 

@@ -60,6 +60,19 @@ impl Input {
             .collect()
     }
 
+    /// How the policy reads the request's Namespace, if it reads one: the one place a case says
+    /// which build of the context-aware anchors asks as its policy asks
+    /// ([`NamespaceReads::feature`]).
+    pub fn namespace_reads(&self) -> Option<NamespaceReads> {
+        self.namespace.as_ref()?;
+        let reads = &self.settings["podTolerationRestriction"]["namespaceReads"];
+        Some(match reads.as_str() {
+            Some("fresh") => NamespaceReads::Fresh,
+            // The policy's default (`cached`).
+            _ => NamespaceReads::Cached,
+        })
+    }
+
     /// The input Kubewarden's gatekeeper mode gives entrypoint 0, serialised as burrego does
     /// (`json!` into a `serde_json::Value`, then `serde_json::to_vec`).
     pub fn gatekeeper_input(&self) -> Vec<u8> {
@@ -79,8 +92,35 @@ impl Input {
     }
 }
 
-/// The input judged with its namespace's PodTolerationRestriction annotations.
+/// How a context-aware case's policy asks for the Namespace: toleration-injection's
+/// `podTolerationRestriction.namespaceReads` (docs/context.md, "How old an answer may be").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamespaceReads {
+    /// `cached`, the default: `disable_cache: false`, policy-server answers from its five-second
+    /// cache.
+    Cached,
+    /// `fresh`: `disable_cache: true`, a GET of the API server per request.
+    Fresh,
+}
+
+impl NamespaceReads {
+    /// The cargo feature of `benchmarks/mutate-policy` and `benchmarks/answer-policy` that asks
+    /// this way (`benchmarks/ask-namespace`).
+    pub fn feature(self) -> &'static str {
+        match self {
+            NamespaceReads::Cached => "namespace",
+            NamespaceReads::Fresh => "namespace-fresh",
+        }
+    }
+}
+
+/// The input judged with its namespace's PodTolerationRestriction annotations, the Namespace read
+/// as the policy reads it by default (from policy-server's cache).
 pub const NAMESPACED_POD: &str = "Pod CREATE with namespace annotations [podTolerationRestriction]";
+/// The same request judged with the same annotations, the Namespace read fresh for every Pod
+/// (`namespaceReads: fresh`).
+pub const NAMESPACED_POD_FRESH: &str =
+    "Pod CREATE with namespace annotations [podTolerationRestriction, fresh reads]";
 
 const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
@@ -301,16 +341,25 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
             ));
         }
     }
-    let mut namespaced = Input::new(
-        "toleration-injection",
-        None,
-        NAMESPACED_POD.to_owned(),
-        &namespaced_pod(),
-        &json!({"podTolerationRestriction": {"enabled": true}}),
-        Expect::Mutated,
-    );
-    namespaced.namespace = Some(team_namespace());
-    inputs.push(namespaced);
+    let restriction = [
+        (NAMESPACED_POD, json!({"enabled": true})),
+        (
+            NAMESPACED_POD_FRESH,
+            json!({"enabled": true, "namespaceReads": "fresh"}),
+        ),
+    ];
+    for (name, restriction) in restriction {
+        let mut namespaced = Input::new(
+            "toleration-injection",
+            None,
+            name.to_owned(),
+            &namespaced_pod(),
+            &json!({"podTolerationRestriction": restriction}),
+            Expect::Mutated,
+        );
+        namespaced.namespace = Some(team_namespace());
+        inputs.push(namespaced);
+    }
     for policy in ["taint-preservation", "toleration-injection"] {
         for example in wasm_tests::examples::load(&repo.join("policies").join(policy))? {
             // A case that asks the cluster needs its session's answers, which no benchmark host

@@ -1,5 +1,6 @@
 //! `bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM
-//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM ANSWERS_DIR`:
+//! BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM
+//! MUTATE_NAMESPACE_FRESH_WASM ANSWERS_DIR`:
 //! measures the policies in Kubewarden's real policy-server over loopback against the
 //! null module NULL_WASM (`realhost/`), then, as diagnostics, every `dist/<policy>.wasm` against
 //! the waPC baseline module, and every `dist/<policy>.gatekeeper.wasm` against the OPA-ABI
@@ -215,6 +216,7 @@ struct Options<'a> {
     walk: &'a Path,
     mutate: &'a Path,
     mutate_namespace: &'a Path,
+    mutate_namespace_fresh: &'a Path,
     answers: &'a Path,
 }
 
@@ -235,6 +237,7 @@ fn run(options: &Options) -> Result<(), String> {
         walk: options.walk.to_owned(),
         mutate: options.mutate.to_owned(),
         mutate_namespace: options.mutate_namespace.to_owned(),
+        mutate_namespace_fresh: options.mutate_namespace_fresh.to_owned(),
         answers: options.answers.to_owned(),
         dist: repo.join("dist"),
     };
@@ -354,11 +357,13 @@ fn main() -> ExitCode {
             _ => paths.push(Path::new(arg)),
         }
     }
-    let [baseline, baseline_gatekeeper, null, walk, mutate, mutate_namespace, answers] = paths[..]
+    let [baseline, baseline_gatekeeper, null, walk, mutate, mutate_namespace, mutate_namespace_fresh, answers] =
+        paths[..]
     else {
         eprintln!(
             "usage: bench [--quick] [--only TEXT]... [--rounds N] [--real-host | --instructions] BASELINE_WASM \
-             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM ANSWERS_DIR | bench --dump DIR | bench --answers DIR"
+             BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM MUTATE_NAMESPACE_FRESH_WASM \
+             ANSWERS_DIR | bench --dump DIR | bench --answers DIR"
         );
         return ExitCode::from(2);
     };
@@ -374,6 +379,7 @@ fn main() -> ExitCode {
         walk,
         mutate,
         mutate_namespace,
+        mutate_namespace_fresh,
         answers,
     };
     match run(&options) {

@@ -4,8 +4,10 @@
 //! byte (`build.rs`). policy-server then does for it exactly what it does for the policy (parse
 //! the answer, diff a mutated object into a JSONPatch, copy warnings and audit annotations), so
 //! the policy's cost beyond this module's is its decision alone. Built with the `namespace`
-//! feature it first asks for the request's Namespace as the policy does
-//! (`benchmarks/ask-namespace`). Not a policy to deploy.
+//! feature it first asks for the request's Namespace as the policy does by default, from
+//! policy-server's cache (`disable_cache: false`); with `namespace-fresh`, as the policy does
+//! under `namespaceReads: fresh`, with `disable_cache: true` (`benchmarks/ask-namespace`). Not a
+//! policy to deploy.
 
 taintguard_wapc::guest!(taintguard_wapc::answering(validate));
 
@@ -35,6 +37,6 @@ struct Request<'a> {
 #[cfg(feature = "namespace")]
 fn validate(payload: &[u8]) -> taintguard_wapc::Validated {
     let payload: Payload = serde_json::from_slice(payload)?;
-    ask_namespace::ask(payload.request.namespace)?;
+    ask_namespace::ask(payload.request.namespace, cfg!(feature = "namespace-fresh"))?;
     Ok(ANSWER.to_vec())
 }

@@ -1,8 +1,10 @@
 //! The one host call of the benchmark's context-aware anchors: the Namespace a request is in,
 //! asked of policy-server as toleration-injection's PodTolerationRestriction asks it
-//! (`kubewarden/kubernetes/get_resource`, read fresh: `abi/kubewarden/src/cluster.rs`), and the
-//! answer read through into `IgnoredAny`, so that the API server's round trip and the answer's
-//! reading are on the anchor's side of a ratio too.
+//! (`kubewarden/kubernetes/get_resource`: `abi/kubewarden/src/cluster.rs`), from policy-server's
+//! five-second cache as the policy's default `namespaceReads: cached` asks, or fresh
+//! (`disable_cache: true`) as `namespaceReads: fresh` asks, and the answer read through into
+//! `IgnoredAny`, so that the host's answer (the API server's round trip, where it makes one) and
+//! the answer's reading are on the anchor's side of a ratio too.
 
 use serde::de::IgnoredAny;
 use serde::Serialize;
@@ -18,18 +20,19 @@ struct GetResource<'a> {
     disable_cache: bool,
 }
 
-/// Asks for the Namespace `name` and reads the answer through.
+/// Asks for the Namespace `name` and reads the answer through: `fresh` sets `disable_cache` (a
+/// GET of the API server per call), else policy-server may answer from its cache.
 ///
 /// # Errors
 ///
 /// The host's refusal, or an answer that is not JSON.
-pub fn ask(name: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+pub fn ask(name: &str, fresh: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let request = GetResource {
         api_version: "v1",
         kind: "Namespace",
         name,
         namespace: None,
-        disable_cache: true,
+        disable_cache: fresh,
     };
     let answer = taintguard_wapc::host_call(
         "kubewarden",

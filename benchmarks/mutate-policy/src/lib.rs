@@ -5,7 +5,9 @@
 //! is its own.
 //!
 //! Built with the `namespace` feature it is the anchor of a context-aware mutation: it first asks
-//! the host for the request's Namespace as the policy does (`benchmarks/ask-namespace`).
+//! the host for the request's Namespace as the policy does by default, from policy-server's cache
+//! (`disable_cache: false`); with `namespace-fresh`, as the policy does under `namespaceReads:
+//! fresh`, with `disable_cache: true` (`benchmarks/ask-namespace`).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -33,7 +35,7 @@ const MEMBER: &str = r#""taintguardBenchmark":true"#;
 fn validate(payload: &[u8]) -> taintguard_wapc::Validated {
     let payload: Payload = serde_json::from_slice(payload)?;
     #[cfg(feature = "namespace")]
-    ask_namespace::ask(payload.request.namespace)?;
+    ask_namespace::ask(payload.request.namespace, cfg!(feature = "namespace-fresh"))?;
     let object = payload.request.object.get();
     let inner = object
         .trim_start()

@@ -17,9 +17,10 @@ pub fn module(dir: &Path, input: &Input) -> PathBuf {
     dir.join(format!("{}.wasm", input.slug()))
 }
 
-/// Writes `<slug>.json`, the policy's answer, for every case of [`super::CASES`] in `inputs`, and an
-/// empty `<slug>.asks-namespace` beside it where the case reads its Namespace (its module is built
-/// with the `namespace` feature). `dist` holds the policies.
+/// Writes `<slug>.json`, the policy's answer, for every case of [`super::CASES`] in `inputs`, and
+/// `<slug>.asks-namespace` beside it where the case reads its Namespace, holding the cargo feature
+/// its module is built with so that it asks as the policy does (`namespace` or `namespace-fresh`:
+/// [`crate::inputs::NamespaceReads::feature`]). `dist` holds the policies.
 ///
 /// # Errors
 ///
@@ -54,9 +55,9 @@ pub fn write(inputs: &[Input], dist: &Path, dir: &Path) -> Result<(), String> {
             .map_err(|e| format!("{} {}: {e}", input.policy, input.name))?;
         let file = dir.join(format!("{}.json", input.slug()));
         std::fs::write(&file, answer).map_err(|e| io(&file, e))?;
-        if input.namespace.is_some() {
+        if let Some(reads) = input.namespace_reads() {
             let marker = dir.join(format!("{}.asks-namespace", input.slug()));
-            std::fs::write(&marker, "").map_err(|e| io(&marker, e))?;
+            std::fs::write(&marker, reads.feature()).map_err(|e| io(&marker, e))?;
         }
     }
     Ok(())

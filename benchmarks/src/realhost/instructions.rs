@@ -179,8 +179,9 @@ pub fn section(counted: &[Counted]) -> String {
          (answer ÷ policy ≥ 0.95x; the case with a JSONPath condition states its own, 0.95x with \
          what the condition costs allowed on top: the policy's guest count less its twin's, the \
          same request judged by the same rule without the condition, less the same difference of \
-         their answer anchors). The context-aware case's counts leave out the API server, a \
-         process of its own.\n\n{}",
+         their answer anchors). The context-aware cases' counts leave out the API server, a \
+         process of its own (asked once per 5 s through policy-server's cache by default, for \
+         every request by the fresh reads case).\n\n{}",
         table(counted)
     )
 }

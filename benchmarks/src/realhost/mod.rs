@@ -7,7 +7,9 @@
 //! the least this answer costs: it reads the whole payload and returns the policy's own answer,
 //! so policy ÷ answer is the policy's decision alone. A case whose policy reads its
 //! Namespace from the cluster runs with a kube-apiserver on loopback holding it
-//! ([`context`]), and its anchor asks for the Namespace the same way first.
+//! ([`context`]), and its anchors ask for the Namespace the same way first (from policy-server's
+//! cache, or fresh: [`crate::inputs::NamespaceReads`]); around each of its points the API server's
+//! GETs of Namespaces are counted.
 
 pub mod answers;
 mod context;
@@ -23,18 +25,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
+use taintguard_control_plane::cluster::Cluster;
 use wasm_tests::examples::Expect;
 
-use crate::inputs::Input;
+use crate::inputs::{Input, NamespaceReads};
 
 /// The inputs measured here (policy, name in `inputs.rs`): the incidents' requests, the Pod and
 /// DaemonSet CREATEs that get tolerations injected, the DaemonSet judged by a rule with a
 /// JSONPath condition (the one member its path names read for it), kubelet status updates of a
 /// 25 KB and a 200 KB Node, accepted and (a stale write) restored, and the two updates that
 /// write the taint owner record (kured adding its taint, and removing it), a Pod CREATE
-/// judged with its namespace's PodTolerationRestriction annotations, read from the API server,
-/// and the JSONPath case's twin, which its target is measured against ([`target`]).
-pub const CASES: [(&str, &str); 12] = [
+/// judged with its namespace's PodTolerationRestriction annotations, the Namespace read through
+/// policy-server's cache (the default) and, the same request again, fresh from the API server
+/// for every Pod, and the JSONPath case's twin, which its target is measured against
+/// ([`target`]).
+pub const CASES: [(&str, &str); 13] = [
     (
         "taint-preservation",
         "incident-1-stale-taint-patch [default]",
@@ -70,6 +75,7 @@ pub const CASES: [(&str, &str); 12] = [
         "flannel-v0.24.4-daemonset [critical-daemonsets]",
     ),
     ("toleration-injection", crate::inputs::NAMESPACED_POD),
+    ("toleration-injection", crate::inputs::NAMESPACED_POD_FRESH),
     ("toleration-injection", target::CONDITION_TWINS[0].2),
 ];
 
@@ -119,16 +125,26 @@ pub const ANCHOR: usize = 3;
 pub const ANSWER: usize = 4;
 
 /// The anchor of a case's verdict: what the least module answering it must do, the Namespace's
-/// read included where the policy reads it. Only mutations have a context-aware anchor.
+/// read included, asked as the policy asks it, where the policy reads it. Only mutations have a
+/// context-aware anchor.
 pub fn anchor(input: &Input) -> Result<&'static str, String> {
-    match (input.expect, input.namespace.is_some()) {
-        (Expect::Mutated, false) => Ok("mutate"),
-        (Expect::Mutated, true) => Ok("mutate-namespace"),
-        (Expect::Accepted | Expect::Rejected, false) => Ok("walk"),
-        (verdict, true) => Err(format!(
+    match (input.expect, input.namespace_reads()) {
+        (Expect::Mutated, None) => Ok("mutate"),
+        (Expect::Mutated, Some(reads)) => Ok(mutate_asking(reads)),
+        (Expect::Accepted | Expect::Rejected, None) => Ok("walk"),
+        (verdict, Some(_)) => Err(format!(
             "{} {}: no anchor reads the Namespace for a verdict {verdict:?}",
             input.policy, input.name
         )),
+    }
+}
+
+/// The mutate anchor that asks for the Namespace as a policy reading it `reads` asks: its name,
+/// and the prefix of its ids in policy-server.
+fn mutate_asking(reads: NamespaceReads) -> &'static str {
+    match reads {
+        NamespaceReads::Cached => "mutate-namespace",
+        NamespaceReads::Fresh => "mutate-namespace-fresh",
     }
 }
 
@@ -141,6 +157,10 @@ pub struct Series {
     pub cpu_per_request: Vec<f64>,
     /// policy-server's peak resident memory during the point, in KiB.
     pub peak_memory_kib: Vec<f64>,
+    /// The GETs of Namespaces the API server answered during the point, per 1,000 of the point's
+    /// requests (whoever sent them: policy-server, or the API server itself); empty for a case
+    /// that reads no Namespace.
+    pub namespace_gets_per_1000: Vec<f64>,
 }
 
 pub struct Measured {
@@ -224,14 +244,26 @@ pub struct Modules {
     pub null: PathBuf,
     pub baseline: PathBuf,
     /// The anchors: `benchmarks/walk-policy` and `benchmarks/mutate-policy`, and the latter
-    /// built to ask for the request's Namespace first.
+    /// built to ask for the request's Namespace first, from policy-server's cache (feature
+    /// `namespace`) and fresh (`namespace-fresh`).
     pub walk: PathBuf,
     pub mutate: PathBuf,
     pub mutate_namespace: PathBuf,
+    pub mutate_namespace_fresh: PathBuf,
     /// The answer anchors' folder (`answers.rs`).
     pub answers: PathBuf,
     /// `dist/`, holding `<policy>.wasm`.
     pub dist: PathBuf,
+}
+
+impl Modules {
+    /// The module of [`mutate_asking`]`(reads)`.
+    fn mutate_asking(&self, reads: NamespaceReads) -> &PathBuf {
+        match reads {
+            NamespaceReads::Cached => &self.mutate_namespace,
+            NamespaceReads::Fresh => &self.mutate_namespace_fresh,
+        }
+    }
 }
 
 /// What policy-server answered, as one of the example verdicts.
@@ -305,8 +337,8 @@ fn prepare<'a>(
                     ("walk", &modules.walk),
                     ("mutate", &modules.mutate),
                 ];
-                if input.namespace.is_some() {
-                    loaded.push(("mutate-namespace", &modules.mutate_namespace));
+                if let Some(reads) = input.namespace_reads() {
+                    loaded.push((mutate_asking(reads), modules.mutate_asking(reads)));
                 }
                 for (module, path) in loaded {
                     entries.push(server::Entry {
@@ -387,12 +419,15 @@ fn check(server: &server::PolicyServer, case: &Prepared) -> Result<(), String> {
     Ok(())
 }
 
+/// Every module of `case` at `connections`, round after round. `cluster`, for a case that reads
+/// its Namespace: the API server whose GETs of Namespaces each point counts.
 fn measure(
     server: &server::PolicyServer,
     script: &Path,
     case: &Prepared,
     connections: u32,
     timing: Timing,
+    cluster: Option<&Cluster>,
 ) -> Result<Measured, String> {
     let urls = case.ids.clone().map(|id| server.url(&id));
     let point = |url: &str, seconds| {
@@ -402,9 +437,15 @@ fn measure(
     for url in &urls {
         point(url, timing.warm_up_seconds)?;
     }
+    let namespace_gets = || {
+        cluster
+            .map(|cluster| cluster.requests_served("GET", "namespaces"))
+            .transpose()
+    };
     let mut series: [Series; 5] = Default::default();
     for _ in 0..timing.rounds {
         for (url, series) in urls.iter().zip(&mut series) {
+            let gets_before = namespace_gets()?;
             server.reset_peak_memory()?;
             let cpu_before = server.cpu_seconds()?;
             let p = point(url, timing.seconds)?;
@@ -413,6 +454,11 @@ fn measure(
             series.p99.push(p.p99);
             series.cpu_per_request.push(cpu * 1e6 / p.requests);
             series.peak_memory_kib.push(server.peak_memory_kib()?);
+            if let (Some(before), Some(after)) = (gets_before, namespace_gets()?) {
+                series
+                    .namespace_gets_per_1000
+                    .push((after - before) * 1000.0 / p.requests);
+            }
         }
     }
     Ok(Measured {
@@ -489,9 +535,13 @@ pub fn run(
     }
     let mut results = Vec::new();
     for case in &prepared {
+        let cluster = context
+            .cluster
+            .as_ref()
+            .filter(|_| case.input.namespace.is_some());
         let mut points = Vec::new();
         for connections in CONNECTIONS {
-            let measured = measure(&server, &script, case, connections, timing)?;
+            let measured = measure(&server, &script, case, connections, timing, cluster)?;
             eprintln!(
                 "{:<22} {:<46} {connections} connections: {}",
                 case.input.policy,
@@ -542,7 +592,99 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Measured, Series, POLICY};
+    use serde_json::{json, Value};
+    use wasm_tests::examples::Expect;
+
+    use super::{anchor, Measured, Series, CASES, POLICY};
+    use crate::inputs::Input;
+
+    /// The anchor asks for the Namespace as the policy does: not at all, through policy-server's
+    /// cache (the default, and `namespaceReads: cached`), or fresh; a verdict other than a
+    /// mutation has no anchor that asks.
+    #[test]
+    fn the_anchor_asks_as_the_policy_asks() {
+        let input = |expect, namespace: Option<Value>, settings: Value| Input {
+            policy: "toleration-injection",
+            family: None,
+            name: "case".to_owned(),
+            payload: Vec::new(),
+            request: json!({}),
+            settings,
+            expect,
+            namespace,
+        };
+        let team = || Some(json!({"metadata": {"name": "team-a"}}));
+        let restriction = |reads: Value| json!({"podTolerationRestriction": {"enabled": true, "namespaceReads": reads}});
+        // (verdict, Namespace, settings, anchor, or None for none)
+        let cases = [
+            (Expect::Mutated, None, json!({}), Some("mutate")),
+            (Expect::Accepted, None, json!({}), Some("walk")),
+            (Expect::Rejected, None, json!({}), Some("walk")),
+            (
+                Expect::Mutated,
+                team(),
+                json!({"podTolerationRestriction": {"enabled": true}}),
+                Some("mutate-namespace"),
+            ),
+            (
+                Expect::Mutated,
+                team(),
+                restriction(json!("cached")),
+                Some("mutate-namespace"),
+            ),
+            (
+                Expect::Mutated,
+                team(),
+                restriction(json!("fresh")),
+                Some("mutate-namespace-fresh"),
+            ),
+            // Settings that name fresh reads for a case that reads no Namespace ask nothing.
+            (
+                Expect::Mutated,
+                None,
+                restriction(json!("fresh")),
+                Some("mutate"),
+            ),
+            (Expect::Accepted, team(), restriction(json!("fresh")), None),
+        ];
+        for (expect, namespace, settings, want) in cases {
+            let input = input(expect, namespace, settings);
+            let got = anchor(&input).ok();
+            assert_eq!(
+                got, want,
+                "{expect:?} {:?} {}",
+                input.namespace, input.settings
+            );
+        }
+    }
+
+    /// Every real-host case is one input; the two Pods judged with their Namespace's annotations
+    /// are the same request on the same Namespace, one read through the cache and one fresh, and
+    /// their answer anchors are built with the feature that asks so.
+    #[test]
+    fn every_case_is_one_input_and_the_namespaced_pods_differ_only_in_their_reads() {
+        let inputs = crate::inputs::all(&wasm_tests::repo_root()).unwrap();
+        for (policy, name) in CASES {
+            let found = inputs
+                .iter()
+                .filter(|i| i.policy == policy && i.name == name)
+                .count();
+            assert_eq!(found, 1, "{policy} {name}");
+        }
+        let find = |name: &str| inputs.iter().find(|i| i.name == name).unwrap();
+        let cached = find(crate::inputs::NAMESPACED_POD);
+        let fresh = find(crate::inputs::NAMESPACED_POD_FRESH);
+        assert_eq!(cached.request, fresh.request);
+        assert_eq!(cached.namespace, fresh.namespace);
+        assert_eq!(
+            [cached, fresh].map(|i| i.namespace_reads().map(|r| r.feature())),
+            [Some("namespace"), Some("namespace-fresh")]
+        );
+        assert_eq!(
+            [anchor(cached), anchor(fresh)],
+            [Ok("mutate-namespace"), Ok("mutate-namespace-fresh")]
+        );
+    }
 
     /// Both ratios say how much of the base's throughput the module keeps: req/s module ÷ base,
     /// CPU per request base ÷ module, round by round.

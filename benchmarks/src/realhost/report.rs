@@ -1,6 +1,7 @@
 //! The real-host section of `benchmarks/results.md`: targets checked on the saturated points
 //! against each case's answer anchor, beside the anchor of its verdict, then every point's
-//! throughput and p99 for the policy, the null module, the baseline and both anchors.
+//! throughput and p99 for the policy, the null module, the baseline and both anchors, and for
+//! the cases that read their Namespace, the API server's GETs of Namespaces per 1,000 requests.
 
 use std::fmt::Write;
 
@@ -50,6 +51,16 @@ pub fn line(m: &Measured) -> String {
         median(&m.ratios_to(POLICY, ANCHOR)),
         median(&m.cpu_ratios_to(POLICY, ANSWER))
     );
+    if !m.series[POLICY].namespace_gets_per_1000.is_empty() {
+        let gets = |module: usize| median(&m.series[module].namespace_gets_per_1000);
+        let _ = write!(
+            out,
+            ", Namespace GETs per 1,000 requests policy {:.1} anchor {:.1} answer {:.1}",
+            gets(POLICY),
+            gets(ANCHOR),
+            gets(ANSWER)
+        );
+    }
     out
 }
 
@@ -85,6 +96,12 @@ fn mark(ratios: &[f64], bound: f64) -> &'static str {
 fn with_range(ratios: &[f64]) -> String {
     let (min, max) = range(ratios);
     format!("{:.2}x ({min:.2}-{max:.2})", median(ratios))
+}
+
+/// A count per 1,000 requests: its median with its rounds' range.
+fn per_1000(values: &[f64]) -> String {
+    let (min, max) = range(values);
+    format!("{:.1} ({min:.1}-{max:.1})", median(values))
 }
 
 /// One line per case, saturated: the policy against its answer anchor (the target, in req/s
@@ -151,9 +168,16 @@ fn intro(run: &Run) -> String {
          reads the request's Namespace from the cluster (PodTolerationRestriction's annotations) \
          runs with policy-server reaching a kube-apiserver 1.20 on loopback that holds it (etcd \
          beside it: the end-to-end suite's control plane, with the admin's kubeconfig), and its \
-         anchor is **mutate-namespace**: the mutate anchor asking for the Namespace first as the \
-         policy does (`get_resource`, read fresh) and reading the answer through, so the API \
-         server's round trip is on both sides of the ratio. Every answer is \
+         anchors ask for the Namespace first as the policy does (`get_resource`) and read the \
+         answer through, so the host's answer is on both sides of the ratio. By default \
+         (`namespaceReads: cached`, `disable_cache: false`) the policy reads policy-server's \
+         five-second cache, which asks the API server once per 5 s whatever the rate, and its \
+         anchor is **mutate-namespace**, asking the same way; the **fresh reads** case \
+         (`namespaceReads: fresh`, `disable_cache: true`), the same request and Namespace, reads \
+         the Namespace from the API server for every Pod, and its anchor is \
+         **mutate-namespace-fresh**, asking the same way, so the API server's round trip is on \
+         both sides of its ratio. Around each of their points the API server's GETs of Namespaces \
+         are counted (below). Every answer is \
          checked once before any load (the policy's verdict is the example's, the mutate \
          anchor's a mutation, the answer anchor's AdmissionReview the policy's, member for \
          member, the others' an acceptance), so no figure is of an error path.\n\n\
@@ -238,7 +262,57 @@ pub fn section(outcome: &Outcome) -> String {
             );
         }
     }
+    out.push_str(&namespace_reads(run));
     out.push_str(&felt(run));
+    out
+}
+
+/// For each case that reads its Namespace, at each concurrency: the API server's GETs of
+/// Namespaces per 1,000 requests each module admitted. Empty when no such case ran.
+fn namespace_reads(run: &Run) -> String {
+    let cases: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|case| {
+            let gets = |m: &Measured| !m.series[POLICY].namespace_gets_per_1000.is_empty();
+            case.points.iter().any(gets)
+        })
+        .collect();
+    if cases.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n### The API server's reads\n\n\
+         For the cases that read their Namespace: the GETs of Namespaces the kube-apiserver \
+         answered during each point (the sum of its `apiserver_request_total` for verb GET, \
+         resource `namespaces`, code 200, read before and after the point), per 1,000 requests \
+         the module admitted in the point: median over rounds (range). It counts whoever sent \
+         them, so the null module's column, which asks nothing, shows what else read Namespaces \
+         meanwhile. Reading through policy-server's cache costs one GET per 5 s per \
+         policy-server whatever the rate, so per 1,000 Pods it falls as the rate rises (the cache \
+         is one per process, shared by every module loaded: a point may find it filled by the \
+         module before it and ask nothing); fresh reads cost one per Pod, 1,000 (a few more where \
+         the requests in flight when wrk stops, up to one per connection, asked too).\n\n\
+         | input | anchor | connections | GETs per 1,000 requests: policy | anchor | answer | null |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for case in cases {
+        for m in &case.points {
+            let gets = |module: usize| per_1000(&m.series[module].namespace_gets_per_1000);
+            let _ = writeln!(
+                out,
+                "| {} {} | {} | {} | {} | {} | {} | {} |",
+                case.policy,
+                case.name,
+                case.anchor,
+                m.connections,
+                gets(POLICY),
+                gets(ANCHOR),
+                gets(ANSWER),
+                gets(0),
+            );
+        }
+    }
     out
 }
 
@@ -335,7 +409,70 @@ pub fn replace_section(results: &str, section: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, replace_section, section_of, HEADING};
+    use wasm_tests::examples::Expect;
+
+    use super::super::{felt, CaseResult, FixedRate, Measured, Run, Series, QUICK};
+    use super::{median, namespace_reads, replace_section, section_of, HEADING};
+
+    /// One line per point of each case that read its Namespace, the modules' GETs per 1,000
+    /// requests as median (range) over rounds; no table when no case read one.
+    #[test]
+    fn the_api_servers_reads_are_given_for_the_cases_that_read_their_namespace() {
+        let case = |name: &str, anchor, gets: [&[f64]; 5]| CaseResult {
+            policy: "toleration-injection",
+            name: name.to_owned(),
+            expect: Expect::Mutated,
+            anchor,
+            body_bytes: 0,
+            points: vec![Measured {
+                connections: 8,
+                series: gets.map(|gets| Series {
+                    namespace_gets_per_1000: gets.to_vec(),
+                    ..Series::default()
+                }),
+            }],
+            fixed_rate: FixedRate {
+                rate: 0.0,
+                policy: 0.0,
+                null: 0.0,
+            },
+        };
+        let run = |cases| Run {
+            version: String::new(),
+            args: Vec::new(),
+            cores: 2,
+            timing: QUICK,
+            cases,
+            not_run: Vec::new(),
+            startup: felt::Startup {
+                policies: Vec::new(),
+                null: Vec::new(),
+            },
+        };
+        let plain = || case("plain", "mutate", [&[]; 5]);
+        let fresh = case(
+            "fresh",
+            "mutate-namespace-fresh",
+            [
+                &[0.0, 0.0, 0.0],
+                &[1000.0, 1000.5, 999.0],
+                &[0.0; 3],
+                &[1000.0; 3],
+                &[0.25, 0.5, 0.0],
+            ],
+        );
+        let table = namespace_reads(&run(vec![plain(), fresh]));
+        let rows: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("| toleration"))
+            .collect();
+        assert_eq!(
+            rows,
+            ["| toleration-injection fresh | mutate-namespace-fresh | 8 | 1000.0 (999.0-1000.5) \
+              | 1000.0 (1000.0-1000.0) | 0.2 (0.0-0.5) | 0.0 (0.0-0.0) |"]
+        );
+        assert_eq!(namespace_reads(&run(vec![plain()])), "");
+    }
 
     #[test]
     fn the_section_is_replaced_up_to_the_next_heading() {
