@@ -176,7 +176,8 @@ pub fn section(counted: &[Counted]) -> String {
          the figure is per request. **total** is everything policy-server executed, **guest** the \
          part inside wasm calls (`TypedFunc::call_raw`, inclusive). The guest's counts repeat \
          exactly from run to run whatever else the machine does, the totals within about 0.5%: the steady measure of the targets \
-         (answer ÷ policy ≥ 0.95x; the case with a JSONPath condition states its own, 0.95x with \
+         (answer ÷ policy ≥ 0.95x; the hostpath helper Pod's is its measured 0.93x, stated \
+         beside it (cost.md, \"The limit of tuning\"); the case with a JSONPath condition states its own, 0.95x with \
          what the condition costs allowed on top: the policy's guest count less its twin's, the \
          same request judged by the same rule without the condition, less the same difference of \
          their answer anchors). The context-aware cases' counts leave out the API server, a \
@@ -219,7 +220,7 @@ pub fn table(counted: &[Counted]) -> String {
                 guest_costs(twin)?,
             ))
         });
-        let target = Target::of(answer.total as f64, condition);
+        let target = Target::of(case.policy, &case.name, answer.total as f64, condition);
         let met = if over(answer) >= target.ratio {
             "met"
         } else {
