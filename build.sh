@@ -212,6 +212,8 @@ ensure_chromium() {
 # npm packages from the committed lock file, reinstalled only when the lock changed.
 ensure_npm_packages() {
   local dir=$1
+  command -v node >/dev/null && command -v npm >/dev/null ||
+    { echo "node (20 or newer) and npm are needed for $dir (README, \"What they need\")" >&2; exit 1; }
   if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
     [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     say "npm ci in $dir"
