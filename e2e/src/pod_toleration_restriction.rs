@@ -585,8 +585,8 @@ pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
         };
         match refused_after {
             Some(after) => println!(
-                "#   {variant}: the narrowed whitelist refused a Pod {:.1} s after the patch, \
-                 {BURST} Pods cost {gets} GETs of the Namespace",
+                "#   {variant}: the narrowed whitelist refused a Pod {:.1} s after the patch; \
+                 {BURST} Pods cost the API server {gets} GET(s) of their Namespace",
                 after.as_secs_f64()
             ),
             None => problems.push(format!(
