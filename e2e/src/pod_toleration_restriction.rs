@@ -135,6 +135,12 @@ fn pod(namespace: &str, tolerations: &[Value], burstable: bool) -> Value {
 /// loaded machine.
 pub const CACHED_READ_BOUND: Duration = Duration::from_secs(6);
 
+/// A merge patch of a Namespace that sets its whitelist annotation to `tolerations`.
+fn whitelist_patch(tolerations: &[Value]) -> String {
+    let whitelist = Value::from(tolerations.to_vec()).to_string();
+    json!({"metadata": {"annotations": {WHITELIST: whitelist}}}).to_string()
+}
+
 /// The stored Pod's tolerations, or the refusal's message.
 type Outcome = Result<Vec<Value>, String>;
 
@@ -346,9 +352,11 @@ fn update_rejudged(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, 
         burstable: false,
         want: Want::Stores(vec![t("dedicated", "Equal", "team-b", "NoSchedule")]),
     };
-    let narrowed = format!(
-        r#"{{"metadata":{{"annotations":{{"{WHITELIST}":"[{{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"team-a\"}},{{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}},{{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}}]"}}}}}}"#
-    );
+    let narrowed = whitelist_patch(&[
+        t("dedicated", "Equal", "team-a", ""),
+        not_ready(),
+        unreachable(),
+    ]);
     let mut problems = Vec::new();
     for (who, k) in [("plugin", upstream), ("policy", policy)] {
         let created = run_case(k, ns, &case)?;
@@ -423,7 +431,7 @@ fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
         problems.push(format!("{}: plugin {a:?}, policy {b:?}", redundant.name));
     }
     // kubernetes#59366: a tenant widens its own whitelist upstream; the policy refuses it.
-    let widen = format!(r#"{{"metadata":{{"annotations":{{"{WHITELIST}":"[]"}}}}}}"#);
+    let widen = whitelist_patch(&[]);
     let tenant_patch = |k: &Kubectl, who: Actor| {
         k.run(
             Some(who),
@@ -521,9 +529,7 @@ pub fn annotation_guard(env: &mut Env) -> Result<(), String> {
 pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let wide = r#"[{"key":"dedicated","operator":"Exists"}]"#;
-    let narrowed = format!(
-        r#"{{"metadata":{{"annotations":{{"{WHITELIST}":"[{{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"team-a\"}}]"}}}}}}"#
-    );
+    let narrowed = whitelist_patch(&[t("dedicated", "Equal", "team-a", "")]);
     let team_b = [t("dedicated", "Equal", "team-b", "NoSchedule")];
     const BURST: usize = 5;
     let mut problems = Vec::new();
