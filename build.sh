@@ -85,12 +85,15 @@ wasm_opt() {
   buildtools/binaryen/node_modules/.bin/wasm-opt "${WASM_OPT_FLAGS[@]}" "$1" -o "$2"
 }
 
-# A linked waPC module made an artifact, as every waPC module here is (the policies and the
+# A linked module made an artifact, as every module here is (the policies for both ABIs and the
 # benchmark's modules alike): shrunk by wasm_opt beside itself, then given the Kubewarden metadata
-# of DIR's metadata.yml and README.md: `wapc_artifact DIR IN OUT`.
-wapc_artifact() {
-  wasm_opt "$2" "${2%.wasm}.opt.wasm"
-  target/debug/embed-metadata "$1/metadata.yml" "$1/README.md" "${2%.wasm}.opt.wasm" "$3"
+# of DIR's metadata.yml and README.md, with embed-metadata's OPTIONS:
+# `make_artifact DIR IN OUT [OPTIONS...]`.
+make_artifact() {
+  local dir=$1 linked=$2 out=$3
+  shift 3
+  wasm_opt "$linked" "${linked%.wasm}.opt.wasm"
+  target/debug/embed-metadata "$@" "$dir/metadata.yml" "$dir/README.md" "${linked%.wasm}.opt.wasm" "$out"
 }
 
 # embed-metadata (buildtools/wasm-metadata) turns a linked module into an artifact. It has no wasm
@@ -133,7 +136,7 @@ build_policies() {
   done
   build_embed_metadata
   for policy in "${names[@]}"; do
-    wapc_artifact "policies/$policy" "target/wasm32-wasip1/release/${policy//-/_}.wasm" "dist/$policy.wasm"
+    make_artifact "policies/$policy" "target/wasm32-wasip1/release/${policy//-/_}.wasm" "dist/$policy.wasm"
     printf '    dist/%s.wasm  %s bytes\n' "$policy" "$(stat -c %s "dist/$policy.wasm")"
   done
   build_gatekeeper_artifacts
@@ -158,11 +161,8 @@ build_gatekeeper_artifacts() {
       --target-dir "$OPA_TARGET_DIR" >>target/sbom/wasm32-unknown-unknown.jsonl
   done
   for policy in "${names[@]}"; do
-    local linked="$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${policy//-/_}"
-    wasm_opt "$linked.wasm" "$linked.opt.wasm"
-    target/debug/embed-metadata --execution-mode gatekeeper \
-      "policies/$policy/metadata.yml" "policies/$policy/README.md" \
-      "$linked.opt.wasm" "dist/$policy.gatekeeper.wasm"
+    make_artifact "policies/$policy" "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${policy//-/_}.wasm" \
+      "dist/$policy.gatekeeper.wasm" --execution-mode gatekeeper
     printf '    dist/%s.gatekeeper.wasm  %s bytes\n' "$policy" "$(stat -c %s "dist/$policy.gatekeeper.wasm")"
   done
   write_sboms
@@ -397,7 +397,7 @@ run_benchmarks() {
   mkdir -p target/bench
   local module
   for module in baseline-policy null-policy walk-policy mutate-policy; do
-    wapc_artifact "benchmarks/$module" "target/wasm32-wasip1/release/${module//-/_}.wasm" \
+    make_artifact "benchmarks/$module" "target/wasm32-wasip1/release/${module//-/_}.wasm" \
       "target/bench/$module.wasm"
   done
   # The anchors of a context-aware mutation: the same module asking for the request's Namespace
@@ -407,7 +407,7 @@ run_benchmarks() {
   local reads
   for reads in namespace namespace-fresh; do
     "${WASM_CARGO[@]}" build --release --target wasm32-wasip1 -p mutate-policy --features "$reads"
-    wapc_artifact benchmarks/mutate-policy target/wasm32-wasip1/release/mutate_policy.wasm \
+    make_artifact benchmarks/mutate-policy target/wasm32-wasip1/release/mutate_policy.wasm \
       "target/bench/mutate-$reads-policy.wasm"
   done
   "${OPA_CARGO[@]}" build --release --target wasm32-unknown-unknown --target-dir "$OPA_TARGET_DIR" \
@@ -436,7 +436,7 @@ build_answer_anchors() {
     [ -e "${answer%.json}.asks-namespace" ] && features=(--features "$(cat "${answer%.json}.asks-namespace")")
     TAINTGUARD_BENCH_ANSWER="$PWD/$answer" "${WASM_CARGO[@]}" build -q --release \
       --target wasm32-wasip1 -p answer-policy "${features[@]}"
-    wapc_artifact benchmarks/answer-policy target/wasm32-wasip1/release/answer_policy.wasm \
+    make_artifact benchmarks/answer-policy target/wasm32-wasip1/release/answer_policy.wasm \
       "${answer%.json}.wasm"
   done
 }
