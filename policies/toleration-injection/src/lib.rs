@@ -319,12 +319,8 @@ fn judge_plugin_update(
         return Verdict::accept();
     }
     let texts: Vec<String> = plugin.added().map(|(t, _)| t.to_json()).collect();
-    let described: Vec<String> = plugin
-        .added()
-        .map(|(t, why)| with_reason(t.describe(), why))
-        .collect();
-    match workload.with_tolerations(&texts) {
-        Some(mutated) => mutation(mutated, &described),
+    match workload.with_tolerations(&[], &texts) {
+        Some(mutated) => mutation(mutated, &describe_plugin(&plugin), &[]),
         None => Verdict::accept(),
     }
 }
@@ -417,7 +413,9 @@ impl Matched<'_> {
             Err(refusal) => return refusal,
         };
         let plugin_core: Vec<Toleration<'_>> = plugin.added().map(|(t, _)| t.as_core()).collect();
-        let added = self.additions(&plugin_core, &from_nodes.found, allowed_twin);
+        let replaced: Vec<usize> = plugin.replaced().iter().map(|(i, _)| *i).collect();
+        let kept = self.subject.workload.tolerations_kept(&replaced);
+        let added = self.additions([&kept, &plugin_core], &from_nodes.found, allowed_twin);
         let withheld_warnings = from_nodes
             .withheld
             .iter()
@@ -433,24 +431,23 @@ impl Matched<'_> {
         let texts: Vec<String> = plugin_texts
             .chain(added.iter().map(|(t, _)| t.to_json()))
             .collect();
-        let Some(mutated) = self.subject.workload.with_tolerations(&texts) else {
+        let Some(mutated) = self.subject.workload.with_tolerations(&replaced, &texts) else {
             return Verdict::accept();
         };
-        let plugin_described = plugin
-            .added()
-            .map(|(t, why)| with_reason(t.describe(), why));
-        let described: Vec<String> = plugin_described.chain(describe_added(&added)).collect();
-        let mut verdict = mutation(mutated, &described);
+        let mut verdict = mutation(mutated, &describe_plugin(plugin), &describe_added(&added));
         verdict.warnings.extend(withheld_warnings);
         verdict
     }
 }
 
-/// The mutation that appends the tolerations `described`. Kubewarden's monitor mode drops the
-/// patch and passes warnings and audit annotations on: both say what the request lacked and what
-/// the patch does, never that it was done. `mutated` is the object's text and how many levels it
-/// nests at most.
-fn mutation((mutated, nesting): (String, usize), described: &[String]) -> Verdict {
+/// The mutation that makes the changes `plugin` (PodTolerationRestriction's) and `rules` (the
+/// injection rules' and alias twins') describe. The rules' are warnings too, printed by kubectl
+/// for the requester to see what their workload lacked; the plugin's are what the plugin does
+/// silently to every Pod of a namespace (a warning on each would be printed by every rollout),
+/// so they go only where an auditor looks. Kubewarden's monitor mode drops the patch and passes
+/// warnings and audit annotations on: both say what the patch does, never that it was done.
+/// `mutated` is the object's text and how many levels it nests at most.
+fn mutation((mutated, nesting): (String, usize), plugin: &[String], rules: &[String]) -> Verdict {
     // Each text sized once and written piece by piece: `concat` and `join` walk their pieces
     // twice, a loop turn each that policy-server pays its timeout check for (benchmarks/cost.md,
     // "The timeout's checks").
@@ -459,7 +456,6 @@ fn mutation((mutated, nesting): (String, usize), described: &[String]) -> Verdic
     const NAME: &str = TolerationInjection::NAME;
     const BEFORE: &str = ": missing toleration ";
     const AFTER: &str = "; this policy's patch adds it unless the policy runs in monitor mode";
-    const BETWEEN: &str = "; ";
     let warning = |d: &String| {
         let length = NAME.len() + BEFORE.len() + d.len() + AFTER.len();
         let mut warning = String::with_capacity(length);
@@ -469,19 +465,50 @@ fn mutation((mutated, nesting): (String, usize), described: &[String]) -> Verdic
         warning.push_str(AFTER);
         warning
     };
-    let length = described.iter().map(|d| d.len() + BETWEEN.len()).sum();
-    let mut annotation = String::with_capacity(length);
-    for (i, d) in described.iter().enumerate() {
-        if i > 0 {
-            annotation.push_str(BETWEEN);
+    let mut audit_annotations = Vec::with_capacity(2);
+    for (key, described) in [("missing-tolerations", rules), (PLUGIN_ANNOTATION, plugin)] {
+        if !described.is_empty() {
+            audit_annotations.push((key.to_owned(), joined(described)));
         }
-        annotation.push_str(d);
     }
     Verdict {
-        warnings: described.iter().map(warning).collect(),
-        audit_annotations: vec![("missing-tolerations".to_owned(), annotation)],
+        warnings: rules.iter().map(warning).collect(),
+        audit_annotations,
         ..Verdict::mutate_nesting(mutated, Some(nesting))
     }
+}
+
+/// The audit annotation that says what PodTolerationRestriction added to a Pod and replaced.
+const PLUGIN_ANNOTATION: &str = "pod-toleration-restriction";
+
+/// `described`, each after the other, `; ` between.
+fn joined(described: &[String]) -> String {
+    const BETWEEN: &str = "; ";
+    let length = described.iter().map(|d| d.len() + BETWEEN.len()).sum();
+    let mut joined = String::with_capacity(length);
+    for (i, d) in described.iter().enumerate() {
+        if i > 0 {
+            joined.push_str(BETWEEN);
+        }
+        joined.push_str(d);
+    }
+    joined
+}
+
+/// What PodTolerationRestriction appends, each with why, then what that replaces.
+fn describe_plugin(plugin: &Outcome) -> Vec<String> {
+    let added = plugin
+        .added()
+        .map(|(t, why)| with_reason(t.describe(), why));
+    let replaced = (plugin.replaced().iter()).map(|(_, t)| {
+        [
+            "replaced ",
+            &t.describe(),
+            ", which an added toleration covers",
+        ]
+        .concat()
+    });
+    added.chain(replaced).collect()
 }
 
 /// Each added toleration with why, as warnings and the audit annotation name it.
@@ -666,9 +693,9 @@ struct Tolerated<'g, 'a> {
 const FEW: usize = 16;
 
 impl<'g, 'a> Tolerated<'g, 'a> {
-    fn new(existing: &'g [Toleration<'a>], plugin_added: &'g [Toleration<'a>]) -> Self {
+    fn new(given: [&'g [Toleration<'a>]; 2]) -> Self {
         let mut tolerated = Tolerated {
-            given: [existing, plugin_added],
+            given,
             added: Vec::new(),
             coverage: None,
         };
@@ -741,14 +768,15 @@ impl<'g, 'a> Tolerated<'g, 'a> {
 impl Matched<'_> {
     /// Tolerations to append, each with why: the matching rules' tolerations, those taken from
     /// node taints, then the alias twins of everything the workload will tolerate, each only
-    /// when nothing already covers it.
+    /// when nothing already covers it. `given` is what the workload tolerates before: its own
+    /// tolerations PodTolerationRestriction keeps, then those it appends.
     fn additions<'b>(
         &'b self,
-        plugin_added: &'b [Toleration<'b>],
+        given: [&'b [Toleration<'b>]; 2],
         from_nodes: &'b [Explained<'b>],
         allowed_twin: impl Fn(&Toleration<'_>) -> bool,
     ) -> Vec<Explained<'b>> {
-        let mut tolerated = Tolerated::new(&self.subject.workload.tolerations, plugin_added);
+        let mut tolerated = Tolerated::new(given);
         for rule in &self.rules {
             // Written once per rule and copied for each of its tolerations added: quoting the
             // name (a check of each byte, then a join) cost each the hostpath rule's three 1k

@@ -181,6 +181,9 @@ pub struct PodTolerationRestriction {
     pub whitelist: Vec<PluginToleration>,
     /// The tolerations Kubernetes adds by itself count as whitelisted (kubernetes#64616).
     pub implicit_tolerations: bool,
+    /// How long Kubernetes' own `not-ready` and `unreachable` tolerations last: what the implicit
+    /// tolerations cover, and no longer.
+    pub default_toleration_seconds: DefaultTolerationSeconds,
     /// Only `annotationEditors` may set or change the two annotations (kubernetes#59366).
     pub guard_annotations: bool,
     pub annotation_editors: PrincipalList,
@@ -198,6 +201,7 @@ impl Default for PodTolerationRestriction {
             default: Vec::new(),
             whitelist: Vec::new(),
             implicit_tolerations: true,
+            default_toleration_seconds: DefaultTolerationSeconds::default(),
             guard_annotations: true,
             annotation_editors: PrincipalList {
                 groups: Cow::Borrowed(SYSTEM_MASTERS),
@@ -214,6 +218,46 @@ impl PodTolerationRestriction {
             let at = at.field(field);
             for (i, toleration) in list.iter().enumerate() {
                 check_plugin_toleration(at.index(i), toleration)?;
+            }
+        }
+        self.default_toleration_seconds
+            .check(at.field("defaultTolerationSeconds"))
+    }
+}
+
+/// The seconds the DefaultTolerationSeconds admission plugin gives the `not-ready` and
+/// `unreachable` tolerations it adds to every Pod: kube-apiserver's
+/// `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`,
+/// 300 unless the cluster sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DefaultTolerationSeconds {
+    pub not_ready: i64,
+    pub unreachable: i64,
+}
+
+settings_object!(DefaultTolerationSeconds);
+
+impl Default for DefaultTolerationSeconds {
+    fn default() -> Self {
+        DefaultTolerationSeconds {
+            not_ready: 300,
+            unreachable: 300,
+        }
+    }
+}
+
+impl DefaultTolerationSeconds {
+    /// A negative value is refused: the taint-eviction controller reads it as 0, so 0 says it.
+    fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+        for (field, seconds) in [
+            ("notReady", self.not_ready),
+            ("unreachable", self.unreachable),
+        ] {
+            if seconds < 0 {
+                return Err(at
+                    .field(field)
+                    .error(format!("{seconds} is negative; evicting at once is 0")));
             }
         }
         Ok(())

@@ -1443,7 +1443,7 @@ fn tolerated_adds_what_nothing_held_covers() {
                 )
             })
             .collect();
-        let mut tolerated = Tolerated::new(&given, &[]);
+        let mut tolerated = Tolerated::new([&given, &[]]);
         let mut expected: Vec<Toleration<'static>> = Vec::new();
         for t in &additions {
             let mut all = given.iter().chain(&expected);

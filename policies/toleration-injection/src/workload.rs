@@ -1,7 +1,9 @@
 //! The objects whose pods get tolerations: Pods, and the pod template of every workload kind.
 
+use std::borrow::Cow;
 use taintguard::admission::AdmissionRequest;
-use taintguard::json::{append_items, fields_in, JsonStr, Object, Raw};
+
+use taintguard::json::{append_items, fields_in, items, JsonStr, Object, Raw};
 use taintguard::label_selector::{parse_labels, Labels};
 use taintguard::toleration::{parse_tolerations, Toleration};
 
@@ -144,15 +146,29 @@ impl<'a> Workload<'a> {
         self.object.text()
     }
 
-    /// The object's text with `additions` (tolerations, each an object of scalars) appended to
-    /// its tolerations, and how many levels it nests at most: the list sits one level below the
-    /// pod spec and keeps the tolerations it had where they were, so no deeper than the object
-    /// was ([`Object::nesting`]) or than the list's new objects. `None` when it has no pod spec
-    /// to put them in (the API server refuses such objects anyway).
-    pub fn with_tolerations(&self, additions: &[String]) -> Option<(String, usize)> {
+    /// The object's text with the tolerations at the indices `replaced` (ascending) removed
+    /// and `additions` (tolerations, each an object of scalars) appended, and how many levels it
+    /// nests at most: the list sits one level below the pod spec and keeps the tolerations it
+    /// keeps as they were written, so no deeper than the object was ([`Object::nesting`]) or
+    /// than the list's new objects. `None` when it has no pod spec to put them in (the API
+    /// server refuses such objects anyway).
+    pub fn with_tolerations(
+        &self,
+        replaced: &[usize],
+        additions: &[String],
+    ) -> Option<(String, usize)> {
         let pod_spec = self.pod_spec?;
         let tolerations = match self.tolerations_raw.filter(|t| *t != "null") {
-            Some(list) => append_items(list, additions),
+            Some(list) if replaced.is_empty() => append_items(list, additions),
+            Some(list) => {
+                // The list was read as tolerations, so it is one array.
+                let items = items(list).ok()?;
+                let kept = (items.into_iter().enumerate())
+                    .filter(|(i, _)| !replaced.contains(i))
+                    .map(|(_, item)| item);
+                let all: Vec<&str> = kept.chain(additions.iter().map(String::as_str)).collect();
+                ["[", &all.join(","), "]"].concat()
+            }
             None => format!("[{}]", additions.join(",")),
         };
         // The object, its path to the pod spec, the pod spec, the list, its new objects.
@@ -164,5 +180,16 @@ impl<'a> Workload<'a> {
             .object
             .write_in(pod_spec, &[("tolerations", tolerations)])?;
         Some((text, nesting))
+    }
+
+    /// The workload's tolerations but those at the indices `replaced`.
+    pub fn tolerations_kept(&self, replaced: &[usize]) -> Cow<'_, [Toleration<'a>]> {
+        if replaced.is_empty() {
+            return Cow::Borrowed(&self.tolerations);
+        }
+        let kept = (self.tolerations.iter().enumerate())
+            .filter(|(i, _)| !replaced.contains(i))
+            .map(|(_, t)| t.clone());
+        Cow::Owned(kept.collect())
     }
 }

@@ -140,16 +140,52 @@ impl PluginToleration {
     }
 }
 
-/// Appends `t` to `tolerations` unless one of them already covers it, and says whether it did:
-/// appended one by one, a toleration given twice is appended once. The plugin also drops
-/// tolerations of the Pod that a later one covers (`MergeTolerations`); this never removes any
-/// (docs/pod-toleration-restriction.md, "Differences").
-pub fn append_missing(tolerations: &mut Vec<PluginToleration>, t: PluginToleration) -> bool {
-    let covered = tolerations.iter().any(|c| c.covers(&t));
-    if !covered {
-        tolerations.push(t);
+/// What the plugin's merge makes of a Pod: which of its own tolerations it keeps, and what it
+/// appends, each with why.
+#[derive(Debug, Default, PartialEq)]
+pub struct Merged {
+    /// Indices into the Pod's own tolerations of those an appended one replaces.
+    pub replaced: Vec<usize>,
+    pub appended: Vec<(PluginToleration, String)>,
+}
+
+/// Merges `extra` (each with why) into the Pod's `own` tolerations as the plugin's
+/// `MergeTolerations(own, extra)` treats what it adds: a toleration something kept already covers
+/// is not appended (given twice, it is appended once); one that is appended replaces the
+/// tolerations it covers, those appended before it and, when `replace_own`, the Pod's own. The
+/// replacement is what makes a namespace default that lengthens a `NoExecute` toleration take
+/// effect: the taint-eviction controller takes, per taint, the **first** toleration that matches
+/// it, so a shorter one kept before the default would still decide (docs/pod-toleration-restriction.md,
+/// "Merging"). Unlike the plugin, the Pod's own tolerations are not merged among themselves.
+pub fn merge(
+    own: &[PluginToleration],
+    extra: impl IntoIterator<Item = (PluginToleration, String)>,
+    replace_own: bool,
+) -> Merged {
+    let mut merged = Merged::default();
+    for (t, why) in extra {
+        let kept_own = own
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !merged.replaced.contains(i));
+        let covered = kept_own.clone().any(|(_, o)| o.covers(&t))
+            || merged.appended.iter().any(|(a, _)| a.covers(&t));
+        if covered {
+            continue;
+        }
+        // Nothing kept covers `t`, so nothing `t` covers equals it.
+        merged.appended.retain(|(a, _)| !t.covers(a));
+        if replace_own {
+            let replaced: Vec<usize> = kept_own
+                .filter(|(_, o)| t.covers(o))
+                .map(|(i, _)| i)
+                .collect();
+            merged.replaced.extend(replaced);
+        }
+        merged.appended.push((t, why));
     }
-    !covered
+    merged.replaced.sort_unstable();
+    merged
 }
 
 /// The first toleration of `tolerations` that no entry of `whitelist` covers. An empty
@@ -330,28 +366,44 @@ mod tests {
         assert!(odd.covers(&odd.clone()));
     }
 
-    /// `TestMergeTolerations`, as appends: what the plugin keeps, in its order, except that a
-    /// Pod's own tolerations are never dropped.
+    /// `TestMergeTolerations`: on CREATE, the plugin's list exactly (its table's Pods merge
+    /// nothing among themselves); on UPDATE, where nothing of the Pod's is replaced, the Pod's
+    /// own then what is appended.
     #[test]
-    fn missing_tolerations_are_those_nothing_covers() {
+    fn merged_as_the_plugin_merges_what_it_adds() {
         let names = |names: &[&str]| names.iter().map(|n| fixture(n)).collect::<Vec<_>>();
-        // (name, the Pod's, the extra ones, what is appended)
-        type Merge<'n> = (&'n str, &'n [&'n str], &'n [&'n str], &'n [&'n str]);
+        // (name, the Pod's, the extra ones, the plugin's list, appended without replacing)
+        type Merge<'n> = (
+            &'n str,
+            &'n [&'n str],
+            &'n [&'n str],
+            &'n [&'n str],
+            &'n [&'n str],
+        );
         let cases: [Merge; 6] = [
             (
                 "given twice, appended once",
                 &["faz-nosched"],
                 &["foo-bar-nosched", "foo-bar-nosched"],
+                &["faz-nosched", "foo-bar-nosched"],
                 &["foo-bar-nosched"],
             ),
             (
                 "disjoint",
                 &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
                 &["foo-prefnosched", "foo-baz-nosched"],
+                &[
+                    "foo-bar-nosched",
+                    "faz-baz-nosched",
+                    "foo-noexec-10",
+                    "foo-prefnosched",
+                    "foo-baz-nosched",
+                ],
                 &["foo-prefnosched", "foo-baz-nosched"],
             ),
             (
                 "duplicate",
+                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
                 &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
                 &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
                 &[],
@@ -361,10 +413,12 @@ mod tests {
                 &["foo-bar-nosched", "foo-baz-nosched"],
                 &["foo-nosched", "faz-baz-nosched"],
                 &["foo-nosched", "faz-baz-nosched"],
+                &["foo-nosched", "faz-baz-nosched"],
             ),
             (
                 "merge all",
                 &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
+                &["all"],
                 &["all"],
                 &["all"],
             ),
@@ -372,18 +426,225 @@ mod tests {
                 "merge into all",
                 &["all"],
                 &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
+                &["all"],
                 &[],
             ),
         ];
-        for (name, pod, extra, want) in cases {
-            let mut tolerations = names(pod);
-            let own = tolerations.len();
-            for t in names(extra) {
-                append_missing(&mut tolerations, t);
-            }
-            let got = tolerations.split_off(own);
-            assert_eq!(got, names(want), "{name}");
+        let with_reasons = |extra: &[&str]| names(extra).into_iter().map(|t| (t, String::new()));
+        for (name, pod, extra, plugin, appended) in cases {
+            let own = names(pod);
+            let create = merge(&own, with_reasons(extra), true);
+            let kept = (own.iter().enumerate())
+                .filter(|(i, _)| !create.replaced.contains(i))
+                .map(|(_, t)| t.clone());
+            let stored: Vec<_> = kept
+                .chain(create.appended.into_iter().map(|(t, _)| t))
+                .collect();
+            assert_eq!(stored, names(plugin), "{name}, CREATE");
+            let update = merge(&own, with_reasons(extra), false);
+            assert!(update.replaced.is_empty(), "{name}, UPDATE");
+            let got: Vec<_> = update.appended.into_iter().map(|(t, _)| t).collect();
+            assert_eq!(got, names(appended), "{name}, UPDATE");
         }
+    }
+
+    /// The plugin's `MergeTolerations(first, second)` (Kubernetes' `pkg/util/tolerations`): a
+    /// toleration is dropped when one kept before it covers it, or one after it covers it and is
+    /// not equal to it.
+    fn plugin_merge(
+        first: &[PluginToleration],
+        second: &[PluginToleration],
+    ) -> Vec<PluginToleration> {
+        let all: Vec<&PluginToleration> = first.iter().chain(second).collect();
+        let mut merged: Vec<PluginToleration> = Vec::new();
+        for (i, t) in all.iter().enumerate() {
+            let earlier = merged.iter().any(|kept| kept.covers(t));
+            let later = all[i + 1..]
+                .iter()
+                .any(|later| *later != *t && later.covers(t));
+            if !earlier && !later {
+                merged.push((*t).clone());
+            }
+        }
+        merged
+    }
+
+    /// When the taint-eviction controller evicts a Pod tolerating `tolerations` from a node
+    /// with the `NoExecute` taints `taints` (key, value), in seconds (`None`: never), as its
+    /// `processPodOnNode` decides: per taint the **first** toleration that tolerates it
+    /// (`GetMatchingTolerations`, by `ToleratesTaint`), a taint none tolerates at once, then the
+    /// least `tolerationSeconds` of those used, 0 or less at once (`getMinTolerationTime`).
+    fn evicted_after(tolerations: &[PluginToleration], taints: &[(&str, &str)]) -> Option<i64> {
+        let tolerates = |t: &PluginToleration, (key, value): (&str, &str)| {
+            (t.effect.is_empty() || t.effect == "NoExecute")
+                && (t.key.is_empty() || t.key == key)
+                && match t.operator.as_str() {
+                    "" | "Equal" => t.value == value,
+                    "Exists" => true,
+                    _ => false,
+                }
+        };
+        let mut least: Option<i64> = None;
+        for taint in taints {
+            let Some(used) = tolerations.iter().find(|t| tolerates(t, *taint)) else {
+                return Some(0);
+            };
+            if let Some(seconds) = used.toleration_seconds {
+                least = Some(least.map_or(seconds, |l| l.min(seconds)).max(0));
+            }
+        }
+        least
+    }
+
+    /// What a Pod stores under the plugin and under this policy, for namespace defaults of the
+    /// not-ready toleration shorter than DefaultTolerationSeconds' 300 s, as long, longer and
+    /// without end, with DefaultTolerationSeconds' tolerations present or not, for Pods that are
+    /// BestEffort or not: every set of `NoExecute` taints evicts the Pod at the same time, and
+    /// every whitelist (implicit tolerations off, as upstream) admits the same Pods.
+    #[test]
+    fn eviction_times_are_the_plugins() {
+        let not_ready = |seconds| {
+            t(
+                "node.kubernetes.io/not-ready",
+                "Exists",
+                "",
+                "NoExecute",
+                seconds,
+            )
+        };
+        let unreachable = |seconds| {
+            t(
+                "node.kubernetes.io/unreachable",
+                "Exists",
+                "",
+                "NoExecute",
+                seconds,
+            )
+        };
+        let memory_pressure = t(
+            "node.kubernetes.io/memory-pressure",
+            "Exists",
+            "",
+            "NoSchedule",
+            None,
+        );
+        let defaults = [
+            ("shorter", vec![not_ready(Some(100))]),
+            ("as long", vec![not_ready(Some(300))]),
+            ("longer", vec![not_ready(Some(600))]),
+            ("without end", vec![not_ready(None)]),
+            (
+                "any effect",
+                vec![t("node.kubernetes.io/not-ready", "Exists", "", "", None)],
+            ),
+            (
+                "every key",
+                vec![t("", "Exists", "", "NoExecute", Some(900))],
+            ),
+            (
+                "both, longer",
+                vec![not_ready(Some(600)), unreachable(Some(600))],
+            ),
+            ("none", vec![]),
+        ];
+        let whitelists = [
+            vec![],
+            vec![not_ready(None), unreachable(None), memory_pressure.clone()],
+            vec![
+                not_ready(Some(300)),
+                unreachable(Some(300)),
+                memory_pressure.clone(),
+            ],
+            vec![
+                not_ready(Some(600)),
+                unreachable(Some(300)),
+                memory_pressure.clone(),
+            ],
+            vec![t("", "Exists", "", "", None)],
+        ];
+        let taint_sets: [&[(&str, &str)]; 5] = [
+            &[("node.kubernetes.io/not-ready", "")],
+            &[("node.kubernetes.io/unreachable", "")],
+            &[
+                ("node.kubernetes.io/not-ready", ""),
+                ("node.kubernetes.io/unreachable", ""),
+            ],
+            &[("node.kubernetes.io/not-ready", ""), ("other", "x")],
+            &[],
+        ];
+        for (name, default) in &defaults {
+            for added_by_api_server in [true, false] {
+                for best_effort in [true, false] {
+                    let own = if added_by_api_server {
+                        vec![not_ready(Some(300)), unreachable(Some(300))]
+                    } else {
+                        vec![]
+                    };
+                    let mut extra = default.clone();
+                    if !best_effort {
+                        extra.push(memory_pressure.clone());
+                    }
+                    let plugin = plugin_merge(&own, &extra);
+                    let merged = merge(&own, extra.into_iter().map(|t| (t, String::new())), true);
+                    let kept = (own.iter().enumerate())
+                        .filter(|(i, _)| !merged.replaced.contains(i))
+                        .map(|(_, t)| t.clone());
+                    let policy: Vec<_> = kept
+                        .chain(merged.appended.into_iter().map(|(t, _)| t))
+                        .collect();
+                    let case = format!(
+                        "default {name}, DefaultTolerationSeconds {added_by_api_server}, \
+                         BestEffort {best_effort}: plugin {plugin:?}, policy {policy:?}"
+                    );
+                    for taints in taint_sets {
+                        assert_eq!(
+                            evicted_after(&policy, taints),
+                            evicted_after(&plugin, taints),
+                            "{case}, taints {taints:?}"
+                        );
+                    }
+                    for whitelist in &whitelists {
+                        assert_eq!(
+                            first_outside(&policy, whitelist).is_none(),
+                            first_outside(&plugin, whitelist).is_none(),
+                            "{case}, whitelist {whitelist:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The controller's decisions themselves, so that the comparison above cannot pass by
+    /// computing nothing.
+    #[test]
+    fn eviction_time_is_the_first_matching_tolerations() {
+        let nr = |seconds| {
+            t(
+                "node.kubernetes.io/not-ready",
+                "Exists",
+                "",
+                "NoExecute",
+                seconds,
+            )
+        };
+        let taint = [("node.kubernetes.io/not-ready", "")];
+        assert_eq!(
+            evicted_after(&[nr(Some(300)), nr(Some(600))], &taint),
+            Some(300)
+        );
+        assert_eq!(
+            evicted_after(&[nr(Some(600)), nr(Some(300))], &taint),
+            Some(600)
+        );
+        assert_eq!(evicted_after(&[nr(None)], &taint), None);
+        assert_eq!(evicted_after(&[nr(Some(-5))], &taint), Some(0));
+        assert_eq!(evicted_after(&[], &taint), Some(0));
+        assert_eq!(evicted_after(&[nr(Some(60))], &[]), None);
+        let both = [("node.kubernetes.io/not-ready", ""), ("x", "y")];
+        let x = t("x", "Equal", "y", "", Some(30));
+        assert_eq!(evicted_after(&[nr(Some(60)), x.clone()], &both), Some(30));
+        assert_eq!(evicted_after(&[nr(Some(60))], &both), Some(0));
     }
 
     /// `TestVerifyAgainstWhitelist`.

@@ -14,20 +14,25 @@ use taintguard::cluster::{Cluster, Freshness};
 use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::{quoted, Verdict};
 
-use crate::settings::PodTolerationRestriction;
+use crate::settings::{DefaultTolerationSeconds, PodTolerationRestriction};
 pub use algebra::{read_pod_tolerations, PluginToleration};
 pub use guard::judge_namespace;
 
 /// The plugin's own toleration for Pods that are not BestEffort.
 const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
 
-/// What Kubernetes adds to Pods by itself, whitelisted unless `implicitTolerations` is off: the
-/// DefaultTolerationSeconds plugin's two (before this policy's webhook runs, with whatever
-/// seconds its flags set) and the plugin's own memory-pressure toleration (kubernetes#64616).
-fn implicit() -> [PluginToleration; 3] {
+/// What Kubernetes adds to Pods by itself, whitelisted unless `implicitTolerations` is off
+/// (kubernetes#64616): the DefaultTolerationSeconds plugin's two, added before this policy's
+/// webhook runs, for as long as its flags say (`seconds`) and no longer; and the plugin's own
+/// memory-pressure toleration.
+fn implicit(seconds: DefaultTolerationSeconds) -> [PluginToleration; 3] {
+    let lasting = |key: &str, seconds: i64| PluginToleration {
+        toleration_seconds: Some(seconds),
+        ..PluginToleration::exists(key, "NoExecute")
+    };
     [
-        PluginToleration::exists("node.kubernetes.io/not-ready", "NoExecute"),
-        PluginToleration::exists("node.kubernetes.io/unreachable", "NoExecute"),
+        lasting("node.kubernetes.io/not-ready", seconds.not_ready),
+        lasting("node.kubernetes.io/unreachable", seconds.unreachable),
         PluginToleration::exists(MEMORY_PRESSURE, "NoSchedule"),
     ]
 }
@@ -51,14 +56,16 @@ pub struct Pod<'p> {
     pub create: bool,
 }
 
-/// What the plugin makes of a Pod: what it then tolerates (its own tolerations, then those the
-/// plugin appends, each with why), which the whitelist must cover. The default is a Pod the
-/// plugin leaves alone.
+/// What the plugin makes of a Pod: what it then tolerates (its own tolerations the merge keeps,
+/// then those the plugin appends, each with why), which the whitelist must cover. The default
+/// is a Pod the plugin leaves alone.
 #[derive(Default)]
 pub struct Outcome {
     tolerations: Vec<PluginToleration>,
     /// Why each appended toleration is appended: one per toleration at the end of `tolerations`.
     reasons: Vec<String>,
+    /// The Pod's own tolerations an appended one replaces, each with its index in the Pod's list.
+    replaced: Vec<(usize, PluginToleration)>,
     whitelist: Vec<PluginToleration>,
     scope: Scope,
 }
@@ -86,6 +93,7 @@ impl PodTolerationRestriction {
             return Ok(Outcome {
                 tolerations: own,
                 reasons: Vec::new(),
+                replaced: Vec::new(),
                 whitelist: self.whitelist_in_force(self.whitelist.clone()),
                 scope: Scope::Cluster,
             });
@@ -133,26 +141,42 @@ impl PodTolerationRestriction {
             Some(list) => (list, Scope::Namespace),
             None => (self.whitelist.clone(), Scope::Cluster),
         };
-        let mut tolerations = own;
-        let mut reasons = Vec::new();
-        for (t, why) in extra {
-            if algebra::append_missing(&mut tolerations, t) {
-                reasons.push(why);
+        // On CREATE the plugin's merge replaces what its additions cover; on UPDATE a replaced
+        // toleration is a change pod validation refuses (kubernetes#97850): appended only.
+        let merged = algebra::merge(&own, extra, pod.create);
+        let mut replaced = Vec::with_capacity(merged.replaced.len());
+        let mut tolerations = Vec::with_capacity(own.len() + merged.appended.len());
+        for (i, t) in own.into_iter().enumerate() {
+            if merged.replaced.contains(&i) {
+                replaced.push((i, t));
+            } else {
+                tolerations.push(t);
             }
+        }
+        let mut reasons = Vec::with_capacity(merged.appended.len());
+        for (t, why) in merged.appended {
+            tolerations.push(t);
+            reasons.push(why);
         }
         Ok(Outcome {
             tolerations,
             reasons,
+            replaced,
             whitelist: self.whitelist_in_force(whitelist),
             scope,
         })
     }
 
     /// `whitelist` with what Kubernetes adds by itself, when it restricts anything and
-    /// `implicitTolerations` is on.
+    /// `implicitTolerations` is on. An implicit toleration never speaks for a key the whitelist
+    /// names: there the whitelist's entries alone decide, as upstream.
     fn whitelist_in_force(&self, mut whitelist: Vec<PluginToleration>) -> Vec<PluginToleration> {
         if self.implicit_tolerations && !whitelist.is_empty() {
-            whitelist.extend(implicit());
+            for t in implicit(self.default_toleration_seconds) {
+                if !whitelist.iter().any(|w| w.key == t.key) {
+                    whitelist.push(t);
+                }
+            }
         }
         whitelist
     }
@@ -166,7 +190,12 @@ impl Outcome {
         self.tolerations[own..].iter().zip(reasons)
     }
 
-    /// Whether the plugin appends nothing.
+    /// The Pod's own tolerations an appended one replaces, with their indices in its list.
+    pub fn replaced(&self) -> &[(usize, PluginToleration)] {
+        &self.replaced
+    }
+
+    /// Whether the plugin appends nothing, and so replaces nothing.
     pub fn adds_nothing(&self) -> bool {
         self.reasons.is_empty()
     }
