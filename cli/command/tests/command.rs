@@ -142,6 +142,33 @@ fn a_failing_suite_fails_with_a_line_per_difference() {
     assert_eq!(stderr.trim(), "1 passed, 6 failed, 1 skipped");
 }
 
+/// A suite is known by parsing it, so JSON written on one line (as `JSON.stringify` or `jq -c`
+/// writes it) is one, named or found in a directory.
+#[test]
+fn a_json_suite_on_one_line_runs() {
+    let dir = std::env::temp_dir().join(format!("taintguard-json-suite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../dist/taint-preservation.wasm"
+    );
+    let suite = serde_json::json!({
+        "apiVersion": "taintguard.io/v1alpha1", "kind": "TestSuite", "name": "one line",
+        "policy": policy,
+        "cases": [{"name": "a new node", "operation": "CREATE",
+            "object": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+            "expect": {"verdict": "accepted"}}]
+    });
+    let file = dir.join("suite.json");
+    std::fs::write(&file, suite.to_string()).unwrap();
+    for path in [&file, &dir] {
+        let (code, stdout, stderr) = taintguard(&["test", path.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{}: {stdout}{stderr}", path.display());
+        assert!(stdout.contains("pass  one line / a new node"), "{stdout}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn builds_that_disagree_are_taintguards_failure() {
     let (code, stdout, _) = taintguard(&["test", "tests/suites/disagreeing.yml"]);

@@ -265,9 +265,23 @@ pub struct Suite {
     pub cases: Vec<Case>,
 }
 
-/// Whether `text` is meant as a suite: a line `kind: TestSuite` (YAML) or `"kind": "TestSuite"`
-/// (JSON). A file that says so and cannot be read as one is an error, never skipped.
+/// Whether `text` is meant as a suite: YAML or JSON (on any number of lines) whose top level
+/// says `kind: TestSuite`, or, for a file that does not parse, a line that says so. A file that
+/// says so and cannot be read as one is an error, never skipped.
 pub fn is_suite(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    match serde_yaml::from_str::<Kind>(text) {
+        Ok(top) => top.kind.as_deref() == Some(KIND),
+        Err(_) => says_suite_on_a_line(text),
+    }
+}
+
+/// A line `kind: TestSuite` (YAML) or `"kind": "TestSuite"` (JSON): what marks a suite that
+/// does not parse.
+fn says_suite_on_a_line(text: &str) -> bool {
     text.lines().any(|line| {
         let bare: String = line
             .chars()
@@ -610,7 +624,7 @@ pub fn find(files: &dyn Files, paths: &[PathBuf]) -> Result<Vec<PathBuf>, String
         if !walk(files, path, &mut found)? {
             if !is_suite(&files.read(path)?) {
                 return Err(format!(
-                    "{}: not a test suite (no `kind: {KIND}` line)",
+                    "{}: not a test suite (its top level has no `kind: {KIND}`)",
                     path.display()
                 ));
             }
@@ -664,9 +678,17 @@ mod tests {
             ("kind: TestSuite   \n", true),
             ("{\n  \"kind\": \"TestSuite\",\n}", true),
             ("{\"kind\":\"TestSuite\"}", true),
+            (
+                r#"{"apiVersion":"taintguard.io/v1alpha1","kind":"TestSuite","cases":[]}"#,
+                true,
+            ),
+            ("name: x\ncases: [\nkind: TestSuite\n", true),
             ("kind: Node\n", false),
             ("# kind: TestSuite\n", false),
             ("kind: TestSuites\n", false),
+            ("metadata:\n  kind: TestSuite\n", false),
+            (r#"{"spec":{"kind":"TestSuite"}}"#, false),
+            ("- kind: TestSuite\n", false),
         ];
         for (text, want) in cases {
             assert_eq!(is_suite(text), want, "{text:?}");
