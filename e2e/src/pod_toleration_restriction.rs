@@ -37,8 +37,11 @@ fn unreachable() -> Value {
     t("node.kubernetes.io/unreachable", "Exists", "", "NoExecute")
 }
 /// The same as DefaultTolerationSeconds stores them, for 300 seconds.
-fn stored(mut toleration: Value) -> Value {
-    toleration["tolerationSeconds"] = json!(300);
+fn stored(toleration: Value) -> Value {
+    lasting(toleration, 300)
+}
+fn lasting(mut toleration: Value, seconds: u32) -> Value {
+    toleration["tolerationSeconds"] = json!(seconds);
     toleration
 }
 fn memory_pressure() -> Value {
@@ -108,6 +111,8 @@ struct Case {
 enum Want {
     /// Store the Pod tolerating these, among others.
     Stores(Vec<Value>),
+    /// Store the Pod tolerating these, in this order, and nothing else.
+    StoresExactly(Vec<Value>),
     /// Refuse it, saying this.
     Refuses(&'static str),
 }
@@ -200,6 +205,33 @@ fn cases() -> Vec<Case> {
             want: Want::Stores(vec![stored(not_ready()), stored(unreachable())]),
         },
         Case {
+            // The taint-eviction controller takes the first toleration matching a taint: the
+            // default replaces DefaultTolerationSeconds' shorter one, or the Pod would still be
+            // evicted from a not-ready node after 300 s.
+            name: "a namespace default that lengthens not-ready",
+            annotations: &[(
+                DEFAULTS,
+                r#"[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":600}]"#,
+            )],
+            tolerations: vec![],
+            burstable: false,
+            want: Want::StoresExactly(vec![stored(unreachable()), lasting(not_ready(), 600)]),
+        },
+        Case {
+            name: "the same default for a Burstable Pod",
+            annotations: &[(
+                DEFAULTS,
+                r#"[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":600}]"#,
+            )],
+            tolerations: vec![],
+            burstable: true,
+            want: Want::StoresExactly(vec![
+                stored(unreachable()),
+                lasting(not_ready(), 600),
+                memory_pressure(),
+            ]),
+        },
+        Case {
             name: "an empty whitelist annotation allows anything",
             annotations: &[(WHITELIST, "")],
             tolerations: vec![t("nvidia.com/gpu", "Exists", "", "NoSchedule")],
@@ -249,6 +281,7 @@ fn check_want(case: &Case, outcome: &Outcome) -> Result<(), String> {
             Some(missing) => Err(format!("stored {stored:?}, without {missing}")),
             None => Ok(()),
         },
+        (Want::StoresExactly(wanted), Ok(stored)) if stored == wanted => Ok(()),
         (Want::Refuses(text), Err(message)) if message.contains(text) => Ok(()),
         (_, outcome) => Err(format!("got {outcome:?}")),
     }
@@ -429,6 +462,47 @@ fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
     let kept = matches!(&b, Ok(t) if t[..2] == [narrow.clone(), wide.clone()]);
     if !dropped || !kept {
         problems.push(format!("{}: plugin {a:?}, policy {b:?}", redundant.name));
+    }
+    // kubernetes#97850: an UPDATE adds a toleration covering one the Pod has; the plugin's merge
+    // (memory-pressure, the Pod being Burstable) drops the covered one, which pod validation
+    // refuses as a change of an existing toleration; the policy replaces nothing on UPDATE.
+    let covered = Case {
+        name: "difference: an UPDATE adding a covering toleration",
+        annotations: &[(WHITELIST, "[]")],
+        tolerations: vec![narrow.clone()],
+        burstable: true,
+        want: Want::Stores(vec![narrow.clone(), memory_pressure()]),
+    };
+    let add_wide = json!([{"op": "add", "path": "/spec/tolerations/-", "value": wide}]).to_string();
+    let mut outcomes = Vec::new();
+    for (who, k) in [("plugin", upstream), ("policy", policy)] {
+        let created = run_case(k, "ptr-gap-update", &covered)?;
+        if let Err(e) = check_want(&covered, &created) {
+            problems.push(format!("{} (create, {who}): {e}", covered.name));
+        }
+        let args = [
+            "patch",
+            "pod",
+            "app",
+            "-n",
+            "ptr-gap-update",
+            "--type",
+            "json",
+            "-p",
+        ];
+        outcomes.push(k.run(None, &[&args[..], &[add_wide.as_str()]].concat(), None));
+    }
+    let refused_as_invalid = !outcomes[0].ok
+        && outcomes[0]
+            .stderr
+            .contains("existing toleration can not be modified");
+    if !refused_as_invalid || !outcomes[1].ok {
+        problems.push(format!(
+            "{}: plugin {}, policy {}",
+            covered.name,
+            outcomes[0].describe(),
+            outcomes[1].describe()
+        ));
     }
     // kubernetes#59366: a tenant widens its own whitelist upstream; the policy refuses it.
     let widen = whitelist_patch(&[]);
