@@ -158,6 +158,8 @@ pub(super) fn serde_members(object: &str) -> Result<Vec<(JsonStr<'_>, &str)>, se
     }
     let mut de = serde_json::Deserializer::from_str(object);
     let members = de.deserialize_map(Members)?;
+    // One object and nothing after it, as `serde_json::from_str` and the scanner read it.
+    de.end()?;
     Ok((members.into_iter())
         .map(|(key, value)| (key, value.get()))
         .collect())
@@ -404,6 +406,10 @@ mod tests {
         let plain = members(r#" {"z": 1 ,"a":[2], "m":{"x":null}} "#).unwrap();
         let plain: Vec<_> = plain.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         assert_eq!(plain, [("z", "1"), ("a", "[2]"), ("m", r#"{"x":null}"#)]);
+        // Anything after the object is not JSON, whichever reader reads it.
+        for trailing in [r#"{"a":1} garbage"#, r#"{"\u0061":1} {}"#, r#"{"a":1},"#] {
+            assert!(members(trailing).is_err(), "{trailing}");
+        }
     }
 
     /// The scanner's members are serde's wherever it answers; it answers for keys without

@@ -475,6 +475,10 @@ mod tests {
             r#"{"weave.works/kured-node-reboot:PreferNoSchedule": ""}"#,
             r#"{"weave.works/kured-node-reboot:PreferNoSchedule": "a",
                 "weave.works/kured-node-reboot:PreferNoSchedule": "b"}"#,
+            // One object and then anything else is not JSON, nor a record.
+            r#"{"weave.works/kured-node-reboot:PreferNoSchedule": "kured"} garbage"#,
+            r#"{"weave.works/kured-node-reboot:PreferNoSchedule": "kured"}{}"#,
+            r#"{"weave\u002eworks/kured-node-reboot:PreferNoSchedule": "kured"} x"#,
         ] {
             assert_eq!(
                 OwnerRecord::parse(Some(text)).owner(&kured),
