@@ -353,6 +353,8 @@ fn what_if_over_nodes_names_the_taints_without_an_owner() {
         "Node worker-1",
         "  owned    feature.node.kubernetes.io/gpu=a100:NoSchedule: the writer of nfd.node.kubernetes.io/taints",
         "  owned    weave.works/kured-node-reboot:PreferNoSchedule: \"system:serviceaccount:kube-system:kured\" (the policy's record)",
+        "  record   nfd.node.kubernetes.io/taints: written by \"nfd-master\" (Update, 2026-11-21T10:00:00Z): by default the service account node-feature-discovery/nfd-master, which controllerRecords names",
+        "           if it runs as another (another namespace or Helm release), name that one: {\"annotation\":\"nfd.node.kubernetes.io/taints\",\"format\":\"taints\",\"owner\":{\"groups\":[],\"people\":false,\"serviceAccounts\":[\"node-feature-discovery/nfd-master\",\"node-feature-discovery/nfd-node-feature-discovery\",\"<namespace>/<name>\"],\"users\":[]}}",
         "Node worker-2",
         "  unowned  example.com/pool=batch:NoSchedule: only permitted principals may remove or change it",
         "           spec.taints is managed by \"pool-operator\" (Update, 2026-11-10T12:00:00Z): if that writer manages this taint, permit its service account: {\"effects\":[\"NoSchedule\"],\"key\":\"example.com/pool\",\"permitted\":{\"serviceAccounts\":[\"<namespace>/<name>\"]}}",
@@ -388,6 +390,28 @@ fn what_if_over_nodes_names_the_taints_without_an_owner() {
     );
     assert!(
         !stdout.contains("kubectl annotate node worker-4"),
+        "{stdout}"
+    );
+    // Settings whose NFD entry does not name the record's last writer: the entry that would.
+    let (code, stdout, _) = taintguard(&[
+        "what-if",
+        "--policy",
+        "../../dist/taint-preservation.wasm",
+        "-s",
+        "../../policies/taint-preservation/examples/settings/nfd-in-namespace-nfd.json",
+        "../../policies/taint-preservation/examples/objects/nodes-before-install.json",
+    ]);
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains(
+            "  record   nfd.node.kubernetes.io/taints: written by \"nfd-master\" (Update, \
+             2026-11-21T10:00:00Z): by default the service account \
+             node-feature-discovery/nfd-master, which controllerRecords does not name, so its \
+             record writes would be undone: {\"annotation\":\"nfd.node.kubernetes.io/taints\",\
+             \"format\":\"taints\",\"owner\":{\"groups\":[],\"people\":false,\
+             \"serviceAccounts\":[\"nfd/nfd-node-feature-discovery\",\
+             \"node-feature-discovery/nfd-master\"],\"users\":[]}}\n"
+        ),
         "{stdout}"
     );
 }

@@ -6,7 +6,8 @@
 
 use serde_json::{json, Value};
 use taint_preservation::stored::{record_with_owners, taint_owners, Owner};
-use taint_preservation::TaintPreservation;
+use taint_preservation::{Settings, TaintPreservation};
+use taintguard::principal::Principal;
 
 use crate::expect::verdict;
 use crate::review::{review, Operation, Parts, Requester};
@@ -55,6 +56,92 @@ fn taint_managers(node: &Value) -> Vec<Manager> {
             time: m["time"].as_str().unwrap_or("?").to_owned(),
         })
         .collect()
+}
+
+/// The managers of the annotation `key` in a Node's `managedFields`.
+fn annotation_managers(node: &Value, key: &str) -> Vec<Manager> {
+    let field = format!("f:{key}");
+    let fields = node["metadata"]["managedFields"].as_array();
+    fields
+        .into_iter()
+        .flatten()
+        .filter(|m| {
+            m["fieldsV1"]["f:metadata"]["f:annotations"]
+                .get(&field)
+                .is_some()
+        })
+        .map(|m| Manager {
+            name: m["manager"].as_str().unwrap_or("?").to_owned(),
+            operation: m["operation"].as_str().unwrap_or("?").to_owned(),
+            time: m["time"].as_str().unwrap_or("?").to_owned(),
+        })
+        .collect()
+}
+
+/// The lines about each controller record `node` carries: who last wrote it (`managedFields`),
+/// whether the settings name that writer, and the `controllerRecords` entry that would. A writer
+/// no entry names has its record writes undone once the policy runs (docs/controllers.md, "A
+/// writer the settings do not name").
+fn record_writers(node: &Value, settings: &Settings) -> Result<String, String> {
+    let mut out = String::new();
+    for record in settings.controller_records.iter() {
+        let key = record.annotation.as_str();
+        if node["metadata"]["annotations"][key].as_str().is_none() {
+            continue;
+        }
+        // The entry with `account` added to its writers, as the settings would hold it.
+        let naming = |account: &str| -> Result<String, String> {
+            let mut entry = serde_json::to_value(record).map_err(|e| e.to_string())?;
+            let accounts = &mut entry["owner"]["serviceAccounts"];
+            match accounts.as_array_mut() {
+                Some(list) => list.push(json!(account)),
+                None => *accounts = json!([account]),
+            }
+            Ok(entry.to_string())
+        };
+        let managers = annotation_managers(node, key);
+        if managers.is_empty() {
+            out.push_str(&format!(
+                "  record   {key}: no field manager: nothing names its writer
+"
+            ));
+        }
+        for m in managers {
+            out.push_str(&format!(
+                "  record   {key}: written by {:?} ({}, {})",
+                m.name, m.operation, m.time
+            ));
+            match writer(&m.name) {
+                Writer::ServiceAccount(account) => {
+                    let username =
+                        format!("system:serviceaccount:{}", account.replacen('/', ":", 1));
+                    if record.owner.allows(&Principal::new(&username, &[])) {
+                        out.push_str(&format!(
+                            ": by default the service account {account}, which controllerRecords \
+                             names\n           if it runs as another (another namespace or Helm \
+                             release), name that one: {}\n",
+                            naming("<namespace>/<name>")?
+                        ));
+                    } else {
+                        out.push_str(&format!(
+                            ": by default the service account {account}, which controllerRecords \
+                             does not name, so its record writes would be undone: {}\n",
+                            naming(&account)?
+                        ));
+                    }
+                }
+                Writer::Person => out.push_str(
+                    ": a person with kubectl; only the writers controllerRecords names and \
+                     permitted principals may change it\n",
+                ),
+                Writer::Unknown => out.push_str(&format!(
+                    ": if that writer keeps this record, name its service account: {}\n",
+                    naming("<namespace>/<name>")?
+                )),
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The policy module and its settings, asked what would become of a taint's removal.
@@ -110,7 +197,8 @@ pub fn report(
     };
     let mut probe = Probe { judge, settings };
     let mut out = String::new();
-    let mut counts = [0usize; 2];
+    // Owned taints, taints without an owner, Nodes carrying a controller record.
+    let mut counts = [0usize; 3];
     let mut rules = Vec::new();
     for node in nodes.iter().filter(|o| o["kind"] == "Node") {
         let name = node["metadata"]["name"].as_str().unwrap_or("?");
@@ -153,6 +241,11 @@ pub fn report(
                 }
             }
         }
+        let records = record_writers(node, &parsed)?;
+        if !records.is_empty() {
+            counts[2] += 1;
+            lines.push_str(&records);
+        }
         if lines.is_empty() {
             continue;
         }
@@ -172,7 +265,7 @@ pub fn report(
             ));
         }
     }
-    if counts == [0, 0] {
+    if counts == [0, 0, 0] {
         return Ok(None);
     }
     if !rules.is_empty() {

@@ -9,11 +9,26 @@
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
 use super::settings::{ControllerRecord, RecordFormat};
+use taintguard::principal::Identity;
 use taintguard::small_map::SmallSet;
 use taintguard::taint::Taint;
+use taintguard::verdict::quoted;
 
-/// The stored taints that controllers' own records give the requester, by identity.
-pub(super) type ByController<'v> = SmallSet<(&'v str, &'v str)>;
+/// What controllers' own records give the requester: the stored taints they list, by identity,
+/// and everything they list, on the node or not yet. A controller lists a taint it wants, so its
+/// re-add of one it lists is its own, whoever's removal the owner record keeps.
+#[derive(Default)]
+pub(super) struct ByController<'v> {
+    pub stored: SmallSet<(&'v str, &'v str)>,
+    pub listed: Vec<Listed>,
+}
+
+impl ByController<'_> {
+    /// Whether a record the requester writes lists `taint`.
+    pub fn lists(&self, taint: &Taint<'_>) -> bool {
+        self.listed.iter().any(|listed| listed.lists(taint))
+    }
+}
 
 /// The taints one controller record lists: `(key, Some(effect))`, or `(key, None)` for every
 /// effect of the key.
@@ -69,9 +84,9 @@ impl ControllerRecord {
 }
 
 impl Judging<'_> {
-    /// The stored taints controllers' records give the requester, and a finding, with the
-    /// stored value to keep, for each record that a requester neither its writer nor permitted
-    /// changed. A CREATE has no stored records.
+    /// What controllers' records give the requester, and a finding, with the stored value to
+    /// keep, for each record that a requester neither its writer nor permitted changed. A CREATE
+    /// has no stored records.
     pub(super) fn controller_records(
         &self,
         gathered: &mut Gathered<'_>,
@@ -91,16 +106,31 @@ impl Judging<'_> {
             if writer {
                 let listed = record.listed(stored.as_deref());
                 for taint in old.taints.iter().filter(|t| listed.lists(t)) {
-                    owned.insert(taint.identity(), ());
+                    owned.stored.insert(taint.identity(), ());
                 }
+                owned.listed.push(listed);
             } else if self.new.annotation(key)? != stored {
                 gathered.findings.push(Finding::ControllerRecordRewritten {
                     annotation: key.to_owned(),
+                    naming: self.naming_the_requester(),
                 });
                 gathered.annotations.push((key.to_owned(), stored));
             }
         }
         Ok(owned)
+    }
+}
+
+impl Judging<'_> {
+    /// The change to a `controllerRecords` entry's `owner` that names the requester: a service
+    /// account by `namespace/name`, anyone else by username.
+    fn naming_the_requester(&self) -> String {
+        match self.who.identity() {
+            Identity::ServiceAccount { namespace, name } => {
+                format!("add \"{namespace}/{name}\" to owner.serviceAccounts")
+            }
+            _ => [&quoted("add ", self.who.username), " to owner.users"].concat(),
+        }
     }
 }
 

@@ -40,6 +40,9 @@ pub(super) enum Finding<'a> {
     /// nor permitted.
     ControllerRecordRewritten {
         annotation: String,
+        /// The settings change that names the requester as the record's writer, should it be
+        /// that controller installed under another identity (`add ... to ...`).
+        naming: String,
     },
 }
 
@@ -98,8 +101,13 @@ impl Finding<'_> {
             Finding::OwnersRewritten => {
                 format!("rewrite the taint owner record of node {node}")
             }
-            Finding::ControllerRecordRewritten { annotation } => {
-                format!("rewrite the controller's taint record {annotation} of node {node}")
+            Finding::ControllerRecordRewritten { annotation, naming } => {
+                format!(
+                    "rewrite the controller's taint record {annotation} of node {node} (only \
+                     the writers its controllerRecords entry names may: if the requester is \
+                     that controller, installed under another identity, {naming} of the \
+                     entry for {annotation})"
+                )
             }
         }
     }

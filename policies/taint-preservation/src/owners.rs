@@ -212,10 +212,21 @@ impl OwnerRecord {
 struct OwnersAfter {
     record: OwnerRecord,
     /// Each protected taint the request added, with whether the record names the requester as
-    /// its owner (`false`: the record is full).
-    added: Vec<(String, bool)>,
+    /// its owner (`false`: the record is full) or, when it does not, whether a controller record
+    /// the requester writes lists it, which still makes it the requester's.
+    added: Vec<(String, Recorded)>,
     /// Owned taints whose standing removal the full record could not keep.
     forgotten: Vec<String>,
+}
+
+/// Whether an added taint's owner is recorded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recorded {
+    Yes,
+    /// The record is full, but a controller record the adder writes lists the taint.
+    InControllerRecord,
+    /// The record is full.
+    No,
 }
 
 /// Taint identities, as a request's taints borrow them.
@@ -255,18 +266,25 @@ impl Judging<'_> {
     /// The audit annotation of the taints the record names the requester the owner of, and a
     /// warning for each addition or removal the full record could not take.
     fn report_owners(&self, key: &str, after: OwnersAfter, gathered: &mut Gathered<'_>) {
-        let (owned, unowned): (Vec<_>, Vec<_>) =
-            after.added.into_iter().partition(|(_, owned)| *owned);
+        let owned: Vec<&str> = (after.added.iter())
+            .filter(|(_, recorded)| *recorded == Recorded::Yes)
+            .map(|(t, _)| t.as_str())
+            .collect();
         if !owned.is_empty() {
-            let owned: Vec<&str> = owned.iter().map(|(t, _)| t.as_str()).collect();
             gathered
                 .audit
                 .push(("added-protected-taints".to_owned(), owned.join("; ")));
         }
-        gathered.warnings.extend(unowned.iter().map(|(t, _)| {
+        let unrecorded = after.added.iter().filter(|(_, r)| *r != Recorded::Yes);
+        gathered.warnings.extend(unrecorded.map(|(t, recorded)| {
+            let who = if *recorded == Recorded::InControllerRecord {
+                "the writers of the controller record that lists it, and permitted principals,"
+            } else {
+                "only permitted principals"
+            };
             format!(
                 "the taint owner record {key:?} is full, so {} is not recorded as the owner \
-                 of {t}: only permitted principals may remove or change it",
+                 of {t}: {who} may remove or change it",
                 self.who.describe()
             )
         }));
@@ -292,7 +310,7 @@ impl Judging<'_> {
         let (carried, stripped) = self.carried(findings);
         let forgotten = self.keep_removals(&mut record, &carried, by_controller);
         record.retain(|key, effect, claim| claim.removed || carried.contains(&(key, effect)));
-        let added = self.additions(&mut record, &stripped);
+        let added = self.additions(&mut record, &stripped, by_controller);
         OwnersAfter {
             record,
             added,
@@ -348,7 +366,7 @@ impl Judging<'_> {
             // in its name, so that it, which re-adds the taint when its rule matches again, may.
             let by_record = claim != Some(true)
                 && !self.who.username.is_empty()
-                && by_controller.contains(&id)
+                && by_controller.stored.contains(&id)
                 && self.settings.protecting_rule(taint).is_some();
             if by_record && !record.set(taint, self.who.username) {
                 forgotten.push(taint.describe());
@@ -367,7 +385,8 @@ impl Judging<'_> {
         &self,
         record: &mut OwnerRecord,
         stripped: &Identities<'_>,
-    ) -> Vec<(String, bool)> {
+        by_controller: &ByController<'_>,
+    ) -> Vec<(String, Recorded)> {
         if self.who.username.is_empty() {
             return Vec::new();
         }
@@ -386,7 +405,14 @@ impl Judging<'_> {
             {
                 continue;
             }
-            added.push((taint.describe(), record.set(taint, self.who.username)));
+            let recorded = if record.set(taint, self.who.username) {
+                Recorded::Yes
+            } else if by_controller.lists(taint) {
+                Recorded::InControllerRecord
+            } else {
+                Recorded::No
+            };
+            added.push((taint.describe(), recorded));
         }
         added
     }

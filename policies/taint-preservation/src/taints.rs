@@ -8,7 +8,7 @@ use super::node::NodeView;
 use super::owners::OwnerRecord;
 use super::record::RemovalRecord;
 use taintguard::json::append_items;
-use taintguard::principal::Identity;
+use taintguard::principal::{Identity, Principal};
 use taintguard::small_map::{SmallMap, SmallSet};
 use taintguard::taint::Taint;
 
@@ -49,7 +49,7 @@ impl<'a> Judging<'a> {
         // without a requester owns nothing.
         let owned = |t: &Taint<'_>| {
             records.owners.owner(t) == Some(who.username)
-                || records.by_controller.contains(&t.identity())
+                || records.by_controller.stored.contains(&t.identity())
         };
         // Indexed by identity: a Node of etcd's 1.5 MiB limit holds ~25,000 taints, and
         // pairwise comparison took seconds, past the policy timeout.
@@ -112,6 +112,12 @@ impl<'a> Judging<'a> {
                         if rule.is_none_or(|r| r.permitted.allows(who)) {
                             continue;
                         }
+                        // The controller that removed it, under another of its identities, or
+                        // a controller whose own record wants it (docs/controllers.md, "A
+                        // removal and the controller's own record").
+                        if self.same_controller(owner) || records.by_controller.lists(taint) {
+                            continue;
+                        }
                         Some(owner.to_owned())
                     }
                     _ => continue,
@@ -119,6 +125,16 @@ impl<'a> Judging<'a> {
             };
             findings.push(Finding::Readded { taint, at, owner });
         }
+    }
+
+    /// Whether `username` and the requester are one controller: identities one
+    /// `controllerRecords` entry names as its writer (by user or service account; a recorded
+    /// username carries no groups), as a controller installed once with kustomize and once with
+    /// Helm is known by two.
+    fn same_controller(&self, username: &str) -> bool {
+        let other = Principal::new(username, &[]);
+        (self.settings.controller_records.iter())
+            .any(|record| record.owner.allows(&self.who) && record.owner.allows(&other))
     }
 
     /// The `spec.taints` text with protected taints put back and re-added ones stripped;

@@ -1550,3 +1550,47 @@ fn warnings_say_what_the_patch_does() {
         ]
     );
 }
+
+/// A full owner record cannot name the adder of a new taint: the warning says who may still
+/// remove or change it, which is also the adder where its own controller record lists the taint.
+#[test]
+fn a_full_record_says_who_may_still_change_the_taint() {
+    // Standing removals (kept whatever the node carries) of some 120 bytes each, to just past
+    // the record's 64 KiB.
+    let filler: Vec<(String, &str)> = (0..600)
+        .map(|i| {
+            (
+                format!("example.com/filler-{i:04}:NoSchedule"),
+                NFD_MASTER.0,
+            )
+        })
+        .collect();
+    let entries: Vec<(&str, &str)> = filler.iter().map(|(e, o)| (e.as_str(), *o)).collect();
+    let full = |taints: &[&str]| owners_record(node(taints, None, None, "a"), &[], &entries);
+    // (what the request adds, NFD's record, what the warning says may remove or change it)
+    let cases = [
+        (NFD_GPU, None, "only permitted principals may"),
+        (
+            NFD_GPU,
+            Some("feature.node.kubernetes.io/gpu=a100:NoSchedule"),
+            "the writers of the controller record that lists it, and permitted principals, may",
+        ),
+    ];
+    for (added, record, who) in cases {
+        let with_record = |n: Value| record.map_or(n.clone(), |r| nfd_lists(n, r));
+        let req = request(
+            "UPDATE",
+            NFD_MASTER,
+            Some(&with_record(full(&[DEDICATED]))),
+            &with_record(full(&[DEDICATED, added])),
+        );
+        let verdict =
+            run::<TaintPreservation>(&req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
+        let warning = verdict.warnings.iter().find(|w| w.contains("is full"));
+        assert!(
+            warning.is_some_and(|w| w.contains(who)),
+            "{record:?}: {:?}",
+            verdict.warnings
+        );
+    }
+}
