@@ -82,8 +82,14 @@ fn list_patch(
 /// A kubelet registers `name` with `taints` (a CREATE), with the annotation a real kubelet
 /// writes at registration (so the annotations exist, as on every real Node, before a JSON patch
 /// adds one).
-fn register(k: &Kubectl, name: &'static str, taints: &[Value]) -> Result<(), String> {
-    let mut registered = node(name, "restore", taints);
+/// The kubelet's registration of node `name`, judged by the policy variant `variant`.
+fn register(
+    k: &Kubectl,
+    name: &'static str,
+    variant: &str,
+    taints: &[Value],
+) -> Result<(), String> {
+    let mut registered = node(name, variant, taints);
     registered["metadata"]["annotations"] =
         json!({"volumes.kubernetes.io/controller-managed-attach-detach": "true"});
     k.ok(
@@ -130,7 +136,7 @@ fn kured_remove(k: &Kubectl, name: &str) -> Result<Out, String> {
 pub fn kured(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-kured";
-    register(k, name, &[])?;
+    register(k, name, "restore", &[])?;
     // Waiting for the reboot lock, kured taints the node (the empty-list form of its patch).
     let out = kured_add(k, name)?;
     not_warned(&out, "kured's taint")?;
@@ -227,11 +233,12 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     )
 }
 
-/// nfd-master (`setTaints`): a fresh GET, a strategic merge patch of the whole list carrying the
-/// resourceVersion read (`null` for an empty list), then a JSON patch of its own annotation.
-fn nfd_set_taints(k: &Kubectl, name: &str, taints: &[Value]) -> Result<Out, String> {
+/// nfd-master (`setTaints`) running as `nfd`: a fresh GET, a strategic merge patch of the whole
+/// list carrying the resourceVersion read (`null` for an empty list), then a JSON patch of its
+/// own annotation.
+fn nfd_set_taints(k: &Kubectl, nfd: Actor, name: &str, taints: &[Value]) -> Result<Out, String> {
     let node = k.get("node", name, None)?;
-    let out = list_patch(k, NFD_MASTER, &node, "strategic", taints)?;
+    let out = list_patch(k, nfd, &node, "strategic", taints)?;
     let path = "/metadata/annotations/nfd.node.kubernetes.io~1taints";
     let had = annotation(&node, "nfd.node.kubernetes.io/taints").is_some();
     let op = match (had, taints.is_empty()) {
@@ -241,14 +248,20 @@ fn nfd_set_taints(k: &Kubectl, name: &str, taints: &[Value]) -> Result<Out, Stri
         }
         (true, true) => json!({"op": "remove", "path": path}),
     };
-    json_patch(k, NFD_MASTER, name, &json!([op]))?;
+    json_patch(k, nfd, name, &json!([op]))?;
     Ok(out)
 }
 
 pub fn node_feature_discovery(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-nfd";
-    register(k, name, &[])?;
+    register(k, name, "restore", &[])?;
+    nfd_passes(k, NFD_MASTER, name)
+}
+
+/// NFD's passes as `nfd` on node `name`: a NodeFeatureRule matches, its value changes, it stops
+/// matching; each time the node's taints, NFD's record and the owner record agree.
+fn nfd_passes(k: &Kubectl, nfd: Actor, name: &str) -> Result<(), String> {
     let gpu = |v: &str| taint("feature.node.kubernetes.io/gpu", v, "NoSchedule");
     let entry = "feature.node.kubernetes.io/gpu:NoSchedule";
     for (step, taints) in [
@@ -256,7 +269,7 @@ pub fn node_feature_discovery(env: &mut Env) -> Result<(), String> {
         ("the rule's value changes in place", vec![gpu("h100")]),
         ("the rule stops matching", vec![]),
     ] {
-        let out = nfd_set_taints(k, name, &taints)?;
+        let out = nfd_set_taints(k, nfd, name, &taints)?;
         not_warned(&out, step)?;
         let stored = k.get("node", name, None)?;
         stored_taints_are(step, &stored, &taints)?;
@@ -264,15 +277,44 @@ pub fn node_feature_discovery(env: &mut Env) -> Result<(), String> {
         check(nfd_record == described(&taints).join(","), || {
             format!("{step}: NFD's annotation {nfd_record:?} disagrees with the taints")
         })?;
-        let removed = removed_by(NFD_MASTER.user);
+        let removed = removed_by(nfd.user);
         let owned: &[(&str, &str)] = if taints.is_empty() {
             &[(entry, &removed)]
         } else {
-            &[(entry, NFD_MASTER.user)]
+            &[(entry, nfd.user)]
         };
         owners_are(step, &stored, owned)?;
     }
     Ok(())
+}
+
+/// NFD as its Helm chart installs it with `--namespace nfd`, judged by the `nfd` variant, whose
+/// settings are the README's worked example naming it in `controllerRecords`
+/// (`examples/settings/nfd-in-namespace-nfd.json`): its passes go through as nfd-master's do
+/// under the defaults; nfd-master's kustomize identity, which that entry does not name, may not
+/// rewrite the record, and is told which entry would name it.
+pub fn nfd_in_another_namespace(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let name = "ctl-nfd-helm";
+    register(k, name, "nfd", &[])?;
+    nfd_passes(k, NFD_HELM_IN_NFD, name)?;
+    let forged = json!({"metadata": {"annotations": {
+        "nfd.node.kubernetes.io/taints": "example.com/dedicated=gpu:NoSchedule"}}});
+    let out = k.patch_node(NFD_MASTER, name, "merge", &forged.to_string())?;
+    told(
+        &out,
+        "may not rewrite the controller's taint record nfd.node.kubernetes.io/taints of node \
+         ctl-nfd-helm (only the writers its controllerRecords entry names may: if the requester \
+         is that controller, installed under another identity, add \
+         \"node-feature-discovery/nfd-master\" to owner.serviceAccounts of the entry for \
+         nfd.node.kubernetes.io/taints)",
+        "an unnamed NFD's record write",
+    )?;
+    let stored = k.get("node", name, None)?;
+    let record = annotation(&stored, "nfd.node.kubernetes.io/taints");
+    check(record.is_none(), || {
+        format!("NFD's record after an unnamed writer's write: {record:?}")
+    })
 }
 
 /// NFD started against a node whose feature taint, and NFD's own record of it, were there
@@ -360,7 +402,7 @@ pub fn csi_agent_not_ready(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-fsx";
     let not_ready = taint("fsx.csi.aws.com/agent-not-ready", "", "NoExecute");
-    register(k, name, std::slice::from_ref(&not_ready))?;
+    register(k, name, "restore", std::slice::from_ref(&not_ready))?;
     let node = k.get("node", name, None)?;
     let ops = json!([{"op": "test", "path": "/spec/taints", "value": node["spec"]["taints"]},
                      {"op": "replace", "path": "/spec/taints", "value": null}]);
@@ -390,7 +432,7 @@ pub fn node_readiness_controller(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-readiness";
     let gate = taint("readiness.k8s.io/network-ready", "", "NoSchedule");
-    register(k, name, &[gate.clone(), dedicated()])?;
+    register(k, name, "restore", &[gate.clone(), dedicated()])?;
     for (step, taints) in [
         ("the condition is met", vec![dedicated()]),
         ("the condition regresses", vec![dedicated(), gate.clone()]),

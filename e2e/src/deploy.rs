@@ -209,6 +209,19 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             json!({"rbac": {"enabled": true}}),
             variant_selector("In", &["rbac"]),
         )?,
+        // NFD installed in namespace nfd, named as the README's worked example names it.
+        variant(
+            repo,
+            "taint-preservation",
+            "taint-preservation-nfd",
+            false,
+            read_json(
+                &repo.join(
+                    "policies/taint-preservation/examples/settings/nfd-in-namespace-nfd.json",
+                ),
+            )?,
+            variant_selector("In", &["nfd"]),
+        )?,
         variant(
             repo,
             "taint-preservation",

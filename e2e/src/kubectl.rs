@@ -62,6 +62,11 @@ pub const NFD_MASTER: Actor = Actor {
         "system:serviceaccounts:node-feature-discovery",
     ],
 };
+/// nfd-master as NFD's Helm chart runs it, installed `--namespace nfd` with release `nfd`.
+pub const NFD_HELM_IN_NFD: Actor = Actor {
+    user: "system:serviceaccount:nfd:nfd-node-feature-discovery",
+    groups: &["system:serviceaccounts", "system:serviceaccounts:nfd"],
+};
 pub const READINESS_CONTROLLER: Actor = Actor {
     user: "system:serviceaccount:nrr-system:nrr-controller-manager",
     groups: &[
@@ -93,6 +98,7 @@ pub const ACTORS: &[Actor] = &[
     GPU_OPERATOR,
     KURED,
     NFD_MASTER,
+    NFD_HELM_IN_NFD,
     READINESS_CONTROLLER,
     FSX_CSI_NODE,
     ALICE,

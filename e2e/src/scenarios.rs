@@ -107,6 +107,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::controllers::nfd_before_the_install,
     },
     Scenario {
+        name: "node-feature-discovery installed by Helm in namespace nfd, named in controllerRecords",
+        run: crate::controllers::nfd_in_another_namespace,
+    },
+    Scenario {
         name: "CSI node plugin: agent-not-ready removed by FSx's plugin, a stale re-add stripped",
         run: crate::controllers::csi_agent_not_ready,
     },
