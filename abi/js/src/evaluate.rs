@@ -1,11 +1,17 @@
 //! Text in, text out: what `evaluate()` does, free of any JavaScript type so that it runs in
 //! host unit tests. `lib.rs` only converts values at the boundary.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use taintguard::cluster::Cluster;
 use taintguard::verdict::serialize_pairs;
 use taintguard::Verdict;
+
+use taintguard_suite::files::Files;
+use taintguard_suite::suite::Cluster as SuiteAnswers;
 
 use crate::registry::Entry;
 
@@ -36,11 +42,17 @@ pub fn admission_request(input: &str) -> Result<&str, String> {
     }
 }
 
-/// Evaluates `input` (AdmissionReview or AdmissionRequest text) with `settings` text and writes
-/// the result object the package returns.
-pub fn evaluate(policy: &Entry, input: &str, settings: &str) -> Result<String, String> {
+/// Evaluates `input` (AdmissionReview or AdmissionRequest text) with `settings` text, the
+/// policy's cluster questions answered by `cluster`, and writes the result object the package
+/// returns.
+pub fn evaluate(
+    policy: &Entry,
+    input: &str,
+    settings: &str,
+    cluster: &dyn Cluster,
+) -> Result<String, String> {
     let request = admission_request(input)?;
-    let verdict = (policy.evaluate)(request, settings)?;
+    let verdict = (policy.evaluate)(request, settings, cluster)?;
     let (mutated, patch) = match verdict.mutated_object() {
         Some(mutated) => (
             Some(borrowed_json(mutated)?),
@@ -49,6 +61,42 @@ pub fn evaluate(policy: &Entry, input: &str, settings: &str) -> Result<String, S
         None => (None, None),
     };
     Ok(result_json(&verdict, mutated, patch.as_ref()))
+}
+
+/// The cluster `evaluate()` is given, as JSON text (`null`: none): a test suite's `cluster:`
+/// with its objects inline, as the suite's runner reads it.
+///
+/// # Errors
+///
+/// Text that is not such a cluster, or a file name where an object belongs (`evaluate()` reads
+/// no files), named.
+pub fn given_cluster(text: &str) -> Result<Option<SuiteAnswers>, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("cluster: {e}"))?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    if value.get("session").is_some() {
+        return Err("cluster.session: a kwctl session is replayed by a waPC host, not here".into());
+    }
+    SuiteAnswers::from_value(value, &NoFiles, Path::new(""))
+        .map(Some)
+        .map_err(|e| format!("cluster.{e}"))
+}
+
+/// `evaluate()` reads no files: a cluster's objects are given inline.
+struct NoFiles;
+
+impl Files for NoFiles {
+    fn read(&self, path: &Path) -> Result<String, String> {
+        Err(format!(
+            "{} is a file name; evaluate() takes the object itself (runTests reads files)",
+            path.display()
+        ))
+    }
+
+    fn list(&self, _: &Path) -> Result<Option<Vec<(String, bool)>>, String> {
+        Ok(None)
+    }
 }
 
 /// The RFC 6902 patch from the request's object to the mutated object, computed as Kubewarden's
@@ -127,7 +175,7 @@ fn result_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::find;
+    use crate::registry::{find, NO_CLUSTER};
     use serde_json::json;
 
     #[test]
@@ -177,7 +225,8 @@ mod tests {
         let taint = json!({"key": "example.com/maintenance", "effect": "NoSchedule"});
         let input = node_request(json!([taint]), json!([]));
         let policy = find("taint-preservation").unwrap();
-        let out: Value = serde_json::from_str(&evaluate(policy, &input, "{}").unwrap()).unwrap();
+        let out: Value =
+            serde_json::from_str(&evaluate(policy, &input, "{}", &NO_CLUSTER).unwrap()).unwrap();
         assert_eq!(out["accepted"], true);
         assert_eq!(out["patchType"], "JSONPatch");
         assert_eq!(out["mutatedObject"]["spec"]["taints"], json!([taint]));
@@ -187,8 +236,10 @@ mod tests {
         );
         assert!(out["warnings"].as_array().is_some_and(|w| !w.is_empty()));
 
-        let denied: Value =
-            serde_json::from_str(&evaluate(policy, &input, r#"{"mode":"deny"}"#).unwrap()).unwrap();
+        let denied: Value = serde_json::from_str(
+            &evaluate(policy, &input, r#"{"mode":"deny"}"#, &NO_CLUSTER).unwrap(),
+        )
+        .unwrap();
         assert_eq!(denied["accepted"], false);
         assert_eq!(denied["code"], 403);
         assert_eq!(denied["patch"], Value::Null);
@@ -215,7 +266,7 @@ mod tests {
             ("null", "{}", "request: expected an AdmissionReview"),
         ];
         for (input, settings, want) in cases {
-            let err = evaluate(policy, input, settings).unwrap_err();
+            let err = evaluate(policy, input, settings, &NO_CLUSTER).unwrap_err();
             assert!(err.contains(want), "{settings}: {err}");
         }
     }
@@ -239,5 +290,45 @@ mod tests {
                    "auditAnnotations": {"k": "v\""}, "mutatedObject": {"z": 1, "a": 1.5},
                    "patch": null, "patchType": null})
         );
+    }
+
+    /// `evaluate()`'s cluster is a suite's `cluster:` with its objects inline; anything else is
+    /// an error naming the field.
+    #[test]
+    fn a_given_cluster_is_a_suites_with_objects_inline() {
+        let given = given_cluster(
+            r#"{"namespaces": [{"metadata": {"name": "team-a"}}],
+                "canI": [{"serviceAccount": "ops/m", "verb": "untaint", "allowed": true}]}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(given.namespaces.len(), 1);
+        assert_eq!(given.can_i[0].username, "system:serviceaccount:ops:m");
+        assert!(given_cluster("null").unwrap().is_none());
+        let cases = [
+            (
+                r#"{"namespaces": ["team-a.yaml"]}"#,
+                "cluster.namespaces[0]: ",
+            ),
+            (
+                r#"{"namespaces": ["team-a.yaml"]}"#,
+                "is a file name; evaluate() takes the object",
+            ),
+            (r#"{"nodes": {}}"#, "cluster."),
+            (
+                r#"{"canI": [{"verb": "untaint", "allowed": true}]}"#,
+                "cluster.canI[0]: give `user` or `serviceAccount`",
+            ),
+            (
+                r#"{"session": "s.yml"}"#,
+                "cluster.session: a kwctl session is replayed by a waPC host",
+            ),
+            (r#"{"nodez": []}"#, "unknown field `nodez`"),
+            ("[", "cluster: "),
+        ];
+        for (text, want) in cases {
+            let err = given_cluster(text).err().unwrap_or_default();
+            assert!(err.contains(want), "{text}: {err}");
+        }
     }
 }

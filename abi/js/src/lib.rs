@@ -18,6 +18,8 @@ pub mod suite;
 use std::path::{Path, PathBuf};
 
 use js_sys::JSON;
+use taintguard::cluster::Cluster;
+use taintguard_suite::cluster::SuiteCluster;
 use wasm_bindgen::prelude::*;
 
 /// The package's TypeScript declarations. The functions' signatures are written here rather
@@ -64,12 +66,37 @@ export interface PolicyInfo {
   defaultSettings: Record<string, unknown>;
 }
 
+/** A SubjectAccessReview answer: for `user` or `serviceAccount` (`namespace/name`) doing `verb`. */
+export interface CanIAnswer {
+  user?: string;
+  serviceAccount?: string;
+  verb: string;
+  /** The node's name; omitted, any node. */
+  name?: string;
+  allowed: boolean;
+}
+
+/**
+ * What the cluster answers a policy, as a test suite's `cluster:` does (docs/testing.md): the
+ * Namespaces it gets by name, the Nodes it lists (a label selector selects among them), and
+ * SubjectAccessReview answers. A Namespace not given is not found, and the policy refuses the
+ * request (500) naming it, as the Kubewarden build refuses when the cluster cannot answer; a
+ * question no `canI` entry answers is denied, as RBAC denies what no role grants.
+ */
+export interface ClusterAnswers {
+  namespaces?: Array<Record<string, unknown>>;
+  nodes?: Array<Record<string, unknown>>;
+  canI?: CanIAnswer[];
+}
+
 /**
  * Evaluates `policy` on `request` (an AdmissionReview or AdmissionRequest, as an object or JSON
- * text) with `settings` (object or JSON text; omitted or null means `{}`). Throws an Error naming the
- * field on an unknown policy, invalid settings or a malformed request.
+ * text) with `settings` (object or JSON text; omitted or null means `{}`), its cluster questions
+ * answered by `cluster` (omitted or null: a rule that asks the cluster is refused, 500). Throws
+ * an Error naming the field on an unknown policy, invalid settings, a malformed request or
+ * cluster.
  */
-export function evaluate(policy: string, request: object | string, settings?: object | string | null): Verdict;
+export function evaluate(policy: string, request: object | string, settings?: object | string | null, cluster?: ClusterAnswers | string | null): Verdict;
 
 /**
  * Checks settings as Kubewarden does when it loads the policy. Invalid settings are an answer,
@@ -163,6 +190,7 @@ pub fn evaluate(
     policy: &str,
     request: JsValue,
     settings: Option<JsValue>,
+    cluster: Option<JsValue>,
 ) -> Result<JsValue, JsError> {
     let entry = registry::find(policy).map_err(|e| JsError::new(&e))?;
     let request = json_text(&request, "request", None)?;
@@ -171,7 +199,19 @@ pub fn evaluate(
         "settings",
         Some("{}"),
     )?;
-    let result = evaluate::evaluate(entry, &request, &settings).map_err(|e| JsError::new(&e))?;
+    let cluster = json_text(
+        &cluster.unwrap_or(JsValue::UNDEFINED),
+        "cluster",
+        Some("null"),
+    )?;
+    let cluster = evaluate::given_cluster(&cluster).map_err(|e| JsError::new(&e))?;
+    let answers = cluster.as_ref().map(SuiteCluster);
+    let asked: &dyn Cluster = match &answers {
+        Some(answers) => answers,
+        None => &registry::NO_CLUSTER,
+    };
+    let result =
+        evaluate::evaluate(entry, &request, &settings, asked).map_err(|e| JsError::new(&e))?;
     to_js(&result)
 }
 

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 use taint_preservation::TaintPreservation;
+use taintguard::cluster::Cluster;
 use taintguard::policy::Half;
 use taintguard::{read_settings, try_run, NoCluster, Policy, Verdict};
 use toleration_injection::TolerationInjection;
@@ -23,8 +24,9 @@ pub struct Entry {
     pub name: &'static str,
     pub facts: Facts,
     pub default_settings: fn() -> Value,
-    /// Request and settings text in; the verdict, or an error message naming the bad field.
-    pub evaluate: fn(&str, &str) -> Result<Verdict, String>,
+    /// Request and settings text in, and the cluster the policy may ask; the verdict, or an
+    /// error message naming the bad field.
+    pub evaluate: fn(&str, &str, &dyn Cluster) -> Result<Verdict, String>,
     pub validate_settings: fn(&str) -> Result<(), String>,
 }
 
@@ -55,17 +57,21 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
     })
 }
 
-/// Engines get bad settings and malformed requests as 400 verdicts, because they can only show
-/// a verdict; a library caller is better served by an exception with the same message.
-/// The package runs where no cluster is: rules that ask one are answered with this reason.
-const NO_CLUSTER: NoCluster = NoCluster(
-    "the JavaScript package has no cluster to ask (the Kubewarden build asks RBAC and reads node \
-     taints in policy-server; kwctl run reads node taints with --allow-context-aware and replays \
-     RBAC answers from a session; docs/context.md)",
+/// Without a cluster from the caller, rules that ask one are answered with this reason.
+pub const NO_CLUSTER: NoCluster = NoCluster(
+    "no cluster was given to answer it (pass `evaluate` a cluster of namespaces, nodes and canI \
+     answers, as a test suite's `cluster:`; in a cluster, the Kubewarden build asks \
+     policy-server; docs/context.md)",
 );
 
-fn evaluate<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    try_run::<P>(request, settings, Half::Mutating, &NO_CLUSTER)
+/// Engines get bad settings and malformed requests as 400 verdicts, because they can only show
+/// a verdict; a library caller is better served by an exception with the same message.
+fn evaluate<P: Policy>(
+    request: &str,
+    settings: &str,
+    cluster: &dyn Cluster,
+) -> Result<Verdict, String> {
+    try_run::<P>(request, settings, Half::Mutating, cluster)
 }
 
 fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
@@ -126,7 +132,7 @@ mod tests {
                     ),
                 };
                 if core.code() == Some(400) {
-                    let err = (entry.evaluate)(request, settings).unwrap_err();
+                    let err = (entry.evaluate)(request, settings, &NO_CLUSTER).unwrap_err();
                     assert_eq!(
                         Some(err.as_str()),
                         core.message(),
@@ -134,7 +140,7 @@ mod tests {
                         entry.name
                     );
                 } else {
-                    assert_eq!((entry.evaluate)(request, settings), Ok(core));
+                    assert_eq!((entry.evaluate)(request, settings, &NO_CLUSTER), Ok(core));
                 }
             }
         }

@@ -5,8 +5,12 @@
 
 use std::path::Path;
 
+use std::cell::Cell;
+
 use serde_json::{json, Map, Value};
+use taintguard::cluster::{AccessQuestion, Cluster as TaintguardCluster, ClusterError, Freshness};
 use taintguard::Verdict;
+use taintguard_suite::cluster::SuiteCluster;
 use taintguard_suite::files::Files;
 use taintguard_suite::run::{Judge, Violation};
 use taintguard_suite::suite::{Case, Cluster, Suite};
@@ -42,15 +46,22 @@ impl Judge for PackageJudge {
         Ok((self.entry.validate_settings)(&settings.to_string()).err())
     }
 
+    /// The case's cluster answers the policy's questions, from the same answers the waPC host
+    /// of the workspace's `taintguard test` gives (`taintguard_suite::cluster`).
     fn validate(
         &mut self,
         review: &Value,
         settings: &Value,
-        _cluster: &Cluster,
+        cluster: &Cluster,
     ) -> Result<(Value, bool), String> {
         let review = review.to_string();
-        let verdict = (self.entry.evaluate)(admission_request(&review)?, &settings.to_string())?;
-        Ok((response(&verdict)?, false))
+        let answers = Asked {
+            answers: SuiteCluster(cluster),
+            asked: Cell::new(false),
+        };
+        let verdict =
+            (self.entry.evaluate)(admission_request(&review)?, &settings.to_string(), &answers)?;
+        Ok((response(&verdict)?, answers.asked.get()))
     }
 
     /// The package holds one build of each policy: there is no gatekeeper build to compare.
@@ -58,14 +69,36 @@ impl Judge for PackageJudge {
         None
     }
 
+    /// A kwctl session is a sequence of waPC host calls, replayed by a waPC host.
     fn cannot_run(&self, case: &Case) -> Option<String> {
-        let cluster = &case.cluster;
-        let asks = !cluster.nodes.is_empty() || !cluster.namespaces.is_empty();
-        (asks || !cluster.can_i.is_empty() || cluster.session.is_some()).then(|| {
-            "it answers cluster questions, which only the waPC build asks: run it with the \
-                 workspace's `taintguard test`"
+        case.cluster.session.is_some().then(|| {
+            "it replays a kwctl session, which only a waPC host replays: run it with the \
+             workspace's `taintguard test`"
                 .to_owned()
         })
+    }
+}
+
+/// The suite's answers, noting whether the policy asked any question.
+struct Asked<'c> {
+    answers: SuiteCluster<'c>,
+    asked: Cell<bool>,
+}
+
+impl TaintguardCluster for Asked<'_> {
+    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
+        self.asked.set(true);
+        self.answers.list_nodes(label_selector)
+    }
+
+    fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        self.asked.set(true);
+        self.answers.can_i(question)
+    }
+
+    fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError> {
+        self.asked.set(true);
+        self.answers.get_namespace(name, freshness)
     }
 }
 

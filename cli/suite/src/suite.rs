@@ -201,6 +201,19 @@ pub struct Cluster {
     pub session: Option<String>,
 }
 
+impl Cluster {
+    /// A suite's `cluster:` given as a value (`{nodes, namespaces, canI, session}`), its file
+    /// names read through `files` relative to `dir`, as a suite's are.
+    ///
+    /// # Errors
+    ///
+    /// The first field that is not what a suite's `cluster:` takes, named.
+    pub fn from_value(value: Value, files: &dyn Files, dir: &Path) -> Result<Cluster, String> {
+        let file: ClusterFile = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        cluster(&Base { files, dir }, file)
+    }
+}
+
 /// One SubjectAccessReview answer: for the requester, the verb and (if given) the node.
 #[derive(Debug, Clone)]
 pub struct CanI {

@@ -159,7 +159,7 @@ fn cases() -> Vec<Case> {
 #[wasm_bindgen_test]
 fn incidents_get_their_verdicts_and_patches() {
     for case in cases() {
-        let verdict = evaluate(case.policy, js(case.request), Some(js(case.settings)))
+        let verdict = evaluate(case.policy, js(case.request), Some(js(case.settings)), None)
             .unwrap_or_else(|_| panic!("{}: evaluate threw", case.name));
         let accepted = get(&verdict, "accepted").as_bool();
         let ops = patch_ops(&verdict);
@@ -199,9 +199,9 @@ fn text_objects_reviews_and_bare_requests_agree() {
     let case = &cases()[0];
     let review = js(case.request);
     let bare = get(&review, "request");
-    let by_object = evaluate(TP, review, None).unwrap();
-    let by_text = evaluate(TP, case.request.into(), Some("{}".into())).unwrap();
-    let by_bare = evaluate(TP, bare, Some(Object::new().into())).unwrap();
+    let by_object = evaluate(TP, review, None, None).unwrap();
+    let by_text = evaluate(TP, case.request.into(), Some("{}".into()), None).unwrap();
+    let by_bare = evaluate(TP, bare, Some(Object::new().into()), None).unwrap();
     let text = |v: &JsValue| String::from(JSON::stringify(v).unwrap());
     assert_eq!(text(&by_object), text(&by_text));
     assert_eq!(text(&by_object), text(&by_bare));
@@ -227,8 +227,8 @@ fn default_settings_judge_like_empty_settings() {
             "{}",
             case.policy
         );
-        let with_defaults = evaluate(case.policy, js(case.request), Some(defaults)).unwrap();
-        let with_empty = evaluate(case.policy, js(case.request), None).unwrap();
+        let with_defaults = evaluate(case.policy, js(case.request), Some(defaults), None).unwrap();
+        let with_empty = evaluate(case.policy, js(case.request), None, None).unwrap();
         assert_eq!(
             String::from(JSON::stringify(&with_defaults).unwrap()),
             String::from(JSON::stringify(&with_empty).unwrap()),
@@ -292,7 +292,7 @@ fn bad_input_throws_an_error_naming_the_field() {
         ),
     ];
     for (policy, request, settings, want) in cases {
-        let message = thrown(evaluate(policy, request, settings));
+        let message = thrown(evaluate(policy, request, settings, None));
         assert!(message.contains(want), "{message:?} lacks {want:?}");
     }
 }
@@ -309,4 +309,100 @@ fn validate_settings_answers_rather_than_throws() {
     .unwrap();
     assert_eq!(get(&valid, "valid").as_bool(), Some(true));
     assert!(thrown(validate_settings("nope", None)).contains("unknown policy"));
+}
+
+/// A Pod CREATE in namespace `namespace` tolerating `tolerations` (JSON), as a ReplicaSet's
+/// controller sends it.
+fn pod_create(namespace: &str, tolerations: &str) -> JsValue {
+    js(&format!(
+        r#"{{"uid": "u1", "kind": {{"group": "", "version": "v1", "kind": "Pod"}},
+            "resource": {{"group": "", "version": "v1", "resource": "pods"}},
+            "operation": "CREATE", "namespace": "{namespace}",
+            "userInfo": {{"username": "system:serviceaccount:kube-system:replicaset-controller"}},
+            "object": {{"apiVersion": "v1", "kind": "Pod",
+                "metadata": {{"name": "web-1", "namespace": "{namespace}"}},
+                "spec": {{"containers": [{{"name": "web", "image": "nginx:1.27"}}],
+                          "tolerations": {tolerations}}}}}}}"#
+    ))
+}
+
+/// The cluster's answers come from the caller, as a test suite's `cluster:`: a namespace's
+/// PodTolerationRestriction annotations refuse and default, nodes' taints are injected, and a
+/// question the caller did not answer is the refusal a cluster that cannot answer gives (500).
+#[wasm_bindgen_test]
+fn cluster_questions_are_answered_from_the_callers_cluster() {
+    let ptr = js(r#"{"podTolerationRestriction": {"enabled": true}}"#);
+    let cluster = js(r#"{"namespaces": [{"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-a", "annotations": {
+            "scheduler.alpha.kubernetes.io/defaultTolerations": "[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"team-a\",\"effect\":\"NoSchedule\"}]",
+            "scheduler.alpha.kubernetes.io/tolerationsWhitelist": "[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"team-a\"}]"}}}]}"#);
+    let team_b =
+        r#"[{"key": "dedicated", "operator": "Equal", "value": "team-b", "effect": "NoSchedule"}]"#;
+    let refused = evaluate(
+        TI,
+        pod_create("team-a", team_b),
+        Some(ptr.clone()),
+        Some(cluster.clone()),
+    )
+    .unwrap();
+    assert_eq!(get(&refused, "code").as_f64(), Some(403.0));
+    assert!(
+        string(&refused, "message").contains("conflict with its namespace whitelist"),
+        "{}",
+        string(&refused, "message")
+    );
+    let defaulted = evaluate(
+        TI,
+        pod_create("team-a", "[]"),
+        Some(ptr.clone()),
+        Some(cluster.clone()),
+    )
+    .unwrap();
+    assert_eq!(
+        patch_ops(&defaulted)
+            .iter()
+            .map(|(op, path, _)| (op.as_str(), path.as_str()))
+            .collect::<Vec<_>>(),
+        [("add", "/spec/tolerations/0")],
+        "{:?}",
+        patch_ops(&defaulted)
+    );
+    assert!(patch_ops(&defaulted)[0].2.contains("team-a"));
+
+    // A question the caller did not answer: a Namespace the cluster does not hold, or no
+    // cluster at all.
+    for given in [Some(cluster), None] {
+        let missing = evaluate(TI, pod_create("team-z", "[]"), Some(ptr.clone()), given).unwrap();
+        assert_eq!(get(&missing, "code").as_f64(), Some(500.0));
+        assert!(
+            string(&missing, "message").contains(r#"namespace "team-z" cannot be read"#),
+            "{}",
+            string(&missing, "message")
+        );
+    }
+
+    // The nodes' taints, for a rule that tolerates them (flannel's DaemonSet, incident 5).
+    let flannel = example!(
+        "toleration-injection",
+        "requests/flannel-v0.24.4-daemonset.json"
+    );
+    let rule = js(r#"{"rules": [{"name": "system-daemonsets",
+        "match": {"kinds": ["DaemonSet"], "namespaces": ["kube-flannel"]},
+        "nodeTaints": {"except": ["dedicated"]}}]}"#);
+    let nodes = js(r#"{"nodes": [{"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "worker-3", "labels": {"pool": "general"}},
+        "spec": {"taints": [{"key": "example.com/maintenance", "value": "planned", "effect": "NoSchedule"},
+                            {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]}}]}"#);
+    let injected = evaluate(TI, js(flannel), Some(rule), Some(nodes)).unwrap();
+    let ops = patch_ops(&injected);
+    assert!(
+        ops.iter()
+            .any(|(_, _, text)| text.contains("example.com/maintenance")),
+        "{ops:?}"
+    );
+    assert!(
+        !ops.iter()
+            .any(|(_, _, text)| text.contains("\"dedicated\"")),
+        "{ops:?}"
+    );
 }

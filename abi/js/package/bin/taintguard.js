@@ -13,8 +13,8 @@ const USAGE = `usage: taintguard test [--output text|junit] [PATH]...
 Runs every test suite (a YAML file with \`kind: TestSuite\`) found under the paths (default: .)
 through this package's build of each policy: a line per case, the differences under each failure,
 and \`N passed, N failed\`; exits 1 on any failure, 2 when nothing could be tested. --output junit
-writes a JUnit XML report to standard output instead. Cases that answer cluster questions are
-skipped: only the waPC build asks the cluster (the repository's \`taintguard test\` runs them).`;
+writes a JUnit XML report to standard output instead. A suite's \`cluster:\` answers the policy's
+cluster questions; cases that replay a kwctl session are skipped (only a waPC host replays one).`;
 
 /** Why the arguments cannot be run: usage on stderr, exit 2. */
 class UsageError extends Error {}

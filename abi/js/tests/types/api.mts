@@ -5,6 +5,7 @@ import type {
   DocumentedPolicyInfo,
   DocumentedRequest,
   DocumentedRequestParts,
+  DocumentedCluster,
   DocumentedSettings,
   DocumentedTestFiles,
   DocumentedTestRun,
@@ -15,7 +16,12 @@ import type {
 import { review } from './shape.mjs';
 
 export interface Api {
-  evaluate(policy: string, request: DocumentedRequest, settings?: DocumentedSettings): DocumentedVerdict;
+  evaluate(
+    policy: string,
+    request: DocumentedRequest,
+    settings?: DocumentedSettings,
+    cluster?: DocumentedCluster,
+  ): DocumentedVerdict;
   validateSettings(policy: string, settings?: DocumentedSettings): DocumentedSettingsValidation;
   policies(): DocumentedPolicyInfo[];
   version(): string;
@@ -43,7 +49,7 @@ export type Checks<
   PolicyInfo: Equal<PolicyInfo, DocumentedPolicyInfo>;
   evaluateParameters: Equal<
     Parameters<Evaluate>,
-    [policy: string, request: DocumentedRequest, settings?: DocumentedSettings]
+    [policy: string, request: DocumentedRequest, settings?: DocumentedSettings, cluster?: DocumentedCluster]
   >;
   evaluateResult: Equal<ReturnType<Evaluate>, DocumentedVerdict>;
   validateSettingsParameters: Equal<
@@ -68,6 +74,12 @@ export function use(api: Api): void {
   api.evaluate('taint-preservation', review.request, '{"mode":"deny"}');
   api.evaluate('taint-preservation', review, null);
   api.evaluate('taint-preservation', review, undefined);
+  api.evaluate('toleration-injection', review, { podTolerationRestriction: { enabled: true } }, {
+    namespaces: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } }],
+    nodes: [],
+    canI: [{ serviceAccount: 'ops/node-maintenance', verb: 'untaint', allowed: true }],
+  });
+  api.evaluate('toleration-injection', review, null, null);
 
   if (verdict.patch) {
     for (const op of verdict.patch) {
@@ -119,6 +131,8 @@ export function use(api: Api): void {
   api.evaluate('taint-preservation', 42);
   // @ts-expect-error the policy is named
   api.evaluate(review);
+  // @ts-expect-error a canI answer says whether it is allowed
+  api.evaluate('taint-preservation', review, null, { canI: [{ user: 'alice', verb: 'untaint' }] });
   // @ts-expect-error `accepted` is a boolean
   const accepted: string = verdict.accepted;
   // @ts-expect-error there is no such field

@@ -39,6 +39,17 @@ export type DocumentedRequest = object | string;
 /** `settings`: an object or JSON text; omitted, `null` or `{}` means every default. */
 export type DocumentedSettings = object | string | null | undefined;
 
+/** `cluster`: what the cluster answers, as a test suite's `cluster:`; omitted or `null`: none. */
+export type DocumentedCluster =
+  | {
+      namespaces?: Array<Record<string, unknown>>;
+      nodes?: Array<Record<string, unknown>>;
+      canI?: Array<{ user?: string; serviceAccount?: string; verb: string; name?: string; allowed: boolean }>;
+    }
+  | string
+  | null
+  | undefined;
+
 /** `buildRequest(parts)`: the parts of an AdmissionReview, as `taintguard request` takes them. */
 export type DocumentedRequestParts = {
   operation: 'CREATE' | 'UPDATE' | 'DELETE';
