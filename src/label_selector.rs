@@ -135,6 +135,94 @@ impl LabelSelector {
     }
 }
 
+/// A selector in the list API's query syntax (what [`LabelSelector::to_query`] writes: `k=v`,
+/// `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by commas), read back by a
+/// host that selects objects itself instead of asking the API server: the inventory a
+/// Gatekeeper-style engine passes as data, a test suite's nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectorQuery<'q>(Vec<Requirement<'q>>);
+
+/// One requirement of a [`SelectorQuery`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Requirement<'q> {
+    In(&'q str, Vec<&'q str>),
+    NotIn(&'q str, Vec<&'q str>),
+    Exists(&'q str),
+    DoesNotExist(&'q str),
+}
+
+impl<'q> SelectorQuery<'q> {
+    /// Reads `text`; empty selects everything.
+    ///
+    /// # Errors
+    ///
+    /// A set without its parentheses, named with the selector.
+    pub fn parse(text: &'q str) -> Result<SelectorQuery<'q>, String> {
+        let mut parts = Vec::new();
+        let (mut depth, mut start) = (0u32, 0);
+        for (i, c) in text.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    parts.push(&text[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&text[start..]);
+        let set = |values: &'q str| -> Result<Vec<&'q str>, String> {
+            let inner = values
+                .trim()
+                .strip_prefix('(')
+                .and_then(|v| v.strip_suffix(')'))
+                .ok_or_else(|| format!("label selector {text:?}: a set needs parentheses"))?;
+            Ok(inner.split(',').map(str::trim).collect())
+        };
+        let requirement = |part: &'q str| -> Result<Requirement<'q>, String> {
+            Ok(if let Some((key, value)) = part.split_once("!=") {
+                Requirement::NotIn(key.trim(), vec![value.trim()])
+            } else if let Some((key, value)) = part.split_once('=') {
+                let value = value.strip_prefix('=').unwrap_or(value);
+                Requirement::In(key.trim(), vec![value.trim()])
+            } else if let Some((key, values)) = part.split_once(" notin ") {
+                Requirement::NotIn(key.trim(), set(values)?)
+            } else if let Some((key, values)) = part.split_once(" in ") {
+                Requirement::In(key.trim(), set(values)?)
+            } else if let Some(key) = part.strip_prefix('!') {
+                Requirement::DoesNotExist(key.trim())
+            } else {
+                Requirement::Exists(part)
+            })
+        };
+        let requirements = (parts.into_iter().map(str::trim))
+            .filter(|part| !part.is_empty())
+            .map(requirement)
+            .collect::<Result<_, _>>()?;
+        Ok(SelectorQuery(requirements))
+    }
+
+    /// Whether an object whose label `key` has the value `get(key)` is selected.
+    pub fn matches_with<'v>(&self, get: impl Fn(&str) -> Option<&'v str>) -> bool {
+        self.0.iter().all(|requirement| match requirement {
+            Requirement::In(key, values) => get(key).is_some_and(|v| values.contains(&v)),
+            Requirement::NotIn(key, values) => get(key).is_none_or(|v| !values.contains(&v)),
+            Requirement::Exists(key) => get(key).is_some(),
+            Requirement::DoesNotExist(key) => get(key).is_none(),
+        })
+    }
+
+    /// Whether an object with `labels` is selected.
+    pub fn matches(&self, labels: &Labels<'_>) -> bool {
+        self.matches_with(|key| {
+            (labels.iter())
+                .find(|(k, _)| k.as_str() == key)
+                .map(|(_, v)| v.as_str())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +346,53 @@ mod tests {
         for (selector, want) in cases {
             let err = from_settings(&selector).unwrap_err().to_string();
             assert!(err.contains(want), "{want:?} not in {err}");
+        }
+    }
+
+    /// A selector's query selects what the selector selects, and the API's other spellings
+    /// (`==`, `!=`, spaces) read as the API server reads them.
+    #[test]
+    fn queries_select_as_the_api_server_does() {
+        let labels: Labels<'_> = vec![
+            (JsonStr::borrowed("pool"), JsonStr::borrowed("gpu")),
+            (JsonStr::borrowed("zone"), JsonStr::borrowed("a")),
+        ];
+        let cases = [
+            ("", true),
+            ("pool=gpu", true),
+            ("pool==gpu", true),
+            ("pool!=gpu", false),
+            ("pool in (cpu,gpu)", true),
+            ("pool notin (cpu, gpu)", false),
+            ("zone,pool=gpu", true),
+            ("!zone", false),
+            ("missing", false),
+            ("!missing", true),
+            ("missing notin (x)", true),
+            ("pool=gpu,zone in (b)", false),
+        ];
+        for (query, want) in cases {
+            let parsed = SelectorQuery::parse(query).unwrap();
+            assert_eq!(parsed.matches(&labels), want, "{query:?}: {parsed:?}");
+        }
+        assert!(SelectorQuery::parse("pool in gpu").is_err());
+        let selectors = [
+            json!({"matchLabels": {"pool": "gpu"}}),
+            json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}),
+            json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}),
+            json!({"matchExpressions": [{"key": "pool", "operator": "Exists"},
+                                        {"key": "spot", "operator": "DoesNotExist"}]}),
+            json!({"matchLabels": {"pool": "cpu"}, "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}),
+        ];
+        for selector in selectors {
+            let selector = from_settings(&selector).unwrap();
+            let query = selector.to_query();
+            let parsed = SelectorQuery::parse(&query).unwrap();
+            assert_eq!(
+                parsed.matches(&labels),
+                selector.matches(&labels),
+                "{query}"
+            );
         }
     }
 }

@@ -65,7 +65,12 @@ impl Judge for PackageJudge {
     }
 
     /// The package holds one build of each policy: there is no gatekeeper build to compare.
-    fn violations(&mut self, _: &Value, _: &Value) -> Option<Result<Vec<Violation>, String>> {
+    fn violations(
+        &mut self,
+        _: &Value,
+        _: &Value,
+        _: &Cluster,
+    ) -> Option<Result<Vec<Violation>, String>> {
         None
     }
 

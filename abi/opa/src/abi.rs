@@ -325,6 +325,9 @@ pub unsafe extern "C" fn opa_json_parse(addr: i32, len: i32) -> i32 {
     let Ok(Some(bytes)) = (unsafe { host_bytes(addr, len, heap::top()) }) else {
         return 0;
     };
+    // The Rust `opa-wasm` SDK writes a C string and counts its NUL in `len`; OPA's own parser
+    // stops there. burrego and the JavaScript SDK count the text alone.
+    let bytes = bytes.strip_suffix(b"\0").unwrap_or(bytes);
     let valid = std::str::from_utf8(bytes)
         .is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
     if valid {

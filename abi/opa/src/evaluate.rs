@@ -14,10 +14,13 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use taintguard::cluster::Cluster;
 use taintguard::json::{members, write_str, JsonStr, Raw};
 use taintguard::policy::Half;
 use taintguard::verdict::serialize_pairs;
 use taintguard::{run, Decision, NoCluster, Policy, Verdict};
+
+use crate::inventory::Inventory;
 
 /// The module's entrypoints. Kubewarden always runs id 0, whatever the mode; the input's shape
 /// tells the modes apart, so the OPA-mode entrypoint is only reachable by name (the JS SDK).
@@ -53,7 +56,7 @@ pub fn evaluate<P: Policy>(
     data: Option<&[u8]>,
 ) -> String {
     match entrypoint {
-        Entrypoint::Violation => violations::<P>(input),
+        Entrypoint::Violation => violations::<P>(input, data),
         Entrypoint::Main => admission_review::<P>(input, data),
     }
 }
@@ -123,18 +126,18 @@ fn gatekeeper_input(input: Option<&[u8]>) -> Result<(&RawValue, &str), String> {
     Ok((review, input.parameters.value().unwrap_or("{}")))
 }
 
-/// The validating half on a request serde_json has checked, and settings text.
-fn validate<P: Policy>(request: &RawValue, settings_text: &str) -> Verdict {
-    run::<P>(
-        request.get(),
-        settings_text,
-        Half::Validating,
-        &NoCluster(
-            "a Gatekeeper-style engine answers no host calls: it cannot ask RBAC, and it cannot \
-             inject tolerations (docs/context.md)",
-        ),
-    )
+/// The validating half on a request serde_json has checked, and settings text; the cluster's
+/// objects as `cluster` holds them.
+fn validate<P: Policy>(request: &RawValue, settings_text: &str, cluster: &dyn Cluster) -> Verdict {
+    run::<P>(request.get(), settings_text, Half::Validating, cluster)
 }
+
+/// OPA mode's data is the settings (Kubewarden adds its own `kubernetes` inventory form, which
+/// this build does not read): no question is answered.
+const NO_INVENTORY: NoCluster = NoCluster(
+    "the OPA entrypoint reads no inventory: Kubewarden's gatekeeper mode hands the policy the \
+     cluster's objects (data.inventory), OPA mode does not (docs/context.md)",
+);
 
 /// A Rego result set of one result: `[{"result": <result>}]`.
 fn result_set(result: impl Serialize) -> String {
@@ -159,9 +162,12 @@ struct ViolationDetails<'a> {
     code: u16,
 }
 
-fn violations<P: Policy>(input: Option<&[u8]>) -> String {
+/// The violations of the gatekeeper input, the cluster's objects read from the data document's
+/// inventory (`data` not UTF-8 holds none).
+fn violations<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> String {
+    let inventory = Inventory::from_data(data.and_then(|d| std::str::from_utf8(d).ok()));
     let verdict = match gatekeeper_input(input) {
-        Ok((review, parameters)) => validate::<P>(review, parameters),
+        Ok((review, parameters)) => validate::<P>(review, parameters, &inventory),
         Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
     };
     violation_set::<P>(&verdict)
@@ -265,7 +271,7 @@ fn admission_review<P: Policy>(input: Option<&[u8]>, data: Option<&[u8]>) -> Str
         Ok(request) => (
             uid(request.get()),
             match settings_from_data(data) {
-                Ok(settings) => validate::<P>(request, &settings),
+                Ok(settings) => validate::<P>(request, &settings, &NO_INVENTORY),
                 Err(problem) => Verdict::reject(400, format!("{}: {problem}", P::NAME)),
             },
         ),

@@ -15,6 +15,7 @@
 //! exported as a global holding its address, not its value.
 
 pub mod evaluate;
+pub mod inventory;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]

@@ -127,9 +127,12 @@ pub fn for_execution_mode(mut meta: Value, mode: &str) -> Result<Value, String> 
     fields.insert("protocolVersion".into(), Value::from(protocol));
     if mode != DEFAULT_EXECUTION_MODE {
         fields.insert("mutating".into(), Value::Bool(false));
-        // The cluster is only asked through waPC host calls (docs/context.md): a gatekeeper
-        // module makes none, and reads no inventory.
-        fields.insert("contextAwareResources".into(), Value::Array(Vec::new()));
+        // A gatekeeper module makes no host calls, but reads the objects of its
+        // `contextAwareResources` from the inventory Kubewarden passes as data (docs/context.md);
+        // OPA mode's data is the settings, and another inventory form this build does not read.
+        if mode != "gatekeeper" {
+            fields.insert("contextAwareResources".into(), Value::Array(Vec::new()));
+        }
         fields.remove("hostCapabilities");
         if let Some(Value::Object(annotations)) = fields.get_mut("annotations") {
             rename_for_mode(annotations, mode);
@@ -229,9 +232,10 @@ mod tests {
         assert_eq!(typed.rules[0].resources, ["pods"]);
     }
 
-    /// A gatekeeper module makes no host call: it declares none, and asks no resource.
+    /// A gatekeeper module makes no host call, so it declares none; it reads the resources it
+    /// declares from the inventory Kubewarden passes. An OPA-mode module reads none.
     #[test]
-    fn gatekeeper_modules_declare_no_cluster_access() {
+    fn gatekeeper_modules_declare_resources_and_no_host_call() {
         let yml = format!(
             "{RULE}mutating: true\ncontextAwareResources: [{{apiVersion: v1, kind: Node}}]\n\
              hostCapabilities: [kubernetes/list_resources_all]\n"
@@ -239,10 +243,12 @@ mod tests {
         let wapc = metadata_json(&yml, "").unwrap();
         assert_eq!(wapc["hostCapabilities"][0], "kubernetes/list_resources_all");
         assert_eq!(wapc["contextAwareResources"][0]["kind"], "Node");
-        let gatekeeper = for_execution_mode(wapc, "gatekeeper").unwrap();
-        assert_eq!(gatekeeper["contextAwareResources"], Value::Array(vec![]));
+        let gatekeeper = for_execution_mode(wapc.clone(), "gatekeeper").unwrap();
+        assert_eq!(gatekeeper["contextAwareResources"][0]["kind"], "Node");
         assert!(gatekeeper.get("hostCapabilities").is_none());
         assert_eq!(gatekeeper["mutating"], false);
+        let opa = for_execution_mode(wapc, "opa").unwrap();
+        assert_eq!(opa["contextAwareResources"], Value::Array(vec![]));
     }
 
     #[test]

@@ -96,15 +96,20 @@ impl Judge for HostJudge {
     ) -> Result<(Value, bool), String> {
         let answers = answers(cluster)?;
         let response = self.wapc.validate_with(review, settings, &answers)?;
-        Ok((response, !answers.asked().is_empty()))
+        // What an inventory cannot hold: RBAC answers, and a session's recorded ones.
+        let asked = answers.asked();
+        let beyond_inventory = cluster.session.is_some() && !asked.is_empty()
+            || asked.iter().any(|(operation, _)| operation == "can_i");
+        Ok((response, beyond_inventory))
     }
 
     fn violations(
         &mut self,
         review: &Value,
         settings: &Value,
+        cluster: &Cluster,
     ) -> Option<Result<Vec<Violation>, String>> {
         let gatekeeper = self.gatekeeper.as_ref()?;
-        Some(gatekeeper.violations(review, settings))
+        Some(gatekeeper.violations(review, settings, &cluster::inventory(cluster)))
     }
 }

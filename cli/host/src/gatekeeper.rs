@@ -1,6 +1,7 @@
 //! The gatekeeper builds (`dist/<policy>.gatekeeper.wasm`, OPA ABI) evaluated as Kubewarden's
 //! gatekeeper execution mode evaluates them: a new instance per request, entrypoint 0 with input
-//! `{"parameters": settings, "review": request}` and an empty data document (docs/abi.md).
+//! `{"parameters": settings, "review": request}` and the data document Kubewarden passes, the
+//! inventory of the policy's context-aware resources or `{}` (docs/abi.md).
 
 use opa_wasm::wasmtime::{Config, Engine, Module, Store};
 use opa_wasm::Runtime;
@@ -31,13 +32,19 @@ impl GatekeeperPolicy {
     }
 
     /// The violations entrypoint 0 reports for `request` (an AdmissionReview or a bare
-    /// AdmissionRequest) under `settings`; none means the request is allowed.
+    /// AdmissionRequest) under `settings`, with `data` as the data document; none means the
+    /// request is allowed.
     ///
     /// # Errors
     ///
     /// The module failed to load or evaluate, or answered something other than the result set
     /// of one violation list.
-    pub fn violations(&self, request: &Value, settings: &Value) -> Result<Vec<Violation>, String> {
+    pub fn violations(
+        &self,
+        request: &Value,
+        settings: &Value,
+        data: &Value,
+    ) -> Result<Vec<Violation>, String> {
         let input = json!({"parameters": settings, "review": admission_request(request)});
         let result_set: Value = futures_executor::block_on(async {
             let mut store = Store::new(&self.engine, ());
@@ -46,7 +53,7 @@ impl GatekeeperPolicy {
                 .default_entrypoint()
                 .ok_or_else(|| opa_wasm::wasmtime::Error::msg("the module has no entrypoint 0"))?
                 .to_owned();
-            let policy = runtime.without_data(&mut store).await?;
+            let policy = runtime.with_data(&mut store, data).await?;
             policy.evaluate(&mut store, &entrypoint, &input).await
         })
         .map_err(|e| format!("gatekeeper evaluation failed: {e:#}"))?;

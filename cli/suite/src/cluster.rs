@@ -7,6 +7,7 @@
 
 use serde_json::{json, Value};
 use taintguard::cluster::{AccessQuestion, Cluster as CoreCluster, ClusterError, Freshness};
+use taintguard::label_selector::SelectorQuery;
 
 use crate::suite::Cluster;
 
@@ -56,13 +57,13 @@ fn list(cluster: &Cluster, request: &Value) -> Result<Value, String> {
 
 /// The `List` of the nodes `selector` (the API's selector string; empty: every node) selects.
 fn nodes(cluster: &Cluster, selector: &str) -> Result<Value, String> {
-    let requirements = parse_selector(selector)?;
+    let query = SelectorQuery::parse(selector)?;
     let items: Vec<&Value> = cluster
         .nodes
         .iter()
         .filter(|node| {
             let labels = &node["metadata"]["labels"];
-            requirements.iter().all(|r| r.holds(labels))
+            query.matches_with(|key| labels.get(key).and_then(Value::as_str))
         })
         .collect();
     Ok(json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}))
@@ -97,6 +98,37 @@ fn access(cluster: &Cluster, user: &str, verb: &str, name: Option<&str>) -> Valu
     }
 }
 
+/// The data document Kubewarden's gatekeeper mode passes a policy whose `contextAwareResources`
+/// name Nodes and Namespaces: `{"inventory": {"cluster": {"v1": {<kind>: {<name>: object}}},
+/// "namespace": {}}}`, a kind present only when the cluster has objects of it (policy-evaluator's
+/// `GatekeeperInventory`).
+pub fn inventory(cluster: &Cluster) -> Value {
+    let by_name = |objects: &[Value]| -> serde_json::Map<String, Value> {
+        (objects.iter())
+            .map(|o| {
+                (
+                    o["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    o.clone(),
+                )
+            })
+            .collect()
+    };
+    let mut v1 = serde_json::Map::new();
+    for (kind, objects) in [("Namespace", &cluster.namespaces), ("Node", &cluster.nodes)] {
+        if !objects.is_empty() {
+            v1.insert(kind.to_owned(), Value::Object(by_name(objects)));
+        }
+    }
+    let mut resources = serde_json::Map::new();
+    if !v1.is_empty() {
+        resources.insert("v1".to_owned(), Value::Object(v1));
+    }
+    json!({"inventory": {"cluster": resources, "namespace": {}}})
+}
+
 /// A suite's cluster as the core's [`CoreCluster`], for a policy built into the caller (the npm
 /// package): the same answers as the waPC host calls get, with a failure the policy reports as
 /// the Kubewarden build reports the host's.
@@ -118,113 +150,5 @@ impl CoreCluster for SuiteCluster<'_> {
     fn get_namespace(&self, name: &str, _: Freshness) -> Result<String, ClusterError> {
         let namespace = namespace(self.0, name).map_err(ClusterError::Failed)?;
         Ok(namespace.to_string())
-    }
-}
-
-/// One requirement of a selector's API string (`key=value`, `key!=value`, `key in (a,b)`,
-/// `key notin (a,b)`, `key`, `!key`), as `LabelSelector`'s `Display` writes them.
-#[derive(Debug, PartialEq)]
-enum Requirement {
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-impl Requirement {
-    fn holds(&self, labels: &Value) -> bool {
-        let value = |key: &str| labels.get(key).and_then(Value::as_str);
-        match self {
-            Requirement::In(key, values) => {
-                value(key).is_some_and(|v| values.iter().any(|x| x == v))
-            }
-            Requirement::NotIn(key, values) => {
-                value(key).is_none_or(|v| values.iter().all(|x| x != v))
-            }
-            Requirement::Exists(key) => value(key).is_some(),
-            Requirement::DoesNotExist(key) => value(key).is_none(),
-        }
-    }
-}
-
-fn parse_selector(text: &str) -> Result<Vec<Requirement>, String> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    let set = |values: &str| -> Result<Vec<String>, String> {
-        let inner = values
-            .trim()
-            .strip_prefix('(')
-            .and_then(|v| v.strip_suffix(')'))
-            .ok_or_else(|| format!("label selector {text:?}: a set needs parentheses"))?;
-        Ok(inner.split(',').map(|v| v.trim().to_owned()).collect())
-    };
-    parts
-        .into_iter()
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            if let Some((key, value)) = part.split_once("!=") {
-                Ok(Requirement::NotIn(
-                    key.trim().into(),
-                    vec![value.trim().into()],
-                ))
-            } else if let Some((key, value)) = part.split_once('=') {
-                let value = value.strip_prefix('=').unwrap_or(value);
-                Ok(Requirement::In(
-                    key.trim().into(),
-                    vec![value.trim().into()],
-                ))
-            } else if let Some((key, values)) = part.split_once(" notin ") {
-                Ok(Requirement::NotIn(key.trim().into(), set(values)?))
-            } else if let Some((key, values)) = part.split_once(" in ") {
-                Ok(Requirement::In(key.trim().into(), set(values)?))
-            } else if let Some(key) = part.strip_prefix('!') {
-                Ok(Requirement::DoesNotExist(key.trim().into()))
-            } else {
-                Ok(Requirement::Exists(part.into()))
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selectors_select_as_the_api_server_does() {
-        let labels = json!({"pool": "gpu", "zone": "a"});
-        let cases = [
-            ("", true),
-            ("pool=gpu", true),
-            ("pool==gpu", true),
-            ("pool!=gpu", false),
-            ("pool in (cpu,gpu)", true),
-            ("pool notin (cpu, gpu)", false),
-            ("zone,pool=gpu", true),
-            ("!zone", false),
-            ("missing", false),
-            ("!missing", true),
-            ("missing notin (x)", true),
-            ("pool=gpu,zone in (b)", false),
-        ];
-        for (selector, want) in cases {
-            let requirements = parse_selector(selector).unwrap();
-            let got = requirements.iter().all(|r| r.holds(&labels));
-            assert_eq!(got, want, "{selector:?}: {requirements:?}");
-        }
-        assert!(parse_selector("pool in gpu").is_err());
     }
 }

@@ -29,7 +29,8 @@ pub trait Judge {
 
     /// The policy's answer, in the shape of Kubewarden's `ValidationResponse` (`accepted`,
     /// `message`, `code`, `warnings`, `audit_annotations`, `mutated_object`), and whether it asked
-    /// the cluster (answered from `cluster`) to reach it.
+    /// the cluster (answered from `cluster`) a question an inventory cannot answer (RBAC, or any
+    /// question of a replayed kwctl session).
     ///
     /// # Errors
     ///
@@ -41,11 +42,13 @@ pub trait Judge {
         cluster: &Cluster,
     ) -> Result<(Value, bool), String>;
 
-    /// The gatekeeper build's violations for the request; `None` when there is no such build.
+    /// The gatekeeper build's violations for the request, `cluster`'s objects in its inventory
+    /// as Kubewarden's gatekeeper mode passes them; `None` when there is no such build.
     fn violations(
         &mut self,
         review: &Value,
         settings: &Value,
+        cluster: &Cluster,
     ) -> Option<Result<Vec<Violation>, String>>;
 
     /// Why this engine cannot run `case`, which is then skipped; `None` when it can.
@@ -240,12 +243,17 @@ impl CaseRun<'_> {
             .judge
             .validate(review, &self.case.settings, &self.case.cluster)
             .map_err(|e| fail(format!("the policy failed: {e}")))?;
-        // The gatekeeper build cannot mutate or ask the cluster: where the policy did either,
-        // the two need not agree (docs/testing.md).
+        // The gatekeeper build cannot mutate, nor ask what an inventory does not hold (RBAC, a
+        // kwctl session's answers): where the policy did either, the two need not agree
+        // (docs/testing.md). Namespaces and nodes it reads from the inventory, as the waPC
+        // build reads them from the cluster.
         if verdict(&response) == Verdict::Mutated || asked {
             return Ok(response);
         }
-        let Some(violations) = self.judge.violations(review, &self.case.settings) else {
+        let violations = self
+            .judge
+            .violations(review, &self.case.settings, &self.case.cluster);
+        let Some(violations) = violations else {
             return Ok(response);
         };
         self.gatekeeper_checked += 1;
@@ -266,6 +274,11 @@ impl CaseRun<'_> {
         ) {
             (true, None) => Ok(response),
             (false, Some(violation)) if violation.message == message => Ok(response),
+            // The cluster could not answer: the reason is each engine's own (a host call's
+            // error, an inventory's), so the code alone must agree.
+            (false, Some(violation)) if response["code"] == 500 && violation.code == Some(500) => {
+                Ok(response)
+            }
             (true, Some(violation)) => Err(disagreed(format!(
                 "gatekeeper build: rejected ({}) where the waPC build accepted",
                 violation.message

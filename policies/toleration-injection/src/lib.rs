@@ -33,7 +33,7 @@ use taintguard::principal::Principal;
 use taintguard::toleration::{Coverage, Operator, Toleration};
 use taintguard::verdict::{quoted, Verdict};
 
-use pod_toleration_restriction::{judge_namespace, Outcome, PluginToleration, Pod};
+use pod_toleration_restriction::{judge_namespace, Namespaces, Outcome, PluginToleration, Pod};
 pub use settings::Settings;
 use settings::{AliasKey, Match, NodeTaints, Restriction, Rule};
 use workload::{Kind, Workload};
@@ -340,24 +340,44 @@ fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
     };
     if half == Half::Validating {
         let mut verdict = not_injected(&matched.rules);
-        if matched.settings.pod_toleration_restriction.enabled
-            && matched.subject.workload.kind == Kind::Pod
-        {
-            verdict.warnings.push(
-                "podTolerationRestriction: this engine cannot read the Pod's Namespace; the Pod is \
-                 held to podTolerationRestriction.whitelist alone and gets no default toleration"
-                    .to_owned(),
-            );
+        match matched.not_injected_from_nodes(cluster) {
+            Ok(warnings) => verdict.warnings.extend(warnings),
+            Err(refusal) => return refusal,
         }
+        verdict.warnings.extend(not_merged(&plugin));
         return verdict;
     }
     matched.inject(cluster, &plugin)
 }
 
 impl Matched<'_> {
+    /// What an engine that cannot mutate says of the `nodeTaints` rules, from the nodes it holds
+    /// (a Gatekeeper-style inventory): each toleration the waPC build would add, and each a
+    /// restriction withholds. Nothing where it holds no nodes (`not_injected` says the rule
+    /// injects nothing here); the waPC build's refusal where the nodes it holds cannot be read.
+    fn not_injected_from_nodes(&self, cluster: &dyn Cluster) -> Result<Vec<String>, Verdict> {
+        let applicable = self.applicable_restrictions();
+        let from_nodes = match node_tolerations(&self.rules, cluster, &applicable) {
+            Ok(from_nodes) => from_nodes,
+            Err(unanswered) if unanswered.unavailable => return Ok(Vec::new()),
+            Err(unanswered) => return Err(unanswered.refusal),
+        };
+        let lacking = from_nodes.found.iter().map(|(t, why)| {
+            format!(
+                "this engine cannot mutate: the workload lacks toleration {} ({why}), which the \
+                 Kubewarden waPC build adds",
+                t.describe()
+            )
+        });
+        let withheld =
+            (from_nodes.withheld.iter()).map(|w| ["did not add toleration ", w].concat());
+        Ok(lacking.chain(withheld).collect())
+    }
+
     /// What PodTolerationRestriction makes of a Pod (nothing for other kinds, or with it off);
-    /// the refusal of a Pod its whitelist does not allow. Engines that cannot mutate cannot read
-    /// the cluster either: they hold the Pod to the cluster-wide whitelist alone.
+    /// the refusal of a Pod its whitelist does not allow. Engines that cannot mutate read the
+    /// Namespace where they hold it; where they hold none, the Pod is held to the cluster-wide
+    /// whitelist alone.
     fn plugin_outcome(
         &self,
         half: Half,
@@ -378,7 +398,12 @@ impl Matched<'_> {
             tolerations,
             create,
         };
-        let outcome = plugin.judge_pod(&pod, (half == Half::Mutating).then_some(cluster))?;
+        // Engines that cannot mutate answer from what they hold (a Gatekeeper-style inventory).
+        let namespaces = match half {
+            Half::Mutating => Namespaces::Asked(cluster),
+            Half::Validating => Namespaces::WhereHeld(cluster),
+        };
+        let outcome = plugin.judge_pod(&pod, namespaces)?;
         let exempt = |t: &PluginToleration| self.own(&t.as_core());
         let twins = |t: &PluginToleration| {
             let group = alias_group(self.settings, &t.key).unwrap_or(&[]);
@@ -411,7 +436,7 @@ impl Matched<'_> {
         let allowed_twin = |t: &Toleration<'_>| restriction_hit(&applicable, t).is_none();
         let from_nodes = match node_tolerations(&self.rules, cluster, &applicable) {
             Ok(found) => found,
-            Err(refusal) => return refusal,
+            Err(unanswered) => return unanswered.refusal,
         };
         let plugin_core: Vec<Toleration<'_>> = plugin.added().map(|(t, _)| t.as_core()).collect();
         let replaced: Vec<usize> = plugin.replaced().iter().map(|(i, _)| *i).collect();
@@ -529,6 +554,25 @@ fn with_reason(mut described: String, why: &str) -> String {
     described
 }
 
+/// What an engine that cannot mutate says of PodTolerationRestriction's work: why it did not
+/// read the Pod's Namespace, or what the Pod lacks that the waPC build would add.
+fn not_merged(plugin: &Outcome) -> Option<String> {
+    if let Some(why) = plugin.unread() {
+        return Some(format!(
+            "podTolerationRestriction: this engine cannot read the Pod's Namespace ({why}); the \
+             Pod is held to podTolerationRestriction.whitelist alone and gets no default toleration"
+        ));
+    }
+    if plugin.adds_nothing() {
+        return None;
+    }
+    Some(format!(
+        "podTolerationRestriction: this engine cannot mutate: the Pod lacks {}; the Kubewarden \
+         waPC build adds them",
+        joined(&describe_plugin(plugin))
+    ))
+}
+
 /// The validating half's acceptance: it injects nothing, and says so for each rule that matched
 /// (OPA mode returns warnings; without them a rule would seem to work where it cannot).
 fn not_injected(rules: &[&Rule]) -> Verdict {
@@ -622,7 +666,7 @@ fn node_tolerations(
     rules: &[&Rule],
     cluster: &dyn Cluster,
     restrictions: &[&Restriction],
-) -> Result<FromNodes, Verdict> {
+) -> Result<FromNodes, NodesUnanswered> {
     let mut from_nodes = FromNodes::default();
     let sources = node_sources(rules);
     // Each distinct selector is listed and read once, when the first rule with it is judged,
@@ -638,8 +682,9 @@ fn node_tolerations(
     let lists: Vec<OnceCell<Vec<ClusterNode<'_>>>> =
         queries.iter().map(|_| OnceCell::new()).collect();
     for (rule, source, query) in &sources {
-        let refused = |e: ClusterError| {
-            Verdict::reject(
+        let refused = |e: ClusterError| NodesUnanswered {
+            unavailable: matches!(e, ClusterError::Unavailable(_)),
+            refusal: Verdict::reject(
                 500,
                 format!(
                     "rule {:?} tolerates the taints of {}, but {e}. Nothing was \
@@ -648,7 +693,7 @@ fn node_tolerations(
                     rule.name,
                     describe_nodes(query),
                 ),
-            )
+            ),
         };
         let listed = queries
             .iter()
@@ -666,6 +711,13 @@ fn node_tolerations(
         from_nodes.take((rule, source), nodes, restrictions);
     }
     Ok(from_nodes)
+}
+
+/// Why the nodes' taints could not be read: whether the engine offers no way to read them, and
+/// the refusal the request gets where a rule needs them.
+struct NodesUnanswered {
+    unavailable: bool,
+    refusal: Verdict,
 }
 
 fn describe_nodes(query: &str) -> String {

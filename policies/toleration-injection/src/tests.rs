@@ -1238,24 +1238,41 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
     assert_eq!(*cluster.asked.borrow(), ["list "]);
     assert_eq!(added(&verdict, "DaemonSet", 0).len(), 3, "{verdict:?}");
 
-    // The validating half injects nothing, so it never lists nodes.
-    let cluster = Recorded::default();
+    // The validating half injects nothing: it reads the nodes the engine holds (an inventory)
+    // and says what the waPC build would add; where the engine holds none, only that the rule
+    // injects nothing here.
+    let cluster = Recorded {
+        nodes: Some(Ok(nodes.clone())),
+        ..Recorded::default()
+    };
     let req = request("CREATE", "alice", "kube-system", &ds);
-    let verdict = run::<TolerationInjection>(
-        &req,
-        &rule(json!({})).to_string(),
-        Half::Validating,
-        &cluster,
-    );
+    let settings = rule(json!({"except": ["dedicated"]})).to_string();
+    let verdict = run::<TolerationInjection>(&req, &settings, Half::Validating, &cluster);
+    assert_eq!(*cluster.asked.borrow(), ["list "]);
     assert!(
-        verdict.accepted() && cluster.asked.borrow().is_empty(),
+        verdict.accepted() && verdict.mutated_object().is_none(),
         "{verdict:?}"
+    );
+    let said = verdict.said();
+    assert!(
+        said.contains("this engine cannot mutate: the workload lacks toleration")
+            && !said.contains("lacks toleration dedicated"),
+        "{said}"
+    );
+    let none = taintguard::NoCluster("this engine replicates no objects");
+    let verdict = run::<TolerationInjection>(&req, &settings, Half::Validating, &none);
+    assert!(verdict.accepted(), "{verdict:?}");
+    assert!(
+        !verdict.said().contains("lacks toleration"),
+        "{}",
+        verdict.said()
     );
 }
 
-/// `podTolerationRestriction` asks the cluster for the Pod's Namespace only when it is on and
-/// the half can read the cluster, from the engine's cache unless `namespaceReads` asks for fresh
-/// reads; the half that cannot holds the Pod to the cluster whitelist alone, and says so.
+/// `podTolerationRestriction` asks the cluster for the Pod's Namespace only when it is on, from
+/// the engine's cache unless `namespaceReads` asks for fresh reads. The validating half reads it
+/// where the engine holds it (an inventory) and says what it cannot add; where the engine holds
+/// none, it holds the Pod to the cluster whitelist alone, and says so.
 #[test]
 fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
     use taintguard::cluster::recorded::Recorded;
@@ -1307,17 +1324,25 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             "validating, outside",
             on.clone(),
             Half::Validating,
-            pod(gpu),
-            vec![],
+            pod(gpu.clone()),
+            vec!["get namespace team-a cached"],
             "403",
         ),
         (
             "validating, inside",
-            on,
+            on.clone(),
             Half::Validating,
             pod(json!([{"key": "dedicated", "operator": "Exists"}])),
-            vec![],
-            "warned",
+            vec!["get namespace team-a cached"],
+            "accepted",
+        ),
+        (
+            "validating, a default the waPC build adds",
+            on.clone(),
+            Half::Validating,
+            pod(json!([])),
+            vec!["get namespace team-a cached"],
+            "lacks",
         ),
     ];
     for (label, settings, half, object, asked, want) in cases {
@@ -1339,9 +1364,32 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             {
                 "warned".to_owned()
             }
+            (None, None)
+                if verdict.warnings.iter().any(|w| {
+                    w.contains("cannot mutate: the Pod lacks dedicated=team-a:NoSchedule")
+                }) =>
+            {
+                "lacks".to_owned()
+            }
             (None, None) => "accepted".to_owned(),
         };
         assert_eq!(got, want, "{label}: {}", verdict.said());
+    }
+    // An engine that holds no Namespaces at all: the cluster whitelist alone, said.
+    let none = taintguard::NoCluster("this engine replicates no objects");
+    for (tolerations, want) in [(json!([]), None), (gpu, Some(403))] {
+        let req = request("CREATE", "alice", "team-a", &pod(tolerations));
+        let verdict = run::<TolerationInjection>(&req, &on.to_string(), Half::Validating, &none);
+        assert_eq!(verdict.code(), want, "{}", verdict.said());
+        if want.is_none() {
+            assert!(
+                verdict.warnings.iter().any(|w| w.contains(
+                    "cannot read the Pod's Namespace (this engine replicates no objects)"
+                )),
+                "{}",
+                verdict.said()
+            );
+        }
     }
 }
 

@@ -10,7 +10,7 @@ mod annotations;
 mod guard;
 mod qos;
 
-use taintguard::cluster::{Cluster, Freshness};
+use taintguard::cluster::{Cluster, ClusterError};
 use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::{quoted, Verdict};
 
@@ -68,37 +68,53 @@ pub struct Outcome {
     replaced: Vec<(usize, PluginToleration)>,
     whitelist: Vec<PluginToleration>,
     scope: Scope,
+    /// Why the Pod's Namespace was not read, where the engine holds no answer
+    /// ([`Namespaces::WhereHeld`]): the Pod is then held to the cluster-wide whitelist alone.
+    unread: Option<String>,
+}
+
+/// How the engine answers for the Pod's Namespace.
+#[derive(Clone, Copy)]
+pub enum Namespaces<'c> {
+    /// Asked of the cluster; a Namespace that cannot be read refuses the Pod (500): the waPC
+    /// build's host calls, the JavaScript package's given cluster.
+    Asked(&'c dyn Cluster),
+    /// Read where the engine holds it (a Gatekeeper-style engine's inventory); where it holds
+    /// no Namespaces at all, the Pod is held to the cluster-wide whitelist alone, and the
+    /// outcome says why. A Namespace its Namespaces lack refuses the Pod, as when asked.
+    WhereHeld(&'c dyn Cluster),
 }
 
 impl PodTolerationRestriction {
     /// What the plugin adds to `pod` and the whitelist it holds it to, reading the Pod's
-    /// Namespace through `cluster` (`None`: the engine cannot read the cluster, and only the
-    /// cluster-wide whitelist applies, with nothing added).
+    /// Namespace as `namespaces` says.
     ///
     /// # Errors
     ///
     /// The refusal of a Pod whose Namespace or spec cannot be read (500 and 400).
-    pub fn judge_pod(
-        &self,
-        pod: &Pod<'_>,
-        cluster: Option<&dyn Cluster>,
-    ) -> Result<Outcome, Verdict> {
+    pub fn judge_pod(&self, pod: &Pod<'_>, namespaces: Namespaces<'_>) -> Result<Outcome, Verdict> {
         let own = read_pod_tolerations(pod.tolerations).map_err(|e| {
             malformed(
                 pod,
                 &format!("spec.tolerations: {}", taintguard::json::error::message(&e)),
             )
         })?;
-        let Some(cluster) = cluster else {
-            return Ok(Outcome {
-                tolerations: own,
-                reasons: Vec::new(),
-                replaced: Vec::new(),
-                whitelist: self.whitelist_in_force(self.whitelist.clone()),
-                scope: Scope::Cluster,
-            });
+        let (cluster, required) = match namespaces {
+            Namespaces::Asked(cluster) => (cluster, true),
+            Namespaces::WhereHeld(cluster) => (cluster, false),
         };
-        let text = read_namespace(pod, cluster, self.namespace_reads)?;
+        let text = match cluster.get_namespace(pod.namespace, self.namespace_reads) {
+            Ok(text) => text,
+            Err(ClusterError::Unavailable(why)) if !required => {
+                return Ok(Outcome {
+                    tolerations: own,
+                    whitelist: self.whitelist_in_force(self.whitelist.clone()),
+                    unread: Some(why),
+                    ..Outcome::default()
+                });
+            }
+            Err(e) => return Err(namespace_refusal(pod, &e.to_string())),
+        };
         let [defaults, whitelist] = namespace_annotations(pod, &text)?;
         let annotation = |key: &str, value: Option<JsonStr<'_>>| {
             annotations::read(value.as_ref().map(JsonStr::as_str)).map_err(|e| {
@@ -164,6 +180,7 @@ impl PodTolerationRestriction {
             replaced,
             whitelist: self.whitelist_in_force(whitelist),
             scope,
+            unread: None,
         })
     }
 
@@ -193,6 +210,11 @@ impl Outcome {
     /// The Pod's own tolerations an appended one replaces, with their indices in its list.
     pub fn replaced(&self) -> &[(usize, PluginToleration)] {
         &self.replaced
+    }
+
+    /// Why the Pod's Namespace was not read, where the engine holds no Namespaces.
+    pub fn unread(&self) -> Option<&str> {
+        self.unread.as_deref()
     }
 
     /// Whether the plugin appends nothing, and so replaces nothing.
@@ -264,18 +286,6 @@ fn namespace_refusal(pod: &Pod<'_>, why: &str) -> Verdict {
             pod.namespace
         ),
     )
-}
-
-/// The Namespace's text, read through `cluster` as `freshness` asks. A namespace that cannot be
-/// read is refused (500), never taken to have no annotations.
-fn read_namespace(
-    pod: &Pod<'_>,
-    cluster: &dyn Cluster,
-    freshness: Freshness,
-) -> Result<String, Verdict> {
-    cluster
-        .get_namespace(pod.namespace, freshness)
-        .map_err(|e| namespace_refusal(pod, &e.to_string()))
 }
 
 /// The plugin's two annotations of the Namespace `text`.
