@@ -11,6 +11,7 @@ use taintguard::verdict::serialize_pairs;
 use taintguard::Verdict;
 
 use taintguard_suite::files::Files;
+use taintguard_suite::object;
 use taintguard_suite::suite::Cluster as SuiteAnswers;
 
 use crate::registry::Entry;
@@ -63,18 +64,18 @@ pub fn evaluate(
     Ok(result_json(&verdict, mutated, patch.as_ref()))
 }
 
-/// The cluster `evaluate()` is given, as JSON text (`null`: none): a test suite's `cluster:`
-/// with its objects inline, as the suite's runner reads it.
+/// The cluster `evaluate()` is given, as YAML or JSON text (`null`: none): a test suite's
+/// `cluster:` with its objects inline, as the suite's runner reads it.
 ///
 /// # Errors
 ///
 /// Text that is not such a cluster, or a file name where an object belongs (`evaluate()` reads
 /// no files), named.
 pub fn given_cluster(text: &str) -> Result<Option<SuiteAnswers>, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("cluster: {e}"))?;
-    if value.is_null() {
+    if text.trim() == "null" {
         return Ok(None);
     }
+    let value = object::parse(text, "cluster")?;
     if value.get("session").is_some() {
         return Err("cluster.session: a kwctl session is replayed by a waPC host, not here".into());
     }
@@ -305,6 +306,10 @@ mod tests {
         assert_eq!(given.namespaces.len(), 1);
         assert_eq!(given.can_i[0].username, "system:serviceaccount:ops:m");
         assert!(given_cluster("null").unwrap().is_none());
+        let yaml = given_cluster("namespaces:\n- metadata: {name: team-a}\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(yaml.namespaces[0]["metadata"]["name"], "team-a");
         let cases = [
             (
                 r#"{"namespaces": ["team-a.yaml"]}"#,

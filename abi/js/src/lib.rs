@@ -92,7 +92,8 @@ export interface ClusterAnswers {
 /**
  * Evaluates `policy` on `request` (an AdmissionReview or AdmissionRequest, as an object or JSON
  * text) with `settings` (object or JSON text; omitted or null means `{}`), its cluster questions
- * answered by `cluster` (omitted or null: a rule that asks the cluster is refused, 500). Throws
+ * answered by `cluster` (an object, or YAML or JSON text; omitted or null: a rule that asks the
+ * cluster is refused, 500). Throws
  * an Error naming the field on an unknown policy, invalid settings, a malformed request or
  * cluster.
  */

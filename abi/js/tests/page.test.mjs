@@ -4,7 +4,7 @@
 // evaluated here in Node. A screenshot of the mutated case is saved to dist/js/screenshot.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,6 +95,65 @@ test('a mutation shows its verdict, diff and patch', async () => {
   }
   assert.deepEqual(shown.removed, []);
   await page.screenshot({ path: repo('dist/js/screenshot.png'), fullPage: true });
+});
+
+/** Picks a playground example, clicks Evaluate and returns what the page shows and its inputs. */
+async function runExample(name) {
+  await page.selectOption('#example', name);
+  const inputs = await page.evaluate(() => ({
+    policy: document.getElementById('policy').value,
+    settings: document.getElementById('settings').value,
+    request: document.getElementById('request').value,
+    cluster: document.getElementById('cluster').value,
+  }));
+  await page.evaluate(() => { for (const id of ['result', 'error']) document.getElementById(id).hidden = true; });
+  await page.click('#evaluate');
+  await page.waitForSelector('#result:not([hidden]), #error:not([hidden])');
+  const shown = await page.evaluate(() => ({
+    verdict: document.getElementById('verdict').textContent,
+    message: document.getElementById('message').textContent,
+    warnings: [...document.querySelectorAll('#warnings li')].map((li) => li.textContent),
+    annotations: document.getElementById('annotations').textContent,
+    patch: document.getElementById('patch').textContent,
+    error: document.getElementById('error').hidden ? null
+      : document.getElementById('error-message').textContent,
+  }));
+  return { inputs, shown };
+}
+
+// The cluster panel: examples that need the cluster's answers fill it, and the page answers as
+// the package does in Node with the same cluster.
+test('the cluster panel answers PodTolerationRestriction and nodeTaints rules', async () => {
+  const outside = await runExample('ptr-outside');
+  assert.equal(outside.shown.error, null);
+  assert.equal(outside.shown.verdict, 'Rejected (403)');
+  assert.match(outside.shown.message, /conflict with its namespace whitelist: dedicated=team-b:NoSchedule/);
+  const wantOutside = evaluate(outside.inputs.policy, { kind: 'AdmissionReview', request: {
+    uid: 'playground', kind: { group: '', version: 'v1', kind: 'Pod' }, name: 'web-1', namespace: 'team-a',
+    operation: 'CREATE', userInfo: { username: 'playground@example.com', groups: ['system:authenticated'] },
+    object: JSON.parse(outside.inputs.request) } }, outside.inputs.settings, outside.inputs.cluster);
+  assert.equal(outside.shown.message, wantOutside.message);
+
+  const defaulted = await runExample('ptr-default');
+  assert.equal(defaulted.shown.verdict, 'Accepted with changes');
+  assert.match(defaulted.shown.annotations, /dedicated=team-a:NoSchedule \(default toleration of namespace "team-a"\)/);
+  await page.screenshot({ path: repo('dist/js/screenshot-cluster.png'), fullPage: true });
+  assert.ok(statSync(repo('dist/js/screenshot-cluster.png')).size > 10000, 'the screenshot was written');
+
+  const nodes = await runExample('node-taints');
+  assert.equal(nodes.shown.verdict, 'Accepted with changes');
+  assert.match(nodes.shown.patch, /example\.com\/maintenance/);
+  assert.doesNotMatch(nodes.shown.patch, /"dedicated"/);
+
+  // Without the cluster, the Namespace cannot be read: the Kubewarden build's refusal.
+  await page.selectOption('#example', 'ptr-outside');
+  await page.fill('#cluster', '');
+  const shown = await evaluateShown('toleration-injection', JSON.stringify({ podTolerationRestriction: { enabled: true } }));
+  assert.equal(shown.verdict, 'Rejected (500)');
+  assert.match(shown.message, /namespace "team-a" cannot be read/);
+  await page.selectOption('#example', '');
+  await page.fill('#cluster', '');
+  assert.deepEqual(pageErrors, []);
 });
 
 test('a rejection shows its code and message', async () => {

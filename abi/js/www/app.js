@@ -91,7 +91,9 @@ function run() {
   try {
     const settings = parse($('settings').value || '{}', 'Settings');
     const request = asRequest(parse($('request').value, 'Request'));
-    const verdict = evaluate($('policy').value, request, settings);
+    // YAML or JSON text, read by the package; empty is no cluster.
+    const cluster = $('cluster').value.trim() || null;
+    const verdict = evaluate($('policy').value, request, settings, cluster);
     renderVerdict(request, verdict);
     show('result', true);
   } catch (e) {
@@ -140,6 +142,71 @@ function build() {
   }
 }
 
+const PTR_SETTINGS = { podTolerationRestriction: { enabled: true } };
+const TEAM_A = `namespaces:
+- apiVersion: v1
+  kind: Namespace
+  metadata:
+    name: team-a
+    annotations:
+      scheduler.alpha.kubernetes.io/defaultTolerations: '[{"key":"dedicated","operator":"Equal","value":"team-a","effect":"NoSchedule"}]'
+      scheduler.alpha.kubernetes.io/tolerationsWhitelist: '[{"key":"dedicated","operator":"Equal","value":"team-a"}]'
+`;
+const pod = (tolerations) => ({
+  apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-1', namespace: 'team-a' },
+  spec: { containers: [{ name: 'web', image: 'nginx:1.27' }], tolerations },
+});
+
+/** Examples that need the cluster's answers: policy, settings, request and cluster. */
+export const EXAMPLES = {
+  'ptr-outside': {
+    policy: 'toleration-injection',
+    settings: PTR_SETTINGS,
+    request: pod([{ key: 'dedicated', operator: 'Equal', value: 'team-b', effect: 'NoSchedule' }]),
+    cluster: TEAM_A,
+  },
+  'ptr-default': {
+    policy: 'toleration-injection',
+    settings: PTR_SETTINGS,
+    request: pod([]),
+    cluster: TEAM_A,
+  },
+  'node-taints': {
+    policy: 'toleration-injection',
+    settings: { rules: [{ name: 'system-daemonsets', match: { kinds: ['DaemonSet'], namespaces: ['kube-flannel'] },
+      nodeTaints: { except: ['dedicated'] } }] },
+    request: {
+      apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kube-flannel-ds', namespace: 'kube-flannel' },
+      spec: { selector: { matchLabels: { app: 'flannel' } }, template: {
+        metadata: { labels: { app: 'flannel' } },
+        spec: { containers: [{ name: 'kube-flannel', image: 'flannel/flannel:v0.24.4' }],
+          tolerations: [{ operator: 'Exists', effect: 'NoSchedule' }] } } },
+    },
+    cluster: `nodes:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: worker-3, labels: {pool: general}}
+  spec:
+    taints:
+    - {key: example.com/maintenance, value: planned, effect: NoExecute}
+    - {key: dedicated, value: ml, effect: NoExecute}
+`,
+  },
+};
+
+/** Fills the inputs with the chosen example. */
+function fillExample() {
+  const example = EXAMPLES[$('example').value];
+  if (!example) return;
+  $('policy').value = example.policy;
+  $('policy').dispatchEvent(new Event('change'));
+  $('settings').value = JSON.stringify(example.settings, null, 2);
+  $('request').value = JSON.stringify(example.request, null, 2);
+  $('cluster').value = example.cluster;
+  show('result', false);
+  show('error', false);
+}
+
 /** Shows only the inputs of the chosen requester. */
 function showRequesterInputs() {
   const chosen = $('build-requester').value;
@@ -166,6 +233,7 @@ async function main() {
     event.preventDefault();
     run();
   });
+  $('example').addEventListener('change', fillExample);
   showRequesterInputs();
   $('build-requester').addEventListener('change', showRequesterInputs);
   $('build').addEventListener('click', build);
