@@ -181,7 +181,7 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     ti_settings["restrictions"] = restriction["restrictions"].clone();
     // The waPC toleration-injection judges every workload but those of its other variants and
     // of the deployment shapes (crate::shapes), whose webhooks are the subject there.
-    let mut not_ours = vec!["gatekeeper", "nodes", "ptr", "ptr-fresh"];
+    let mut not_ours = vec!["gatekeeper", "nodes", "ptr", "ptr-fresh", "ptr-gatekeeper"];
     not_ours.extend(crate::shapes::VARIANTS);
     let mut deployed = vec![
         variant(
@@ -264,6 +264,16 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             false,
             json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
             variant_selector("In", &["ptr"]),
+        )?,
+        // The same in the gatekeeper build, which reads the Namespace from the inventory
+        // policy-server's gatekeeper mode builds from the spec's contextAwareResources.
+        variant(
+            repo,
+            "toleration-injection",
+            "toleration-injection-ptr-gatekeeper",
+            true,
+            json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
+            variant_selector("In", &["ptr-gatekeeper"]),
         )?,
         // The same, with every Pod's Namespace read from the API server (`namespaceReads`).
         variant(

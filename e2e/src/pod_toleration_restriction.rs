@@ -692,3 +692,62 @@ pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
 fn namespace_gets(env: &Env) -> Result<f64, String> {
     env.cluster.requests_served("GET", "namespaces")
 }
+
+/// The gatekeeper build with `podTolerationRestriction`, deployed through policy-server with its
+/// `contextAwareResources` (variant `ptr-gatekeeper`), beside the waPC build (variant `ptr`):
+/// policy-server's gatekeeper mode hands it the Namespaces as its inventory, and it refuses a Pod
+/// outside its namespace's whitelist annotation and admits one inside it, as the waPC build
+/// does (docs/context.md, "Which engine answers which question, from where"). The inventory is
+/// rebuilt when a listed kind changes, through a watch: the first Pods after the Namespace's
+/// creation may still be refused (500, the Namespace not yet held), so each is retried for a
+/// few seconds.
+pub fn gatekeeper_reads_the_inventory(env: &mut Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let ns = "ptr-inventory";
+    let whitelist = r#"[{"key":"dedicated","operator":"Equal","value":"team-a"}]"#;
+    // No defaults: the cluster default the settings give is outside this whitelist.
+    create(
+        k,
+        &namespace(ns, &[(DEFAULTS, "[]"), (WHITELIST, whitelist)]),
+    )
+    .map_err(|e| format!("namespace {ns}: {e}"))?;
+    let mut problems = Vec::new();
+    for variant in ["ptr-gatekeeper", "ptr"] {
+        let mut serial = 0;
+        let mut attempt = |tolerations: &[Value]| -> Outcome {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                serial += 1;
+                let mut pod = pod(ns, tolerations, false);
+                pod["metadata"]["name"] = json!(format!("{variant}-{serial}"));
+                pod["metadata"]["labels"][VARIANT_LABEL] = json!(variant);
+                let outcome = create(k, &pod);
+                let not_yet_held = matches!(&outcome, Err(e) if e.contains("cannot be read"));
+                if !not_yet_held || Instant::now() > deadline {
+                    return outcome;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        };
+        let inside = attempt(&[t("dedicated", "Equal", "team-a", "NoSchedule")]);
+        if let Err(e) = &inside {
+            problems.push(format!(
+                "{variant}: a Pod inside the namespace whitelist: {e}"
+            ));
+        }
+        let outside = attempt(&[t("dedicated", "Equal", "team-b", "NoSchedule")]);
+        let said = "conflict with its namespace whitelist: dedicated=team-b:NoSchedule is not \
+                    covered by the annotation scheduler.alpha.kubernetes.io/tolerationsWhitelist \
+                    of namespace \"ptr-inventory\"";
+        if !matches!(&outside, Err(e) if e.contains(said)) {
+            problems.push(format!(
+                "{variant}: a Pod outside the namespace whitelist: {outside:?}"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}

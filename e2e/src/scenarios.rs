@@ -151,6 +151,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::pod_toleration_restriction::namespace_reads,
     },
     Scenario {
+        name: "PodTolerationRestriction in the gatekeeper build: the Namespace from policy-server's inventory",
+        run: crate::pod_toleration_restriction::gatekeeper_reads_the_inventory,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },
