@@ -119,9 +119,7 @@ impl Judging<'_> {
         }
         Ok(owned)
     }
-}
 
-impl Judging<'_> {
     /// The change to a `controllerRecords` entry's `owner` that names the requester: a service
     /// account by `namespace/name`, anyone else by username.
     fn naming_the_requester(&self) -> String {
