@@ -43,31 +43,16 @@ fn writer(manager: &str) -> Writer {
     }
 }
 
-/// The managers of `spec.taints`: an atomic list has one manager at a time per operation kind.
-fn taint_managers(node: &Value) -> Vec<Manager> {
-    let fields = node["metadata"]["managedFields"].as_array();
-    fields
-        .into_iter()
-        .flatten()
-        .filter(|m| m["fieldsV1"]["f:spec"].get("f:taints").is_some())
-        .map(|m| Manager {
-            name: m["manager"].as_str().unwrap_or("?").to_owned(),
-            operation: m["operation"].as_str().unwrap_or("?").to_owned(),
-            time: m["time"].as_str().unwrap_or("?").to_owned(),
-        })
-        .collect()
-}
-
-/// The managers of the annotation `key` in a Node's `managedFields`.
-fn annotation_managers(node: &Value, key: &str) -> Vec<Manager> {
-    let field = format!("f:{key}");
+/// The managers of the field at `path` of a Node's `managedFields` (`["f:spec", "f:taints"]`:
+/// an atomic list has one manager at a time per operation kind).
+fn field_managers(node: &Value, path: &[&str]) -> Vec<Manager> {
     let fields = node["metadata"]["managedFields"].as_array();
     fields
         .into_iter()
         .flatten()
         .filter(|m| {
-            m["fieldsV1"]["f:metadata"]["f:annotations"]
-                .get(&field)
+            (path.iter())
+                .try_fold(&m["fieldsV1"], |at, step| at.get(step))
                 .is_some()
         })
         .map(|m| Manager {
@@ -99,7 +84,8 @@ fn record_writers(node: &Value, settings: &Settings) -> Result<String, String> {
             }
             Ok(entry.to_string())
         };
-        let managers = annotation_managers(node, key);
+        let field = format!("f:{key}");
+        let managers = field_managers(node, &["f:metadata", "f:annotations", &field]);
         if managers.is_empty() {
             out.push_str(&format!(
                 "  record   {key}: no field manager: nothing names its writer
@@ -113,8 +99,9 @@ fn record_writers(node: &Value, settings: &Settings) -> Result<String, String> {
             ));
             match writer(&m.name) {
                 Writer::ServiceAccount(account) => {
+                    // A service account always has a username.
                     let username =
-                        format!("system:serviceaccount:{}", account.replacen('/', ":", 1));
+                        (Requester::service_account(&account)?.username()).unwrap_or_default();
                     if record.owner.allows(&Principal::new(&username, &[])) {
                         out.push_str(&format!(
                             ": by default the service account {account}, which controllerRecords \
@@ -301,7 +288,7 @@ fn unowned(
     (key, effect): (&str, &str),
     suggested: Suggested<'_>,
 ) -> Result<String, String> {
-    let managers = taint_managers(node);
+    let managers = field_managers(node, &["f:spec", "f:taints"]);
     let mut out = format!("  unowned  {text}: only permitted principals may remove or change it\n");
     if managers.is_empty() {
         out.push_str("           spec.taints has no field manager: nothing suggests its writer\n");
@@ -333,22 +320,21 @@ fn unowned(
             Writer::ServiceAccount(account) => {
                 out.push_str(&format!(": by default the service account {account}"));
                 let who = Requester::service_account(&account)?;
+                // A service account always has a username.
+                let username = who.username().unwrap_or_default();
                 if probe.removal_stands(node, (key, effect), who)? {
                     out.push_str(", which the settings permit to remove it\n");
                     continue;
                 }
                 out.push('\n');
-                let username = account.replacen('/', ":", 1);
                 let rule = json!({"key": key, "effects": [effect],
                                   "permitted": {"serviceAccounts": [account]}});
                 if !suggested.rules.contains(&rule) {
                     suggested.rules.push(rule);
                 }
-                suggested.record.push((
-                    key.to_owned(),
-                    effect.to_owned(),
-                    format!("system:serviceaccount:{username}"),
-                ));
+                suggested
+                    .record
+                    .push((key.to_owned(), effect.to_owned(), username));
             }
         }
     }
