@@ -4,7 +4,8 @@
 //! The rules' tolerations are only ever appended, never rewritten, and only when nothing the
 //! workload already tolerates covers them: coverage is judged the way the scheduler matches, not
 //! by equality. PodTolerationRestriction's merge on a Pod CREATE also replaces what its additions
-//! cover, as the plugin does (docs/pod-toleration-restriction.md, "Merging"). Workloads are handled at CREATE and UPDATE. A Pod gets its tolerations at CREATE;
+//! cover, as the plugin does (docs/pod-toleration-restriction.md, "Merging"). Workloads are
+//! handled at CREATE and UPDATE. A Pod gets its tolerations at CREATE;
 //! a Pod UPDATE may only add tolerations (Kubernetes' pod update validation), and the scheduler
 //! and the taint manager honour the added ones, so restrictions judge what an UPDATE adds
 //! (docs/admission.md).

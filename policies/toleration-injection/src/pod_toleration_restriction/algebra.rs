@@ -149,6 +149,41 @@ pub struct Merged {
     pub appended: Vec<(PluginToleration, String)>,
 }
 
+/// The Pod's tolerations once [`Merged`] is applied to them.
+pub struct Applied {
+    /// What the Pod then tolerates: its own the merge keeps, in order, then those appended.
+    pub tolerations: Vec<PluginToleration>,
+    /// Why each appended toleration is appended: one per toleration at the end of `tolerations`.
+    pub reasons: Vec<String>,
+    /// The Pod's own tolerations an appended one replaces, each with its index in its list.
+    pub replaced: Vec<(usize, PluginToleration)>,
+}
+
+impl Merged {
+    /// The merge applied to `own`, the tolerations it was computed from.
+    pub fn apply(self, own: Vec<PluginToleration>) -> Applied {
+        let mut replaced = Vec::with_capacity(self.replaced.len());
+        let mut tolerations = Vec::with_capacity(own.len() + self.appended.len());
+        for (i, t) in own.into_iter().enumerate() {
+            if self.replaced.contains(&i) {
+                replaced.push((i, t));
+            } else {
+                tolerations.push(t);
+            }
+        }
+        let mut reasons = Vec::with_capacity(self.appended.len());
+        for (t, why) in self.appended {
+            tolerations.push(t);
+            reasons.push(why);
+        }
+        Applied {
+            tolerations,
+            reasons,
+            replaced,
+        }
+    }
+}
+
 /// Merges `extra` (each with why) into the Pod's `own` tolerations as the plugin's
 /// `MergeTolerations(own, extra)` treats what it adds: a toleration something kept already covers
 /// is not appended (given twice, it is appended once); one that is appended replaces the
@@ -434,14 +469,8 @@ mod tests {
         let with_reasons = |extra: &[&str]| names(extra).into_iter().map(|t| (t, String::new()));
         for (name, pod, extra, plugin, appended) in cases {
             let own = names(pod);
-            let create = merge(&own, with_reasons(extra), true);
-            let kept = (own.iter().enumerate())
-                .filter(|(i, _)| !create.replaced.contains(i))
-                .map(|(_, t)| t.clone());
-            let stored: Vec<_> = kept
-                .chain(create.appended.into_iter().map(|(t, _)| t))
-                .collect();
-            assert_eq!(stored, names(plugin), "{name}, CREATE");
+            let create = merge(&own, with_reasons(extra), true).apply(own.clone());
+            assert_eq!(create.tolerations, names(plugin), "{name}, CREATE");
             let update = merge(&own, with_reasons(extra), false);
             assert!(update.replaced.is_empty(), "{name}, UPDATE");
             let got: Vec<_> = update.appended.into_iter().map(|(t, _)| t).collect();
@@ -587,12 +616,7 @@ mod tests {
                     }
                     let plugin = plugin_merge(&own, &extra);
                     let merged = merge(&own, extra.into_iter().map(|t| (t, String::new())), true);
-                    let kept = (own.iter().enumerate())
-                        .filter(|(i, _)| !merged.replaced.contains(i))
-                        .map(|(_, t)| t.clone());
-                    let policy: Vec<_> = kept
-                        .chain(merged.appended.into_iter().map(|(t, _)| t))
-                        .collect();
+                    let policy = merged.apply(own).tolerations;
                     let case = format!(
                         "default {name}, DefaultTolerationSeconds {added_by_api_server}, \
                          BestEffort {best_effort}: plugin {plugin:?}, policy {policy:?}"

@@ -159,21 +159,11 @@ impl PodTolerationRestriction {
         };
         // On CREATE the plugin's merge replaces what its additions cover; on UPDATE a replaced
         // toleration is a change pod validation refuses (kubernetes#97850): appended only.
-        let merged = algebra::merge(&own, extra, pod.create);
-        let mut replaced = Vec::with_capacity(merged.replaced.len());
-        let mut tolerations = Vec::with_capacity(own.len() + merged.appended.len());
-        for (i, t) in own.into_iter().enumerate() {
-            if merged.replaced.contains(&i) {
-                replaced.push((i, t));
-            } else {
-                tolerations.push(t);
-            }
-        }
-        let mut reasons = Vec::with_capacity(merged.appended.len());
-        for (t, why) in merged.appended {
-            tolerations.push(t);
-            reasons.push(why);
-        }
+        let algebra::Applied {
+            tolerations,
+            reasons,
+            replaced,
+        } = algebra::merge(&own, extra, pod.create).apply(own);
         Ok(Outcome {
             tolerations,
             reasons,
