@@ -113,12 +113,7 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, labels: &Labels<'_>) -> bool {
-        let get = |key: &str| {
-            labels
-                .iter()
-                .find(|(k, _)| k.as_str() == key)
-                .map(|(_, v)| v.as_str())
-        };
+        let get = |key: &str| label(labels, key);
         let has = |values: &[LabelValue], v: &str| values.iter().any(|x| x.as_str() == v);
         self.match_labels
             .iter()
@@ -215,12 +210,15 @@ impl<'q> SelectorQuery<'q> {
 
     /// Whether an object with `labels` is selected.
     pub fn matches(&self, labels: &Labels<'_>) -> bool {
-        self.matches_with(|key| {
-            (labels.iter())
-                .find(|(k, _)| k.as_str() == key)
-                .map(|(_, v)| v.as_str())
-        })
+        self.matches_with(|key| label(labels, key))
     }
+}
+
+/// The value of the label `key` among `labels`.
+fn label<'l>(labels: &'l Labels<'_>, key: &str) -> Option<&'l str> {
+    (labels.iter())
+        .find(|(k, _)| k.as_str() == key)
+        .map(|(_, v)| v.as_str())
 }
 
 #[cfg(test)]
