@@ -493,7 +493,16 @@ fn unread(text: &str, why: Unread) -> String {
     let (error, path) = match why {
         Unread::Malformed(at) => match serde_json::from_str::<IgnoredAny>(text) {
             Err(e) => return super::error::describe(text, &e),
-            Ok(_) => (format!("not JSON at byte {at}"), String::new()),
+            // What serde_json refuses only where it decodes a string or reads a number, as
+            // policy-server does (super::scan): a number beyond f64's range, or half a surrogate
+            // pair.
+            Ok(_) => (
+                match text.as_bytes().get(at) {
+                    Some(b'-' | b'0'..=b'9') => format!("number out of range at byte {at}"),
+                    _ => format!("unpaired surrogate in a \\u escape at byte {at}"),
+                },
+                super::walk::path_at(text, at),
+            ),
         },
         Unread::NotAnObject(start, end) => (
             match serde_json::from_str::<AnObject>(&text[start..end]) {
@@ -652,7 +661,7 @@ mod tests {
     /// cut of a request and every byte of it replaced by each byte that means something in JSON.
     #[test]
     fn reads_as_objects_what_serde_json_reads_as_objects() {
-        let doc = r#"{"request":{"uid":"1","kind":{"kind":"Pod"},"object":{"metadata":{"name":"p\"1"},"spec":{"template":{"spec":{"a":[1,-2.5e3,true,null]}}}}},"settings":{"rules":[]}}"#;
+        let doc = r#"{"request":{"uid":"1","kind":{"kind":"Pod"},"object":{"metadata":{"name":"p\"1\u0041"},"spec":{"template":{"spec":{"a":[1,-2.5e3,true,null]}}}}},"settings":{"rules":[]}}"#;
         let serde_reads = |text: &str| {
             serde_json::from_str::<serde_json::Value>(text).is_ok_and(|value| value.is_object())
         };
@@ -666,6 +675,29 @@ mod tests {
                 assert!(err.contains("expected an object"), "{text}: {err}");
             }
         }
+    }
+
+    /// What serde_json refuses only where it decodes a string or reads a number is refused,
+    /// and said where.
+    #[test]
+    fn refuses_half_a_surrogate_pair_and_a_number_out_of_range() {
+        for (text, said) in [
+            (
+                r#"{"kind":{"resourc\ud800e":1}}"#,
+                "unpaired surrogate in a \\u escape at byte 17 (at `kind.`)",
+            ),
+            (
+                r#"{"a":["\udc00"]}"#,
+                "unpaired surrogate in a \\u escape at byte 7 (at `a[0]`)",
+            ),
+            (
+                r#"{"a":{"b":-1e400}}"#,
+                "number out of range at byte 10 (at `a.b`)",
+            ),
+        ] {
+            assert_eq!(Object::parse(text).unwrap_err(), said, "{text}");
+        }
+        assert!(Object::parse(r#"{"a":"\ud83d\ude00","b":1e308}"#).is_ok());
     }
 
     #[test]

@@ -10,12 +10,14 @@
 //! less than serde_json on a Node in a waPC module, 40% less on a document of short members
 //! (benchmarks/cost.md, "The request's own reader").
 //!
-//! It accepts what serde_json accepts when it skips a value, no more and no less (a differential
-//! test holds the two together): strings without raw control characters and with known escapes
-//! (a `\u` escape needs four hex digits, whatever they are: serde_json checks surrogates only in
-//! strings it decodes), numbers in JSON's grammar, `true`, `false`, `null`, and any nesting
-//! (serde_json limits no depth while it skips; neither does this, and it does not recurse: it
-//! only tells whether a value nests past [`SHALLOW`] levels, [`value_end_deep`]).
+//! It accepts what policy-server accepts, no more and no less (a differential test holds the two
+//! together): policy-server reads a request into serde_json values, so every string is decoded
+//! and every number read. Strings without raw control characters and with known escapes, a `\u`
+//! escape of four hex digits, and half of a surrogate pair only with its other half right after
+//! it; numbers in JSON's grammar and within f64's range; `true`, `false`, `null`. Nesting is the
+//! one exception: any depth, as serde_json skips a value (policy-server's own limit applies
+//! before a policy runs, and counts from a root that differs from host to host). It does not
+//! recurse: it only tells whether a value nests past [`SHALLOW`] levels, [`value_end_deep`].
 //! Errors carry only where the text stopped being JSON: callers ask serde_json for the words.
 
 use std::ops::Range;
@@ -180,12 +182,29 @@ fn word_stops(x: u64) -> u64 {
 fn escape_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
     match bytes.get(at) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 1),
-        Some(b'u') => match bytes.get(at + 1..at + 5) {
-            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(at + 5),
-            _ => Err(Malformed(at)),
+        Some(b'u') => match hex_escape(bytes, at + 1) {
+            None => Err(Malformed(at)),
+            // Half of a surrogate pair, refused at its `\` unless the other half follows.
+            Some(0xdc00..=0xdfff) => Err(Malformed(at - 1)),
+            Some(0xd800..=0xdbff) => match bytes.get(at + 5..at + 7) {
+                Some(b"\\u") if matches!(hex_escape(bytes, at + 7), Some(0xdc00..=0xdfff)) => {
+                    Ok(at + 11)
+                }
+                _ => Err(Malformed(at - 1)),
+            },
+            Some(_) => Ok(at + 5),
         },
         _ => Err(Malformed(at)),
     }
+}
+
+/// The code unit of the four hex digits at `at`, if there are four.
+fn hex_escape(bytes: &[u8], at: usize) -> Option<u16> {
+    let hex = bytes.get(at..at + 4)?;
+    hex.iter().try_fold(0u16, |unit, &digit| {
+        let value = (digit as char).to_digit(16)?;
+        Some(unit << 4 | value as u16)
+    })
 }
 
 fn digits_end(bytes: &[u8], mut at: usize) -> usize {
@@ -197,7 +216,8 @@ fn digits_end(bytes: &[u8], mut at: usize) -> usize {
 
 /// The offset past the number at `at`:
 /// `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)? ([eE] [+-]? [0-9]+)?
-fn number_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
+fn number_end(bytes: &[u8], start: usize) -> Result<usize, Malformed> {
+    let mut at = start;
     if bytes.get(at) == Some(&b'-') {
         at += 1;
     }
@@ -222,9 +242,24 @@ fn number_end(bytes: &[u8], mut at: usize) -> Result<usize, Malformed> {
         if end == at {
             return Err(Malformed(end));
         }
-        at = end;
+        return in_range(bytes, start, end);
+    }
+    // Without an exponent, only a number of more than 308 digits can be beyond f64's range.
+    if at - start > 308 {
+        return in_range(bytes, start, at);
     }
     Ok(at)
+}
+
+/// `end`, if the number from `start` to `end` is within f64's range as serde_json reads it
+/// (policy-server reads every number of a request, and refuses a document holding one beyond).
+/// Only a number with an exponent or of over 308 digits pays serde_json's parse, rare in requests.
+#[inline(never)]
+fn in_range(bytes: &[u8], start: usize, end: usize) -> Result<usize, Malformed> {
+    match std::str::from_utf8(&bytes[start..end]).map(serde_json::from_str::<f64>) {
+        Ok(Ok(_)) => Ok(end),
+        _ => Err(Malformed(start)),
+    }
 }
 
 /// The offset past `word` (`true`, `false` or `null`) at `at`.
@@ -463,7 +498,7 @@ impl Nesting {
 pub(super) fn cut_and_damaged(doc: &str) -> Vec<String> {
     let mut texts: Vec<String> = (0..=doc.len()).map(|cut| doc[..cut].to_owned()).collect();
     for at in 0..doc.len() {
-        for &b in br#"{}[]",:\/u0e.-+1 tfnx"#.iter().chain(&[b'\n', 0x01]) {
+        for &b in br#"{}[]",:\/u0de.-+18 tfnx"#.iter().chain(&[b'\n', 0x01]) {
             let mut damaged = doc.as_bytes().to_vec();
             damaged[at] = b;
             texts.extend(String::from_utf8(damaged));
@@ -476,9 +511,52 @@ pub(super) fn cut_and_damaged(doc: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    /// Whether serde_json, skipping, accepts `text` as one value (whitespace around it allowed).
-    fn serde_accepts(text: &str) -> bool {
-        serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    /// Whether policy-server accepts `text` as one value (whitespace around it allowed): serde_json
+    /// reading it into values, every string decoded and every number read, as [`Read`] does.
+    fn policy_server_accepts(text: &str) -> bool {
+        serde_json::from_str::<Read>(text).is_ok()
+    }
+
+    /// A value read as serde_json reads one into a `serde_json::Value`, and dropped.
+    struct Read;
+
+    impl<'de> serde::Deserialize<'de> for Read {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(Read)
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for Read {
+        type Value = Read;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Read, E> {
+            Ok(Read)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Read, E> {
+            Ok(Read)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Read, E> {
+            Ok(Read)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Read, E> {
+            Ok(Read)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Read, E> {
+            Ok(Read)
+        }
+        fn visit_unit<E>(self) -> Result<Read, E> {
+            Ok(Read)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Read, A::Error> {
+            while seq.next_element::<Read>()?.is_some() {}
+            Ok(Read)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+            while map.next_entry::<Read, Read>()?.is_some() {}
+            Ok(Read)
+        }
     }
 
     fn scan_accepts(text: &str) -> bool {
@@ -522,6 +600,24 @@ mod tests {
             r#""\/\b\f\n\r\t""#,
             r#""\u00e9""#,
             r#""\uD800""#,
+            r#""\uD800\uDC00""#,
+            r#""\ud83d\ude00x""#,
+            r#""\uDC00""#,
+            r#""\uDBFF\uDFFF""#,
+            r#""\uD800\u0041""#,
+            r#""\uD800\uD800\uDC00""#,
+            r#""\uD800\n""#,
+            r#""\uD800\u""#,
+            r#""\uD800\uDC0""#,
+            r#"{"resourc\ud800e":1}"#,
+            "1e308",
+            "1e309",
+            "-1.8e308",
+            "1.7976931348623157e308",
+            "1e-400",
+            "0e99999999999999999999",
+            "1e99999999999999999999",
+            "[1E400]",
             r#""\u12""#,
             r#""\u12g4""#,
             r#""\x41""#,
@@ -559,7 +655,7 @@ mod tests {
             r#"["01234567","89abcdef","0123456\"]"#,
         ];
         for text in texts {
-            assert_eq!(scan_accepts(text), serde_accepts(text), "{text:?}");
+            assert_eq!(scan_accepts(text), policy_server_accepts(text), "{text:?}");
         }
     }
 
@@ -569,7 +665,7 @@ mod tests {
     fn agrees_with_serde_json_on_damaged_documents() {
         let doc = r#"{"metadata":{"name":"n\"1","labels":{"a/b":"x\u0041"}},"spec":{"taints":[{"key":"k","effect":"NoSchedule","timeAdded":null}],"n":[-1.5e3,0,true,false]},"status":{"images":[{"names":["registry.k8s.io/pause:3.9"],"sizeBytes":321520}]}}"#;
         for text in cut_and_damaged(doc) {
-            assert_eq!(scan_accepts(&text), serde_accepts(&text), "{text}");
+            assert_eq!(scan_accepts(&text), policy_server_accepts(&text), "{text}");
         }
     }
 

@@ -81,8 +81,8 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
         if !verdict.accepted() {
             return Err("a rejection carries a mutated object".into());
         }
-        // RawValue capture does not check `\u` escapes (a lone surrogate passes), so an object
-        // that is not strictly JSON comes back as it came; the API server never sends one.
+        // The policies refuse what policy-server cannot read (json::scan); an object serde_json
+        // reads only without its 128-level limit (a tree this deep) comes back as it came.
         if let Err(e) = Tree::parse(mutated) {
             let object = object_texts(request).object.value().map(Tree::parse);
             if matches!(object, Some(Ok(_))) {
