@@ -33,6 +33,10 @@
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
+#   ./build.sh go-differential [VALUES] [SEED]
+#                       read VALUES (default 100000) generated annotation values with the policy's
+#                       reader and with Go's encoding/json, from SEED (default: the clock's, printed);
+#                       `./build.sh test` runs the kept seeds of policies/toleration-injection/tests/go/seeds
 #
 # Every command installs what it needs first, so each works on a fresh machine.
 set -euo pipefail
@@ -372,12 +376,24 @@ run_tests() {
     --target wasm32-unknown-unknown -- -D warnings
   # The waPC guest's host calls and exports, which exist only in a wasm32 build.
   cargo clippy -q -p taintguard-wapc -p taintguard-kubewarden --target wasm32-wasip1 -- -D warnings
+  # Go's encoding/json, for the differential test of the namespace annotations' reader.
+  ensure_apt_packages golang-go
   say "unit tests and wasm-tests (built modules in the waPC host)"
   cargo test --workspace
   opa_sdk_tests
   evaluate_examples
   run_js_tests
   registry_roundtrip
+}
+
+# The PodTolerationRestriction annotations' reader against Go's encoding/json, longer than the
+# kept seeds `./build.sh test` runs: `go_differential [VALUES] [SEED]` (docs/testing.md).
+go_differential() {
+  ensure_apt_packages golang-go
+  local values=${1:-100000} seed=${2:-$(date +%s)}
+  say "Go differential: $values values from seed $seed (a difference names the seed to keep)"
+  TAINTGUARD_GO_VALUES=$values TAINTGUARD_GO_SEED=$seed \
+    cargo test -q -p toleration-injection --lib go_differential
 }
 
 # The baseline modules are built exactly like the artifacts they are compared with: the waPC one
@@ -458,6 +474,7 @@ case "${1:-build}" in
   bench) shift; run_benchmarks "$@" ;;
   e2e) run_e2e ;;
   fuzz) shift; fuzz/run.sh "$@" ;;
+  go-differential) shift; go_differential "$@" ;;
   settings-ui) write_settings_ui ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|settings-ui]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|go-differential [VALUES] [SEED]|settings-ui]" >&2; exit 2 ;;
 esac

@@ -21,6 +21,7 @@ pub use flat::{
 };
 pub(crate) use flat::{plain_integer, plain_string_members};
 pub use object::{fields_in, get_in, Level, MemberReader, Object, Reached};
+pub use scan::unpaired_surrogates_replaced;
 pub use text::{any_item_field, field, member_at, members, write_str, JsonStr, Raw};
 pub use walk::{nested_past, MAX_NESTING};
 

@@ -198,6 +198,49 @@ fn escape_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
     }
 }
 
+/// `text` with every `\u` escape of half a surrogate pair that its other half does not follow
+/// replaced by `\ufffd`, which is how Go's `encoding/json` decodes one (the readers here refuse
+/// it, as policy-server does); `None` when there is none. For text a Go program reads, such as
+/// an annotation holding JSON. A backslash outside a string makes a text no JSON either way, so
+/// escapes are found without telling strings apart.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::unpaired_surrogates_replaced;
+///
+/// let text = r#"["\ud800", "\ud83d\ude00", "\\ud800", "\udc00\ud800"]"#;
+/// let replaced = r#"["\ufffd", "\ud83d\ude00", "\\ud800", "\ufffd\ufffd"]"#;
+/// assert_eq!(unpaired_surrogates_replaced(text).as_deref(), Some(replaced));
+/// assert_eq!(unpaired_surrogates_replaced(r#"["\u00e9"]"#), None);
+/// ```
+pub fn unpaired_surrogates_replaced(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| match bytes.get(at + 1) {
+        Some(b'u') => hex_escape(bytes, at + 2),
+        _ => None,
+    };
+    let mut replaced = String::new();
+    let (mut copied, mut at) = (0, 0);
+    while let Some(found) = bytes[at.min(bytes.len())..]
+        .iter()
+        .position(|&b| b == b'\\')
+    {
+        at += found;
+        match unit(at) {
+            Some(0xd800..=0xdbff) if matches!(unit(at + 6), Some(0xdc00..=0xdfff)) => at += 12,
+            Some(0xd800..=0xdfff) => {
+                replaced.push_str(&text[copied..at]);
+                replaced.push_str("\\ufffd");
+                at += 6;
+                copied = at;
+            }
+            _ => at += 2,
+        }
+    }
+    (copied > 0).then(|| replaced + &text[copied..])
+}
+
 /// The code unit of the four hex digits at `at`, if there are four.
 fn hex_escape(bytes: &[u8], at: usize) -> Option<u16> {
     let hex = bytes.get(at..at + 4)?;

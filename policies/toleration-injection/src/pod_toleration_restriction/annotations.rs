@@ -1,13 +1,17 @@
 //! A Namespace's two PodTolerationRestriction annotations, read as the plugin reads them
 //! (docs/pod-toleration-restriction.md, "Namespace annotations"): Go's `encoding/json` into
-//! `[]v1.Toleration`, so member names match in any case (the last in the document wins), unknown
-//! members are ignored, `null` changes no string and unsets `tolerationSeconds`, and nothing
-//! else about the tolerations is checked.
+//! `[]v1.Toleration`, so member names match in any case (the last in the document wins, and the
+//! Kelvin sign and the long s match `k` and `s`), unknown members are ignored, `null` changes no
+//! string and unsets `tolerationSeconds`, half a surrogate pair is U+FFFD, more than 10,000
+//! levels of nesting are refused, and nothing else about the tolerations is checked. A
+//! differential test holds this reader to Go's own (`go_differential.rs`).
 
 use serde::de::IgnoredAny;
 
 use taintguard::json::error::message;
-use taintguard::json::{items, last_strings, members, JsonStr};
+use taintguard::json::{
+    items, last_strings, members, nested_past, unpaired_surrogates_replaced, JsonStr,
+};
 use taintguard::toleration::plain_fields_only;
 
 use super::algebra::PluginToleration;
@@ -64,6 +68,25 @@ pub fn read(annotation: Option<&str>) -> Result<Option<Vec<PluginToleration>>, S
         Some("") => return Ok(Some(Vec::new())),
         Some(text) => text,
     };
+    if text.len() > MIN_TOO_DEEP && nested_past(text, GO_MAX_NESTING).is_some() {
+        return Err(format!("nests more than {GO_MAX_NESTING} levels"));
+    }
+    // The JSON readers here refuse half a surrogate pair, as policy-server does; Go reads it as
+    // U+FFFD. Only a text they refused can hold one, so only such a text is read again.
+    read_list(text).or_else(|refused| match unpaired_surrogates_replaced(text) {
+        Some(replaced) => read_list(&replaced),
+        None => Err(refused),
+    })
+}
+
+/// The most levels of arrays and objects `encoding/json` reads: it refuses the next.
+const GO_MAX_NESTING: usize = 10_000;
+/// Text of this many bytes or fewer cannot nest past [`GO_MAX_NESTING`] (each level opens and
+/// closes), so only longer annotations pay for the walk.
+const MIN_TOO_DEEP: usize = 2 * GO_MAX_NESTING;
+
+/// An annotation's list, past [`read`]'s checks.
+fn read_list(text: &str) -> Result<Option<Vec<PluginToleration>>, String> {
     // Read by the request's scanner, not as a `serde_json::Value`: a tree of maps built and
     // dropped for two short annotations was 6k guest instructions each (benchmarks/cost.md,
     // "PodTolerationRestriction's reads"). serde words what the scanner refuses.
@@ -102,7 +125,7 @@ fn toleration(entry: &str) -> Result<PluginToleration, String> {
         return Err("expected a toleration object".to_owned());
     }
     for (name, value) in members(entry).map_err(|e| message(&e))? {
-        let field = |wanted: &str| name.as_str().eq_ignore_ascii_case(wanted);
+        let field = |wanted: &str| names_field(name.as_str(), wanted);
         let text = if field("key") {
             &mut t.key
         } else if field("operator") {
@@ -140,6 +163,20 @@ fn toleration(entry: &str) -> Result<PluginToleration, String> {
     Ok(t)
 }
 
+/// Whether the member name `name` names the field `field` (ASCII) as `encoding/json` matches
+/// them: ASCII letters in any case, and the two other letters that fold to ASCII ones, the
+/// Kelvin sign to `k` and the long s to `s`.
+fn names_field(name: &str, field: &str) -> bool {
+    let mut chars = name.chars();
+    let same = field.bytes().all(|f| match chars.next() {
+        Some(c) if c.is_ascii() => f.eq_ignore_ascii_case(&(c as u8)),
+        Some('\u{212a}') => f.eq_ignore_ascii_case(&b'k'),
+        Some('\u{17f}') => f.eq_ignore_ascii_case(&b's'),
+        _ => false,
+    });
+    same && chars.next().is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,7 +188,13 @@ mod tests {
     #[test]
     fn annotations_read_as_the_plugin_reads_them() {
         type Read<'t> = Result<Option<Vec<PluginToleration>>, &'t str>;
-        let cases: [(Option<&str>, Read); 17] = [
+        let deep = format!(
+            "[{}{}]",
+            "[".repeat(GO_MAX_NESTING),
+            "]".repeat(GO_MAX_NESTING)
+        );
+        let deepest = format!("[{{\"x\":{}{}}}]", "[".repeat(9_998), "]".repeat(9_998));
+        let cases: [(Option<&str>, Read); 22] = [
             (None, Ok(None)),
             (Some(""), Ok(Some(vec![]))),
             (Some("[]"), Ok(Some(vec![]))),
@@ -179,6 +222,19 @@ mod tests {
                 Some(r#"[{"KEY":"b","key":"a","value":"x","Value":null,"k\u0065y":"c"}]"#),
                 Ok(Some(vec![t("c", "", "x", "", None)])),
             ),
+            // The Kelvin sign and the long s fold to `k` and `s`; no other letter folds.
+            (
+                Some("[{\"\u{212a}EY\":\"a\",\"toleration\u{17f}econds\":1,\"op\u{e9}rator\":\"x\"}]"),
+                Ok(Some(vec![t("a", "", "", "", Some(1))])),
+            ),
+            // Half a surrogate pair is U+FFFD, in a value, a name or a member not read.
+            (
+                Some(r#"[{"value":"\ud800\ud83d\ude00\udc00","ke\udfffy":"a","x":"\ud800"}]"#),
+                Ok(Some(vec![t("", "", "\u{fffd}\u{1f600}\u{fffd}", "", None)])),
+            ),
+            (Some(r#"[{"value":"\\ud800"}]"#), Ok(Some(vec![t("", "", "\\ud800", "", None)]))),
+            (Some(&deepest), Ok(Some(vec![t("", "", "", "", None)]))),
+            (Some(&deep), Err("nests more than 10000 levels")),
             (Some(r#"[{"tolerationSeconds":1.0}]"#), Err("tolerationSeconds: expected an integer")),
             (Some(r#"[{"effect":["NoSchedule"]}]"#), Err("effect: expected a string")),
             (Some("  "), Err("EOF")),

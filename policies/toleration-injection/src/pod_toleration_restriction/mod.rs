@@ -7,6 +7,8 @@
 
 mod algebra;
 mod annotations;
+#[cfg(test)]
+mod go_differential;
 mod guard;
 mod qos;
 
