@@ -49,6 +49,10 @@ const USERS: &[&str] = &[
     "system:node:worker-1",
     "system:kube-controller-manager",
     "kubernetes-admin",
+    "admin",
+    "system:serviceaccount:node-feature-discovery:nfd-master",
+    "system:serviceaccount:node-feature-discovery:nfd-node-feature-discovery",
+    "system:serviceaccount:nfd:nfd-node-feature-discovery",
     "",
 ];
 const GROUPS: &[&str] = &[
@@ -75,6 +79,25 @@ const LABELS: &[(&str, &str)] = &[
     ("tier", "gpu"),
     ("team", "platform"),
 ];
+
+/// A generated request with its settings and, for a Pod, the Namespace the cluster answers
+/// with (`None`: the cluster cannot be asked), all JSON text.
+pub struct Case {
+    pub request: String,
+    pub settings: String,
+    pub namespace: Option<String>,
+}
+
+/// The case as a failure shows it.
+impl std::fmt::Display for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "request: {}\nsettings: {}", self.request, self.settings)?;
+        match &self.namespace {
+            Some(namespace) => write!(f, "\nnamespace: {namespace}"),
+            None => Ok(()),
+        }
+    }
+}
 
 fn pick<'a, T>(u: &mut Unstructured<'_>, pool: &'a [T]) -> Result<&'a T> {
     u.choose(pool)
@@ -209,17 +232,19 @@ fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result
         )?;
         annotations.insert(DEFAULT_ONE_SHOT_RECORD_ANNOTATION.into(), json!(record));
     }
-    // The taint owner record: well-formed naming a generated user, or anything typed into it.
     if u.arbitrary()? {
-        let key = pick(u, TAINT_KEYS)?;
-        let effect = pick(u, EFFECTS)?;
-        let owner = string(u, USERS)?;
-        let record = match u.int_in_range(0..=3)? {
-            0 => "{not json".to_owned(),
-            1 => json!({format!("{key}:{effect}"): 7}).to_string(),
-            _ => json!({format!("{key}:{effect}"): owner}).to_string(),
-        };
-        annotations.insert(DEFAULT_TAINT_OWNERS_ANNOTATION.into(), json!(record));
+        annotations.insert(
+            DEFAULT_TAINT_OWNERS_ANNOTATION.into(),
+            json!(owner_record(u)?),
+        );
+    }
+    for (annotation, format) in CONTROLLER_RECORDS {
+        if u.ratio(1, 3)? {
+            annotations.insert(
+                annotation.to_string(),
+                json!(controller_record(u, *format)?),
+            );
+        }
     }
     annotations.insert("node.alpha.kubernetes.io/ttl".into(), json!("0"));
     let mut metadata = Map::new();
@@ -233,6 +258,113 @@ fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result
     place(u, &mut object, "spec", Value::Object(spec))?;
     object.insert("status".into(), json!({"capacity": {"cpu": "4"}}));
     Ok(Value::Object(object))
+}
+
+/// `new`'s annotations given `old`'s records (present or absent) where both have annotations.
+pub(crate) fn keep_records(old: &Value, new: &mut Value) {
+    let records = [
+        DEFAULT_TAINT_OWNERS_ANNOTATION,
+        DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
+    ]
+    .into_iter()
+    .chain(CONTROLLER_RECORDS.iter().map(|(key, _)| *key));
+    let (Some(old), Some(new)) = (
+        old.pointer("/metadata/annotations")
+            .and_then(Value::as_object),
+        new.pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut),
+    ) else {
+        return;
+    };
+    for key in records {
+        match old.get(key) {
+            Some(value) => new.insert(key.to_owned(), value.clone()),
+            None => new.remove(key),
+        };
+    }
+}
+
+/// The controllers' records of their own taints, with how each lists them (taint-preservation's
+/// default `controllerRecords`).
+const CONTROLLER_RECORDS: &[(&str, RecordFormat)] = &[
+    ("nfd.node.kubernetes.io/taints", RecordFormat::Taints),
+    ("cluster.x-k8s.io/taints-from-machine", RecordFormat::Taints),
+    ("talos.dev/owned-taints", RecordFormat::Keys),
+];
+
+/// How a controller's record lists its taints.
+#[derive(Clone, Copy)]
+enum RecordFormat {
+    /// `key=value:Effect` or `key:Effect`, comma-separated (node-feature-discovery, Cluster API).
+    Taints,
+    /// A JSON array of keys (Talos).
+    Keys,
+}
+
+/// A controller's record: well-formed listing generated taints (which the Node may or may not
+/// carry), or anything a forger or a broken writer puts there.
+fn controller_record(u: &mut Unstructured<'_>, format: RecordFormat) -> Result<String> {
+    let mut listed = Vec::new();
+    for _ in 0..u.int_in_range(0..=3)? {
+        let key = string(u, TAINT_KEYS)?;
+        listed.push(match format {
+            RecordFormat::Keys => json!(key).to_string(),
+            RecordFormat::Taints => match string(u, VALUES)?.as_str() {
+                "" => format!("{key}:{}", pick(u, EFFECTS)?),
+                value => format!("{key}={value}:{}", pick(u, EFFECTS)?),
+            },
+        });
+    }
+    Ok(match (u.int_in_range(0..=7)?, format) {
+        (0, _) => pick(u, &["", ",", "::", "=:", "[", "[1]", "null", "{}", "a,,b:"])?.to_string(),
+        (1, _) => u.arbitrary::<String>()?,
+        (_, RecordFormat::Keys) => format!("[{}]", listed.join(",")),
+        (_, RecordFormat::Taints) => listed.join(","),
+    })
+}
+
+/// The taint owner record: live entries naming generated users, removal entries (kept by their
+/// owner, or forged for another), malformed entries and values, and a record near the 64 KiB
+/// the policy lets it grow to.
+fn owner_record(u: &mut Unstructured<'_>) -> Result<String> {
+    let mut record = Map::new();
+    for _ in 0..u.int_in_range(0..=3)? {
+        let entry = format!("{}:{}", string(u, TAINT_KEYS)?, pick(u, EFFECTS)?);
+        let owner = string(u, USERS)?;
+        let claim = match u.int_in_range(0..=5)? {
+            0 => json!({"owner": owner, "removed": true}),
+            1 => json!({"owner": owner, "removed": u.arbitrary::<bool>()?, "by": "forger"}),
+            2 => json!(pick(
+                u,
+                &[
+                    json!(7),
+                    json!(null),
+                    json!([owner]),
+                    json!({"removed": true})
+                ]
+            )?),
+            _ => json!(owner),
+        };
+        record.insert(entry, claim);
+    }
+    if u.ratio(1, 16)? {
+        // Filler entries up to about the size bound, under or just over it.
+        let target = 64 * 1024 + u.int_in_range(0..=256)? - 128;
+        let mut length = Value::Object(record.clone()).to_string().len();
+        for i in 0.. {
+            let entry = format!("example.com/filler-{i:05}:NoSchedule");
+            // `"entry":"alice@example.com",`
+            length += entry.len() + 23;
+            if length > target {
+                break;
+            }
+            record.insert(entry, json!("alice@example.com"));
+        }
+    }
+    Ok(match u.int_in_range(0..=9)? {
+        0 => pick(u, &["{not json", "[]", "null", "\"\"", "{} x"])?.to_string(),
+        _ => Value::Object(record).to_string(),
+    })
 }
 
 fn principal_list(u: &mut Unstructured<'_>) -> Result<Value> {
@@ -304,8 +436,8 @@ fn taint_preservation_settings(u: &mut Unstructured<'_>) -> Result<Value> {
     Ok(Value::Object(s))
 }
 
-/// A taint-preservation case: (request, settings) as JSON text.
-pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<(String, String)> {
+/// A taint-preservation case.
+pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<Case> {
     let settings = taint_preservation_settings(u)?;
     let owner = settings
         .pointer("/cordon/ownerAnnotation")
@@ -330,11 +462,21 @@ pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<(String, String)> 
     request.insert("name".into(), json!("worker-1"));
     request.insert("operation".into(), json!(operation));
     request.insert("userInfo".into(), user_info(u)?);
-    request.insert("object".into(), node(u, new_taints, &owner)?);
+    let mut object = node(u, new_taints, &owner)?;
     if operation != "CREATE" && !u.ratio(1, 20)? {
-        request.insert("oldObject".into(), node(u, old_taints, &owner)?);
+        let old = node(u, old_taints, &owner)?;
+        // Most writers leave the records as they read them; the rest write their own.
+        if u.arbitrary()? {
+            keep_records(&old, &mut object);
+        }
+        request.insert("oldObject".into(), old);
     }
-    Ok((write(u, &Value::Object(request))?, write(u, &settings)?))
+    request.insert("object".into(), object);
+    Ok(Case {
+        request: write(u, &Value::Object(request))?,
+        settings: write(u, &settings)?,
+        namespace: None,
+    })
 }
 
 fn toleration(u: &mut Unstructured<'_>) -> Result<Value> {
@@ -447,6 +589,20 @@ fn toleration_injection_settings(u: &mut Unstructured<'_>) -> Result<Value> {
         }
         _ => {}
     }
+    if u.ratio(1, 3)? {
+        let mut ptr = json!({"enabled": true});
+        for field in ["default", "whitelist"] {
+            if u.ratio(1, 3)? {
+                ptr[field] = json!([settings_toleration(u)?]);
+            }
+        }
+        for field in ["implicitTolerations", "guardAnnotations"] {
+            if u.ratio(1, 4)? {
+                ptr[field] = json!(u.arbitrary::<bool>()?);
+            }
+        }
+        s.insert("podTolerationRestriction".into(), ptr);
+    }
     if u.arbitrary()? {
         s.insert(
             "restrictions".into(),
@@ -476,8 +632,56 @@ fn pod_spec(u: &mut Unstructured<'_>) -> Result<Value> {
     Ok(Value::Object(spec))
 }
 
-/// A toleration-injection case: (request, settings) as JSON text.
-pub fn toleration_injection(u: &mut Unstructured<'_>) -> Result<(String, String)> {
+/// The PodTolerationRestriction plugin's two annotations.
+const PLUGIN_ANNOTATIONS: [&str; 2] = [
+    "scheduler.alpha.kubernetes.io/defaultTolerations",
+    "scheduler.alpha.kubernetes.io/tolerationsWhitelist",
+];
+
+/// The Namespace `name` as the cluster answers it: each of the plugin's annotations absent,
+/// a list as Kubernetes writes one (now and then with the members Go's `json.Marshal` writes for
+/// the internal type), or [`toleration_annotation`]'s; other annotations beside them.
+fn namespace_object(u: &mut Unstructured<'_>, name: &str) -> Result<Value> {
+    let mut annotations = Map::new();
+    for key in PLUGIN_ANNOTATIONS {
+        let value = match u.int_in_range(0..=3)? {
+            0 => continue,
+            1 => {
+                let mut list = Vec::new();
+                for _ in 0..u.int_in_range(0..=2)? {
+                    list.push(settings_toleration(u)?);
+                }
+                let text = Value::from(list).to_string();
+                if u.ratio(1, 4)? {
+                    capitalised(&text)
+                } else {
+                    text
+                }
+            }
+            _ => toleration_annotation(u)?,
+        };
+        annotations.insert(key.into(), json!(value));
+    }
+    if u.arbitrary()? {
+        annotations.insert("team".into(), json!(string(u, VALUES)?));
+    }
+    Ok(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "annotations": annotations}}))
+}
+
+/// A toleration list's text with its members named as Go marshals the internal type.
+fn capitalised(list: &str) -> String {
+    ["key", "operator", "value", "effect", "tolerationSeconds"]
+        .iter()
+        .fold(list.to_owned(), |text, field| {
+            let mut upper = field.to_string();
+            upper[..1].make_ascii_uppercase();
+            text.replace(&format!("\"{field}\":"), &format!("\"{upper}\":"))
+        })
+}
+
+/// A toleration-injection case, with the Namespace of the request most of the time.
+pub fn toleration_injection(u: &mut Unstructured<'_>) -> Result<Case> {
     let settings = toleration_injection_settings(u)?;
     let (kind, group) = *pick(
         u,
@@ -540,7 +744,201 @@ pub fn toleration_injection(u: &mut Unstructured<'_>) -> Result<(String, String)
     if operation == "UPDATE" {
         request["oldObject"] = object;
     }
-    Ok((write(u, &request)?, write(u, &settings)?))
+    let namespace = match u.ratio(3, 4)? {
+        true => {
+            let object = namespace_object(u, &namespace)?;
+            Some(write(u, &object)?)
+        }
+        false => None,
+    };
+    Ok(Case {
+        request: write(u, &request)?,
+        settings: write(u, &settings)?,
+        namespace,
+    })
+}
+
+/// Member names of a toleration as a Go program may write them: the fields, near-misses, and
+/// unknown names; [`member_name`] changes their case and letters.
+const TOLERATION_NAMES: &[&str] = &[
+    "key",
+    "operator",
+    "value",
+    "effect",
+    "tolerationSeconds",
+    "other",
+    "keys",
+    "ke",
+    "toleration_seconds",
+    "",
+];
+
+/// Pieces of a string literal's text: the values Kubernetes writes, escapes, both halves of a
+/// surrogate pair alone and together, the letters Go folds to ASCII ones (`K`, `ſ`), an escaped
+/// backslash before what looks like an escape.
+const STRING_PIECES: &[&str] = &[
+    "NoSchedule",
+    "NoExecute",
+    "Exists",
+    "Equal",
+    "node.kubernetes.io/not-ready",
+    "dedicated",
+    "a",
+    "é",
+    "\\u00e9",
+    "\\ud800",
+    "\\udc00",
+    "\\ud83d\\ude00",
+    "\\ud83d",
+    "\\ud83d\\u0041",
+    "\\n",
+    "\\/",
+    "\\\"",
+    "\\\\ud800",
+    "\u{212a}",
+    "\u{17f}",
+    "\\u212a",
+    "\\u0000",
+];
+
+/// Numbers at the edges of what Go reads into an `int64`, and a float beyond f64's range.
+const NUMBERS: &[&str] = &[
+    "0",
+    "-0",
+    "60",
+    "-5",
+    "300",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "1.0",
+    "1e2",
+    "1E+2",
+    "0.5",
+    "1e400",
+    "12345678901234567890123",
+];
+
+/// Whitespace between tokens, mostly none.
+fn space(u: &mut Unstructured<'_>) -> Result<&'static str> {
+    Ok(if u.ratio(4, 5)? {
+        ""
+    } else {
+        pick(u, &[" ", "\n", "\t", "\r\n  "])?
+    })
+}
+
+/// A toleration's member name as a JSON literal, one Go may or may not take for a field: cases
+/// changed, `k` and `s` written as the Kelvin sign and the long s, letters escaped, now and then
+/// half a surrogate pair.
+fn member_name(u: &mut Unstructured<'_>) -> Result<String> {
+    let mut literal = String::from("\"");
+    for c in pick(u, TOLERATION_NAMES)?.chars() {
+        let c = if u.ratio(1, 5)? {
+            c.to_ascii_uppercase()
+        } else {
+            c
+        };
+        match c {
+            'k' | 'K' if u.ratio(1, 7)? => literal.push_str(pick(u, &["\u{212a}", "\\u212a"])?),
+            's' | 'S' if u.ratio(1, 7)? => literal.push_str(pick(u, &["\u{17f}", "\\u017f"])?),
+            _ if u.ratio(1, 20)? => literal.push_str(&format!("\\u{:04x}", c as u32)),
+            _ => literal.push(c),
+        }
+        if u.ratio(1, 100)? {
+            literal.push_str(pick(u, &["\\ud800", "\\udfff"])?);
+        }
+    }
+    literal.push('"');
+    Ok(literal)
+}
+
+fn string_literal(u: &mut Unstructured<'_>) -> Result<String> {
+    let mut literal = String::from("\"");
+    for _ in 0..u.int_in_range(0..=3)? {
+        literal.push_str(pick(u, STRING_PIECES)?);
+    }
+    if u.ratio(1, 100)? {
+        literal.push('\u{1}');
+    }
+    literal.push('"');
+    Ok(literal)
+}
+
+/// A member's value, nesting at most `depth` more levels.
+fn member_value(u: &mut Unstructured<'_>, depth: usize) -> Result<String> {
+    Ok(match u.int_in_range(0..=19)? {
+        0..=10 => string_literal(u)?,
+        11 | 12 => "null".to_owned(),
+        13..=15 => pick(u, NUMBERS)?.to_string(),
+        16 => pick(u, &["true", "false"])?.to_string(),
+        17 if depth > 0 => format!("[{}]", member_value(u, depth - 1)?),
+        18 if depth > 0 => toleration_text(u, depth - 1)?,
+        _ => "{}".to_owned(),
+    })
+}
+
+/// A toleration object as text, with up to six members.
+fn toleration_text(u: &mut Unstructured<'_>, depth: usize) -> Result<String> {
+    let mut members = Vec::new();
+    for _ in 0..u.int_in_range(0..=6)? {
+        let (a, b, c) = (space(u)?, space(u)?, space(u)?);
+        let name = member_name(u)?;
+        members.push(format!("{a}{name}{b}:{c}{}", member_value(u, depth)?));
+    }
+    Ok(format!("{{{}}}", members.join(",")))
+}
+
+fn toleration_list(u: &mut Unstructured<'_>) -> Result<String> {
+    let mut entries = Vec::new();
+    for _ in 0..u.int_in_range(0..=3)? {
+        let entry = if u.ratio(7, 8)? {
+            toleration_text(u, 2)?
+        } else {
+            pick(u, &["null", "1", "\"x\"", "[]", "true"])?.to_string()
+        };
+        entries.push(format!("{}{entry}{}", space(u)?, space(u)?));
+    }
+    Ok(format!("{}[{}]{}", space(u)?, entries.join(","), space(u)?))
+}
+
+/// A value of a PodTolerationRestriction annotation as anyone may write one: what Go's
+/// `encoding/json` reads in its own ways (member names in any case, the Kelvin sign and the
+/// long s, escapes, halves of surrogate pairs, duplicates, `null`s, numbers at `int64`'s edges),
+/// no list at all, damaged text, and nesting at Go's limit of 10,000 levels.
+///
+/// # Errors
+///
+/// Only `arbitrary`'s, when the bytes run out where a choice needs them.
+pub fn toleration_annotation(u: &mut Unstructured<'_>) -> Result<String> {
+    Ok(match u.int_in_range(0..=39)? {
+        0 => pick(
+            u,
+            &[
+                "", " ", "null", " null ", "{}", "\"x\"", "1", "true", "[] x",
+            ],
+        )?
+        .to_string(),
+        1 => {
+            let text = toleration_list(u)?;
+            let mut cut = u.int_in_range(0..=text.len())?;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text[..cut].to_owned()
+        }
+        // Around Go's limit: the list, its object and the arrays.
+        2 => {
+            let arrays = u.int_in_range(9_995..=10_002)?;
+            format!(
+                r#"[{{"other":{}{}}}]"#,
+                "[".repeat(arrays),
+                "]".repeat(arrays)
+            )
+        }
+        _ => toleration_list(u)?,
+    })
 }
 
 /// Writes `value` with object members in an order the bytes choose, sometimes indented, so

@@ -18,6 +18,7 @@ pub use taintguard_kinds::{assert_valid_object, k8s_openapi, valid_object, KINDS
 
 use taint_preservation::TaintPreservation;
 use taintguard::admission::AdmissionRequest;
+use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
 use taintguard::json::{span_in, JsonStr, Raw};
 use taintguard::policy::{read_settings, run, Half, Policy};
 use taintguard::taint::{SelectsTaints, Taint};
@@ -46,27 +47,43 @@ pub type Checked = Result<(), String>;
 /// Runs both policies on `request`/`settings` and checks every invariant that applies.
 pub fn check_both(request: &str, settings: &str) -> Checked {
     check_taint_preservation(request, settings)?;
-    check_toleration_injection(request, settings)
+    check_toleration_injection(request, settings, None)
+}
+
+/// The cluster a case runs against: it answers with the case's Namespace (whatever name is
+/// asked: the generator names it after the request's) and nothing else.
+struct CaseCluster<'a>(Option<&'a str>);
+
+impl Cluster for CaseCluster<'_> {
+    fn list_nodes(&self, _: Option<&str>) -> Result<String, ClusterError> {
+        Err(ClusterError::Unavailable("the case gives no Nodes".into()))
+    }
+
+    fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        Err(ClusterError::Unavailable("the case gives no RBAC".into()))
+    }
+
+    fn get_namespace(&self, _: &str, _: Freshness) -> Result<String, ClusterError> {
+        self.0
+            .map(str::to_owned)
+            .ok_or_else(|| ClusterError::Unavailable("the case gives no Namespace".into()))
+    }
 }
 
 /// Invariants of any policy's verdicts: a rejection says why with a 400 or 403; the validating
 /// half never mutates; a mutation is valid JSON; applying the policy to its own output changes
 /// nothing more.
-fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, String> {
-    let verdict = run::<P>(
-        request,
-        settings,
-        Half::Mutating,
-        &taintguard::NoCluster("test"),
-    );
-    let validating = run::<P>(
-        request,
-        settings,
-        Half::Validating,
-        &taintguard::NoCluster("test"),
-    );
+fn check_common<P: Policy>(
+    request: &str,
+    settings: &str,
+    cluster: &dyn Cluster,
+) -> Result<Verdict, String> {
+    let verdict = run::<P>(request, settings, Half::Mutating, cluster);
+    let validating = run::<P>(request, settings, Half::Validating, cluster);
     for (half, v) in [("mutating", &verdict), ("validating", &validating)] {
-        let explained = matches!(v.code(), Some(400 | 403)) && v.message().is_some();
+        // 500: what the cluster answered cannot be judged (a Namespace's annotation that is not
+        // a list of tolerations), as the plugin fails the request.
+        let explained = matches!(v.code(), Some(400 | 403 | 500)) && v.message().is_some();
         if !v.accepted() && !explained {
             return Err(format!("{half} rejection without code or message: {v:?}"));
         }
@@ -94,7 +111,7 @@ fn check_common<P: Policy>(request: &str, settings: &str) -> Result<Verdict, Str
             &with_object(request, mutated)?,
             settings,
             Half::Mutating,
-            &taintguard::NoCluster("test"),
+            cluster,
         );
         if !again.accepted() || again.mutated_object().is_some() {
             return Err(format!(
@@ -160,31 +177,35 @@ fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Check
 }
 
 pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
-    let verdict = check_common::<TaintPreservation>(request, settings)?;
+    let verdict = check_common::<TaintPreservation>(request, settings, &CaseCluster(None))?;
+    records_grant_no_removal(request, settings, &verdict)?;
     let Ok(parsed_settings) = read_settings::<TaintPreservation>(settings) else {
         return Ok(());
     };
     let owner = parsed_settings.cordon.owner_annotation.as_str();
     if let Some((before, after)) = before_after(request, &verdict)? {
-        same_except(
-            before,
-            after,
-            &[
-                &["spec", "taints"],
-                &["spec", "unschedulable"],
-                &["metadata", "annotations", owner],
-                &[
-                    "metadata",
-                    "annotations",
-                    &parsed_settings.one_shot_record_annotation,
-                ],
-                &[
-                    "metadata",
-                    "annotations",
-                    &parsed_settings.taint_owners.annotation,
-                ],
-            ],
-        )?;
+        // The records the policy keeps, and a controller's record written by another, which
+        // is put back as stored.
+        let annotations = [
+            owner,
+            &parsed_settings.one_shot_record_annotation,
+            &parsed_settings.taint_owners.annotation,
+        ]
+        .into_iter()
+        .chain(
+            parsed_settings
+                .controller_records
+                .iter()
+                .map(|r| r.annotation.as_str()),
+        );
+        let paths: Vec<[&str; 3]> = annotations
+            .map(|a| ["metadata", "annotations", a])
+            .collect();
+        let editable: Vec<&[&str]> = [&["spec", "taints"][..], &["spec", "unschedulable"]]
+            .into_iter()
+            .chain(paths.iter().map(|path| &path[..]))
+            .collect();
+        same_except(before, after, &editable)?;
     }
     protected_taints_survive(request, &verdict, &parsed_settings)
 }
@@ -288,17 +309,74 @@ fn taints_of(node: Option<&str>) -> Option<Vec<(String, String, String)>> {
     )
 }
 
-pub fn check_toleration_injection(request: &str, settings: &str) -> Checked {
-    let verdict = check_common::<TolerationInjection>(request, settings)?;
+/// The taints of `oldObject` (key and effect) the verdict's object no longer has; none when
+/// the request is refused.
+fn removed_taints(request: &str, verdict: &Verdict) -> Vec<(String, String)> {
+    let texts = object_texts(request);
+    let admitted = verdict.mutated_object().or(texts.object.value());
+    match (
+        verdict.accepted(),
+        taints_of(texts.old_object.value()),
+        taints_of(admitted),
+    ) {
+        (true, Some(old), Some(new)) => (old.into_iter())
+            .filter(|(k, e, _)| !new.iter().any(|(k2, e2, _)| k2 == k && e2 == e))
+            .map(|(k, e, _)| (k, e))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A record no permitted writer wrote never grants a removal: what a request removes, it
+/// removes as well with its own writes of the records (the owner record, the one-shot record,
+/// the controllers' records) undone. The stored records are the ones that speak.
+fn records_grant_no_removal(request: &str, settings: &str, verdict: &Verdict) -> Checked {
+    let Ok(mut parsed) = serde_json::from_str::<serde_json::Value>(request) else {
+        return Ok(());
+    };
+    let Some(old) = parsed.get("oldObject").cloned() else {
+        return Ok(());
+    };
+    let Some(object) = parsed.get_mut("object") else {
+        return Ok(());
+    };
+    gen::keep_records(&old, object);
+    let unwritten = parsed.to_string();
+    if unwritten
+        == serde_json::from_str::<serde_json::Value>(request)
+            .map_or(String::new(), |v| v.to_string())
+    {
+        return Ok(());
+    }
+    let without =
+        run::<TaintPreservation>(&unwritten, settings, Half::Mutating, &CaseCluster(None));
+    let granted: Vec<_> = removed_taints(request, verdict)
+        .into_iter()
+        .filter(|taint| !removed_taints(&unwritten, &without).contains(taint))
+        .collect();
+    if granted.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the requester's own record writes granted the removal of {granted:?}: without them {without:?}"
+        ))
+    }
+}
+
+pub fn check_toleration_injection(
+    request: &str,
+    settings: &str,
+    namespace: Option<&str>,
+) -> Checked {
+    let cluster = CaseCluster(namespace);
+    let verdict = check_common::<TolerationInjection>(request, settings, &cluster)?;
     // Injection repairs nothing, so an engine that cannot mutate judges exactly alike.
-    let validating = run::<TolerationInjection>(
-        request,
-        settings,
-        Half::Validating,
-        &taintguard::NoCluster("test"),
-    );
+    let validating = run::<TolerationInjection>(request, settings, Half::Validating, &cluster);
     let judged = |v: &Verdict| (v.accepted(), v.code(), v.message().map(str::to_owned));
-    if judged(&validating) != judged(&verdict) {
+    // Without the Namespace, a validating half judges by the settings alone and says so, as a
+    // Gatekeeper-style engine holding no Namespaces does (docs/context.md); the mutating half
+    // refuses.
+    if namespace.is_some() && judged(&validating) != judged(&verdict) {
         return Err(format!(
             "the validating half judges {validating:?}, the mutating half {verdict:?}"
         ));

@@ -26,9 +26,9 @@ proptest! {
     /// fields and key order survive; the policy's own output passes unchanged.
     #[test]
     fn taint_preservation_invariants(bytes in proptest::collection::vec(any::<u8>(), 64..2048)) {
-        if let Ok((request, settings)) = gen::taint_preservation(&mut Unstructured::new(&bytes)) {
-            if let Err(broken) = check_taint_preservation(&request, &settings) {
-                return Err(TestCaseError::fail(format!("{broken}\nrequest: {request}\nsettings: {settings}")));
+        if let Ok(case) = gen::taint_preservation(&mut Unstructured::new(&bytes)) {
+            if let Err(broken) = check_taint_preservation(&case.request, &case.settings) {
+                return Err(TestCaseError::fail(format!("{broken}\n{case}")));
             }
         }
     }
@@ -37,9 +37,10 @@ proptest! {
     /// idempotent.
     #[test]
     fn toleration_injection_invariants(bytes in proptest::collection::vec(any::<u8>(), 64..2048)) {
-        if let Ok((request, settings)) = gen::toleration_injection(&mut Unstructured::new(&bytes)) {
-            if let Err(broken) = check_toleration_injection(&request, &settings) {
-                return Err(TestCaseError::fail(format!("{broken}\nrequest: {request}\nsettings: {settings}")));
+        if let Ok(case) = gen::toleration_injection(&mut Unstructured::new(&bytes)) {
+            let namespace = case.namespace.as_deref();
+            if let Err(broken) = check_toleration_injection(&case.request, &case.settings, namespace) {
+                return Err(TestCaseError::fail(format!("{broken}\n{case}")));
             }
         }
     }
@@ -133,26 +134,26 @@ fn generated_cases_reach_every_verdict() {
     for _ in 0..300 {
         let data = bytes();
         let cases = [
-            gen::taint_preservation(&mut Unstructured::new(&data)).map(|(r, s)| {
+            gen::taint_preservation(&mut Unstructured::new(&data)).map(|case| {
                 (
                     run::<TaintPreservation>(
-                        &r,
-                        &s,
+                        &case.request,
+                        &case.settings,
                         Half::Mutating,
                         &taintguard::NoCluster("test"),
                     ),
-                    r,
+                    case.request,
                 )
             }),
-            gen::toleration_injection(&mut Unstructured::new(&data)).map(|(r, s)| {
+            gen::toleration_injection(&mut Unstructured::new(&data)).map(|case| {
                 (
                     run::<TolerationInjection>(
-                        &r,
-                        &s,
+                        &case.request,
+                        &case.settings,
                         Half::Mutating,
                         &taintguard::NoCluster("test"),
                     ),
-                    r,
+                    case.request,
                 )
             }),
         ];

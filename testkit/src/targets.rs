@@ -31,18 +31,19 @@ pub fn validate_structured(data: &[u8]) -> Checked {
     let Ok(nodes) = u.arbitrary::<bool>() else {
         return Ok(());
     };
-    let (case, check): (_, fn(&str, &str) -> Checked) = if nodes {
-        (gen::taint_preservation(&mut u), check_taint_preservation)
+    let (case, check): (_, fn(&gen::Case) -> Checked) = if nodes {
+        (gen::taint_preservation(&mut u), |c| {
+            check_taint_preservation(&c.request, &c.settings)
+        })
     } else {
-        (
-            gen::toleration_injection(&mut u),
-            check_toleration_injection,
-        )
+        (gen::toleration_injection(&mut u), |c| {
+            check_toleration_injection(&c.request, &c.settings, c.namespace.as_deref())
+        })
     };
-    let Ok((request, settings)) = case else {
+    let Ok(case) = case else {
         return Ok(());
     };
-    check(&request, &settings).map_err(|e| format!("{e}\nrequest: {request}\nsettings: {settings}"))
+    check(&case).map_err(|e| format!("{e}\n{case}"))
 }
 
 /// Settings validation on arbitrary text; settings that validate must then judge the bundled
