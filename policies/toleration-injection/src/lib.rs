@@ -346,6 +346,8 @@ fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
             Err(refusal) => return refusal,
         }
         verdict.warnings.extend(not_merged(&plugin));
+        let withheld = plugin.withheld().iter();
+        (verdict.warnings).extend(withheld.map(|w| ["did not add toleration ", w].concat()));
         return verdict;
     }
     matched.inject(cluster, &plugin)
@@ -392,12 +394,15 @@ impl Matched<'_> {
         }
         let describe = || self.subject.describe();
         let (spec, tolerations) = workload.pod_spec();
+        let applicable = self.applicable_restrictions();
+        let forbidden = |t: &PluginToleration| restriction_hit(&applicable, &t.as_core());
         let pod = Pod {
             namespace: self.subject.namespace,
             describe: &describe,
             spec,
             tolerations,
             create,
+            forbidden: &forbidden,
         };
         // Engines that cannot mutate answer from what they hold (a Gatekeeper-style inventory).
         let namespaces = match half {
@@ -443,9 +448,8 @@ impl Matched<'_> {
         let replaced: Vec<usize> = plugin.replaced().iter().map(|(i, _)| *i).collect();
         let kept = self.subject.workload.tolerations_kept(&replaced);
         let added = self.additions([&kept, &plugin_core], &from_nodes.found, allowed_twin);
-        let withheld_warnings = from_nodes
-            .withheld
-            .iter()
+        let withheld_warnings = (plugin.withheld().iter())
+            .chain(&from_nodes.withheld)
             .map(|w| ["did not add toleration ", w].concat());
         if added.is_empty() && plugin.adds_nothing() {
             let mut verdict = Verdict::accept();

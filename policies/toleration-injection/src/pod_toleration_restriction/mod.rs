@@ -56,6 +56,9 @@ pub struct Pod<'p> {
     pub spec: Option<&'p Object<'p>>,
     pub tolerations: Option<&'p str>,
     pub create: bool,
+    /// Why a restriction of this policy forbids the Pod a toleration here, if one does: the
+    /// plugin's additions are bounded by them, as the rules' alias twins are.
+    pub forbidden: &'p dyn Fn(&PluginToleration) -> Option<String>,
 }
 
 /// What the plugin makes of a Pod: what it then tolerates (its own tolerations the merge keeps,
@@ -73,6 +76,9 @@ pub struct Outcome {
     /// Why the Pod's Namespace was not read, where the engine holds no answer
     /// ([`Namespaces::WhereHeld`]): the Pod is then held to the cluster-wide whitelist alone.
     unread: Option<String>,
+    /// The additions a restriction forbids (each described with the restriction), not made:
+    /// made, the policy would refuse its own output on the Pod's next write.
+    withheld: Vec<String>,
 }
 
 /// How the engine answers for the Pod's Namespace.
@@ -159,6 +165,12 @@ impl PodTolerationRestriction {
             Some(list) => (list, Scope::Namespace),
             None => (self.whitelist.clone(), Scope::Cluster),
         };
+        let (extra, withheld): (Vec<_>, Vec<_>) = extra
+            .into_iter()
+            .map(|(t, why)| ((pod.forbidden)(&t), t, why))
+            .partition(|(forbidden, ..)| forbidden.is_none());
+        let extra: Vec<_> = extra.into_iter().map(|(_, t, why)| (t, why)).collect();
+        let withheld = withheld.into_iter().filter_map(|(why, ..)| why).collect();
         // On CREATE the plugin's merge replaces what its additions cover; on UPDATE a replaced
         // toleration is a change pod validation refuses (kubernetes#97850): appended only.
         let algebra::Applied {
@@ -173,6 +185,7 @@ impl PodTolerationRestriction {
             whitelist: self.whitelist_in_force(whitelist),
             scope,
             unread: None,
+            withheld,
         })
     }
 
@@ -207,6 +220,11 @@ impl Outcome {
     /// Why the Pod's Namespace was not read, where the engine holds no Namespaces.
     pub fn unread(&self) -> Option<&str> {
         self.unread.as_deref()
+    }
+
+    /// The additions a restriction forbids, each described with it: not made.
+    pub fn withheld(&self) -> &[String] {
+        &self.withheld
     }
 
     /// Whether the plugin appends nothing, and so replaces nothing.
