@@ -16,6 +16,7 @@ pub mod tree;
 pub use fixtures::{bundled_requests, bundled_settings};
 pub use taintguard_kinds::{assert_valid_object, k8s_openapi, valid_object, KINDS};
 
+use taint_preservation::settings::RecordFormat;
 use taint_preservation::TaintPreservation;
 use taintguard::admission::AdmissionRequest;
 use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
@@ -251,12 +252,18 @@ fn protected_taints_survive(
             }
         })
         .unwrap_or_default();
+    let old_tree = texts.old_object.value().and_then(|t| Tree::parse(t).ok());
+    let listed = controller_listed(old_tree.as_ref(), settings, &who);
     let owns = |key: &str, effect: &str| {
-        !who.username.is_empty()
-            && owners
-                .get(&format!("{key}:{effect}"))
-                .and_then(serde_json::Value::as_str)
-                == Some(who.username)
+        // The adder of a live entry, or the owner of a removal entry.
+        let entry = owners.get(&format!("{key}:{effect}"));
+        let owner = !who.username.is_empty()
+            && entry.and_then(|e| e.as_str().or_else(|| e.get("owner")?.as_str()))
+                == Some(who.username);
+        owner
+            || listed
+                .iter()
+                .any(|(k, e)| k == key && e.as_ref().is_none_or(|e| e == effect))
     };
     for (i, (key, effect, value)) in old.iter().enumerate() {
         let taint = Taint {
@@ -289,6 +296,40 @@ fn protected_taints_survive(
         }
     }
     Ok(())
+}
+
+/// The taints (key, and effect where the record names one) the stored controllers' records
+/// whose writers include `who` list: that controller's own, which it may remove. Read leniently
+/// (any comma-separated `key[=value]:Effect`, spaces around it trimmed; any JSON list of
+/// strings), so that the policy's stricter reading can only grant less.
+fn controller_listed(
+    old: Option<&Tree>,
+    settings: &taint_preservation::Settings,
+    who: &taintguard::principal::Principal<'_>,
+) -> Vec<(String, Option<String>)> {
+    let mut listed = Vec::new();
+    for record in settings
+        .controller_records
+        .iter()
+        .filter(|r| r.owner.allows(who))
+    {
+        let annotation = ["metadata", "annotations", record.annotation.as_str()];
+        let Some(Tree::String(text)) = old.and_then(|old| old.at(&annotation)) else {
+            continue;
+        };
+        match record.format {
+            RecordFormat::Keys => {
+                let keys = serde_json::from_str::<Vec<String>>(text).unwrap_or_default();
+                listed.extend(keys.into_iter().map(|k| (k, None)));
+            }
+            RecordFormat::Taints => listed.extend(text.split(',').filter_map(|item| {
+                let (key_value, effect) = item.trim().rsplit_once(':')?;
+                let key = key_value.split_once('=').map_or(key_value, |(k, _)| k);
+                Some((key.to_owned(), Some(effect.to_owned())))
+            })),
+        }
+    }
+    listed
 }
 
 /// (key, effect, value) of each `spec.taints` entry of a Node text; absent fields are empty.
@@ -396,13 +437,63 @@ pub fn check_toleration_injection(
         _ => Vec::new(),
     };
     let (old, new) = (list(&before), list(&after));
-    if new.len() <= old.len() || new[..old.len()] != old[..] {
+    // The Pod's own tolerations kept, in order, then the additions. On a Pod CREATE,
+    // PodTolerationRestriction's merge drops one of its own that an addition covers.
+    let merged =
+        parsed.operation == taintguard::admission::Operation::Create && namespace.is_some();
+    let kept = old.iter().filter(|t| new.contains(t)).count();
+    let kept_in_order = new.len() > kept
+        && new[..kept]
+            .iter()
+            .eq(old.iter().filter(|t| new.contains(t)));
+    let added = &new[kept.min(new.len())..];
+    let dropped: Vec<&Tree> = old.iter().filter(|t| !new.contains(t)).collect();
+    if !kept_in_order || (!merged && !dropped.is_empty()) {
         return Err(format!("tolerations not appended: {old:?} -> {new:?}"));
     }
-    for (i, added) in new.iter().enumerate().skip(old.len()) {
+    if let Some(lost) = dropped
+        .iter()
+        .find(|t| !added.iter().any(|a| plugin_covers(a, t)))
+    {
+        return Err(format!(
+            "dropped {lost:?}, which no addition covers: {old:?} -> {new:?}"
+        ));
+    }
+    for (i, added) in new.iter().enumerate().skip(kept) {
         if new[..i].contains(added) {
             return Err(format!("duplicated toleration {added:?}"));
         }
     }
     same_except(before, after, &[&path])
+}
+
+/// Whether the toleration `a` covers `b` as PodTolerationRestriction's merge decides
+/// (docs/pod-toleration-restriction.md, "How tolerations are compared"), written here apart from
+/// the policy's own code: equal; or `a`'s key is `b`'s (or `a` is `Exists` with no key), its
+/// effect `b`'s or empty, a `NoExecute` `a` with seconds bounds `b`'s, and then `Exists` covers
+/// anything and `Equal` (or no operator) an `Equal` toleration of the same value.
+fn plugin_covers(a: &Tree, b: &Tree) -> bool {
+    let text = |t: &Tree, field: &str| match t.get(field) {
+        Some(Tree::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let seconds = |t: &Tree| match t.get("tolerationSeconds") {
+        Some(Tree::Number(n)) => n.as_i64(),
+        _ => None,
+    };
+    if a == b {
+        return true;
+    }
+    let (operator, effect) = (text(a, "operator"), text(a, "effect"));
+    let key =
+        text(a, "key") == text(b, "key") || (text(a, "key").is_empty() && operator == "Exists");
+    let effect_covered = effect.is_empty() || effect == text(b, "effect");
+    let time = effect != "NoExecute"
+        || seconds(a).is_none_or(|limit| seconds(b).is_some_and(|s| s <= limit));
+    let value = match operator.as_str() {
+        "Exists" => true,
+        "Equal" | "" => text(b, "operator") == "Equal" && text(b, "value") == text(a, "value"),
+        _ => false,
+    };
+    key && effect_covered && time && value
 }
