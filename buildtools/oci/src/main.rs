@@ -1,5 +1,6 @@
 //! `taintguard-oci`: publishes the built policy modules to OCI registries the way Kubewarden
-//! pulls them, and writes their deployment manifests. Run `taintguard-oci help`.
+//! pulls them, and writes their deployment manifests. Run `taintguard-oci help`; the commands
+//! and their arguments are the [`Command`] enum's (clap).
 
 mod artifact;
 mod chart;
@@ -15,128 +16,153 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Parser;
+
 use artifact::Artifact;
 
-const USAGE: &str = "\
-usage:
-  taintguard-oci push [--insecure] [--dist DIR] [--policies DIR] [--sign KEY] REF_PREFIX [TAG]
-      Push every Kubewarden module in DIR (default dist) to REF_PREFIX/<name>:TAG (TAG defaults
-      to v<io.kubewarden.policy.version>; a TAG that is a version must be that one, any other
-      TAG, such as latest, is a moving pointer beside it), print `<artifact>\\t<immutable ref>` per module, and
-      rewrite its manifests in DIR/<name>/ to use the immutable reference. With --sign (or
-      $TAINTGUARD_SIGNING_KEY set to a key file), also sign each pushed manifest digest with
-      KEY and store the signature as cosign does (tag sha256-<hex>.sig), which `kwctl verify`
-      and policy-server's verificationConfig check. KEY is a cosign key (password in
-      $COSIGN_PASSWORD) or a PKCS#8 PEM private key; it is loaded before anything is pushed.
-  taintguard-oci generate-key-pair PREFIX
-      Write a new ECDSA P-256 key pair as cosign does: PREFIX.key, encrypted with
-      $COSIGN_PASSWORD, and PREFIX.pub, the public key verifiers are given.
-  taintguard-oci manifests [--dist DIR] [--policies DIR] [--ref-prefix PREFIX] [--tag TAG]
-      Write DIR/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,
-      README.md} for each module, referring to PREFIX/<name>:TAG (PREFIX defaults to the parent
-      of the module's io.kubewarden.policy.ociUrl annotation), its policy-catalog Helm chart
-      DIR/charts/<name>/ (docs/settings-ui.md), and DIR/artifacthub-repo.yml.
-  taintguard-oci sbom [--dist DIR] PACKAGE...
-      Write DIR/<module>.spdx.json for each module in DIR: an SPDX 2.3 SBOM of the crates linked
-      into it, from cargo's resolution of the build of PACKAGEs (the packages built together)
-      for the module's target; run from the workspace (docs/release.md).
-  taintguard-oci pull [--insecure] REFERENCE OUTPUT
-      Fetch a module the way Kubewarden's policy-fetcher does and write it to OUTPUT.
-  taintguard-oci verify-copy ARTIFACT IMMUTABLE_REF MANIFEST BLOB_DIR
-      Check a copy fetched by another client (manifest bytes, blobs named by hex digest in
-      BLOB_DIR) against the artifact it was pushed from.
+/// Publishes the built policy modules to OCI registries the way Kubewarden pulls them, and
+/// writes their deployment manifests.
+///
+/// Plain HTTP is used for loopback registries (localhost, 127.0.0.0/8, [::1]) and, for any other
+/// registry, only with --insecure or TAINTGUARD_REGISTRY_INSECURE=1. Credentials come from
+/// TAINTGUARD_REGISTRY_USERNAME and TAINTGUARD_REGISTRY_PASSWORD, else the docker config
+/// ($DOCKER_CONFIG/config.json or ~/.docker/config.json, credential helpers included), else none.
+#[derive(Parser)]
+#[command(name = "taintguard-oci", version)]
+enum Command {
+    /// Push every Kubewarden module in DIST to REF_PREFIX/<name>:TAG, print `<artifact>\t<immutable
+    /// ref>` per module, and rewrite its manifests in DIST/<name>/ to use the immutable reference.
+    Push {
+        #[command(flatten)]
+        transport: Transport,
+        #[command(flatten)]
+        dirs: Dirs,
+        /// Also sign each pushed manifest digest with KEY and store the signature as cosign does
+        /// (tag sha256-<hex>.sig), which `kwctl verify` and policy-server's verificationConfig
+        /// check. KEY is a cosign key (password in $COSIGN_PASSWORD) or a PKCS#8 PEM private key;
+        /// it is loaded before anything is pushed. Without --sign, $TAINTGUARD_SIGNING_KEY names
+        /// the key where it is set and not empty.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
+        /// Where the modules go: REF_PREFIX/<name>:TAG.
+        ref_prefix: String,
+        /// Defaults to v<io.kubewarden.policy.version>; a TAG that is a version must be that one,
+        /// any other TAG, such as latest, is a moving pointer beside it.
+        tag: Option<String>,
+    },
+    /// Write a new ECDSA P-256 key pair as cosign does: PREFIX.key, encrypted with
+    /// $COSIGN_PASSWORD, and PREFIX.pub, the public key verifiers are given.
+    GenerateKeyPair { prefix: String },
+    /// Write each module's manifests, DIST/<name>/{cluster-admission-policy.yaml,
+    /// admission-policy.yaml,artifacthub-pkg.yml,README.md}, its policy-catalog Helm chart
+    /// DIST/charts/<name>/ (docs/settings-ui.md), and DIST/artifacthub-repo.yml.
+    Manifests {
+        #[command(flatten)]
+        dirs: Dirs,
+        /// The manifests refer to PREFIX/<name>:TAG; default: the parent of the module's
+        /// io.kubewarden.policy.ociUrl annotation.
+        #[arg(long, value_name = "PREFIX")]
+        ref_prefix: Option<String>,
+        /// Default: v<io.kubewarden.policy.version>.
+        #[arg(long)]
+        tag: Option<String>,
+    },
+    /// Write DIST/<module>.spdx.json for each module in DIST: an SPDX 2.3 SBOM of the crates
+    /// linked into it, from cargo's resolution of the build of PACKAGEs (the packages built
+    /// together) for the module's target; run from the workspace (docs/release.md).
+    Sbom {
+        /// The built modules.
+        #[arg(long, default_value = "dist")]
+        dist: PathBuf,
+        #[arg(required = true)]
+        packages: Vec<String>,
+    },
+    /// Fetch a module the way Kubewarden's policy-fetcher does and write it to OUTPUT.
+    Pull {
+        #[command(flatten)]
+        transport: Transport,
+        reference: String,
+        output: PathBuf,
+    },
+    /// Check a copy fetched by another client (manifest bytes, blobs named by hex digest in
+    /// BLOB_DIR) against the artifact it was pushed from.
+    VerifyCopy {
+        artifact: PathBuf,
+        immutable_ref: String,
+        manifest: PathBuf,
+        blob_dir: PathBuf,
+    },
+}
 
-Plain HTTP is used for loopback registries (localhost, 127.0.0.0/8, [::1]) and, for any other
-registry, only with --insecure or TAINTGUARD_REGISTRY_INSECURE=1. Credentials come from
-TAINTGUARD_REGISTRY_USERNAME and TAINTGUARD_REGISTRY_PASSWORD, else the docker config
-($DOCKER_CONFIG/config.json or ~/.docker/config.json, credential helpers included), else none.
-";
+/// Where the built modules and the policies' sources are.
+#[derive(clap::Args)]
+struct Dirs {
+    /// The built modules and what is written beside them.
+    #[arg(long, default_value = "dist")]
+    dist: PathBuf,
+    /// The policies' folders (their settings examples and questions-ui.yml).
+    #[arg(long, default_value = "policies")]
+    policies: PathBuf,
+}
+
+/// Plain HTTP to a registry that is not on loopback.
+#[derive(clap::Args)]
+struct Transport {
+    /// Use plain HTTP for any registry, not only loopback ones.
+    #[arg(long, env = registry::INSECURE_ENV, value_parser = switch)]
+    insecure: bool,
+}
+
+/// An environment switch: `1`, `true` or `yes` turn it on; empty, `0`, `false` or `no` leave it
+/// off; anything else is refused rather than guessed.
+fn switch(value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "true" | "yes" => Ok(true),
+        "" | "0" | "false" | "no" => Ok(false),
+        other => Err(format!(
+            "{other:?} is neither 1, true, yes nor 0, false, no"
+        )),
+    }
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(args) {
+    let result = match Command::parse() {
+        Command::Push {
+            transport,
+            dirs,
+            sign,
+            ref_prefix,
+            tag,
+        } => {
+            let key = sign::key_path(sign);
+            let insecure = transport.insecure;
+            push(&dirs, key.as_deref(), &ref_prefix, tag.as_deref(), insecure)
+        }
+        Command::GenerateKeyPair { prefix } => generate_key_pair(&prefix),
+        Command::Manifests {
+            dirs,
+            ref_prefix,
+            tag,
+        } => manifests(&dirs, ref_prefix.as_deref(), tag.as_deref()),
+        Command::Sbom { dist, packages } => sboms(&dist, &packages),
+        Command::Pull {
+            transport,
+            reference,
+            output,
+        } => pull(&reference, &output, transport.insecure),
+        Command::VerifyCopy {
+            artifact,
+            immutable_ref,
+            manifest,
+            blob_dir,
+        } => verify_copy(&artifact, &immutable_ref, &manifest, &blob_dir),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("taintguard-oci: error: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Options and positional arguments of one command.
-#[derive(Default)]
-struct Args {
-    flags: BTreeMap<&'static str, bool>,
-    values: BTreeMap<&'static str, String>,
-    positional: Vec<String>,
-}
-
-impl Args {
-    fn parse(
-        args: &[String],
-        flags: &[&'static str],
-        options: &[&'static str],
-    ) -> Result<Args, String> {
-        let mut parsed = Args::default();
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            if let Some(flag) = flags.iter().find(|f| **f == arg) {
-                parsed.flags.insert(flag, true);
-            } else if let Some(option) = options.iter().find(|o| **o == arg) {
-                let value = it
-                    .next()
-                    .ok_or_else(|| format!("{option} needs a value\n\n{USAGE}"))?;
-                parsed.values.insert(option, value.clone());
-            } else if arg.starts_with("--") {
-                return Err(format!("unknown option {arg}\n\n{USAGE}"));
-            } else {
-                parsed.positional.push(arg.clone());
-            }
-        }
-        Ok(parsed)
-    }
-
-    fn path(&self, option: &str, default: &str) -> PathBuf {
-        PathBuf::from(self.values.get(option).map_or(default, String::as_str))
-    }
-
-    fn insecure(&self) -> bool {
-        self.flags.contains_key("--insecure")
-            || std::env::var(registry::INSECURE_ENV)
-                .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
-    }
-
-    fn positional(&self, min: usize, max: usize) -> Result<&[String], String> {
-        if (min..=max).contains(&self.positional.len()) {
-            Ok(&self.positional)
-        } else {
-            Err(format!("wrong number of arguments\n\n{USAGE}"))
-        }
-    }
-}
-
-fn run(args: Vec<String>) -> Result<(), String> {
-    let (command, rest) = args.split_first().ok_or_else(|| USAGE.to_owned())?;
-    match command.as_str() {
-        "push" => push(Args::parse(
-            rest,
-            &["--insecure"],
-            &["--dist", "--policies", "--sign"],
-        )?),
-        "sbom" => sboms(Args::parse(rest, &[], &["--dist"])?),
-        "generate-key-pair" => generate_key_pair(Args::parse(rest, &[], &[])?),
-        "manifests" => manifests(Args::parse(
-            rest,
-            &[],
-            &["--dist", "--policies", "--ref-prefix", "--tag"],
-        )?),
-        "pull" => pull(Args::parse(rest, &["--insecure"], &[])?),
-        "verify-copy" => verify_copy(Args::parse(rest, &[], &[])?),
-        "help" | "--help" | "-h" => {
-            print!("{USAGE}");
-            Ok(())
-        }
-        other => Err(format!("unknown command `{other}`\n\n{USAGE}")),
     }
 }
 
@@ -147,28 +173,28 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
-fn push(args: Args) -> Result<(), String> {
-    let positional = args.positional(1, 2)?;
-    let prefix = reference::parse_prefix(&positional[0])?;
-    let tag = positional.get(1);
+fn push(
+    dirs: &Dirs,
+    key: Option<&Path>,
+    ref_prefix: &str,
+    tag: Option<&str>,
+    insecure: bool,
+) -> Result<(), String> {
+    let prefix = reference::parse_prefix(ref_prefix)?;
     if let Some(tag) = tag {
         reference::validate_tag(tag)?;
     }
-    let dist = args.path("--dist", "dist");
-    let policies = args.path("--policies", "policies");
+    let (dist, policies) = (&dirs.dist, &dirs.policies);
     // A key that cannot sign must fail before the first upload, not after the modules moved.
-    let signer = sign::key_path(args.values.get("--sign"))
-        .map(|path| sign::Signer::load(&path))
-        .transpose()?;
-    let artifacts = artifact::discover(&dist)?;
-    write_repository_metadata(&dist, &artifacts)?;
-    let insecure = args.insecure();
+    let signer = key.map(sign::Signer::load).transpose()?;
+    let artifacts = artifact::discover(dist)?;
+    write_repository_metadata(dist, &artifacts)?;
 
     // Resolve every reference before the first upload, so a bad tag fails before anything moves.
     let mut plan = Vec::new();
     for artifact in &artifacts {
         let tag = match tag {
-            Some(tag) => tag.clone(),
+            Some(tag) => tag.to_owned(),
             None => artifact.default_tag()?,
         };
         reference::validate_tag(&tag).map_err(|e| format!("{}: {e}", artifact.path.display()))?;
@@ -234,7 +260,7 @@ fn push(args: Args) -> Result<(), String> {
             tag,
             digest: Some(digest),
         };
-        write_manifests(&dist, &policies, artifact, &target, &created_at)?;
+        write_manifests(dist, policies, artifact, &target, &created_at)?;
     }
     Ok(())
 }
@@ -275,9 +301,8 @@ fn push_sbom(
     Ok(())
 }
 
-fn generate_key_pair(args: Args) -> Result<(), String> {
-    let positional = args.positional(1, 1)?;
-    let (private, public) = sign::generate_key_pair(&positional[0])?;
+fn generate_key_pair(prefix: &str) -> Result<(), String> {
+    let (private, public) = sign::generate_key_pair(prefix)?;
     eprintln!(
         "wrote {} (private, encrypted with ${}) and {} (public: give it to kwctl verify -k and \
          to the PolicyServer's verificationConfig)",
@@ -341,21 +366,15 @@ fn write_repository_metadata(dist: &Path, artifacts: &[Artifact]) -> Result<(), 
     Ok(())
 }
 
-fn manifests(args: Args) -> Result<(), String> {
-    args.positional(0, 0)?;
-    let dist = args.path("--dist", "dist");
-    let policies = args.path("--policies", "policies");
-    let given_prefix = args
-        .values
-        .get("--ref-prefix")
-        .map(|p| reference::parse_prefix(p))
-        .transpose()?;
-    if let Some(tag) = args.values.get("--tag") {
+fn manifests(dirs: &Dirs, ref_prefix: Option<&str>, tag: Option<&str>) -> Result<(), String> {
+    let (dist, policies) = (&dirs.dist, &dirs.policies);
+    let given_prefix = ref_prefix.map(reference::parse_prefix).transpose()?;
+    if let Some(tag) = tag {
         reference::validate_tag(tag)?;
     }
     let created_at = manifests::created_at()?;
-    let artifacts = artifact::discover(&dist)?;
-    write_repository_metadata(&dist, &artifacts)?;
+    let artifacts = artifact::discover(dist)?;
+    write_repository_metadata(dist, &artifacts)?;
     for artifact in artifacts {
         let prefix = match &given_prefix {
             Some(prefix) => prefix.clone(),
@@ -370,8 +389,8 @@ fn manifests(args: Args) -> Result<(), String> {
                     .map_err(|e| format!("{}: {e}", artifact.path.display()))?
             }
         };
-        let tag = match args.values.get("--tag") {
-            Some(tag) => tag.clone(),
+        let tag = match tag {
+            Some(tag) => tag.to_owned(),
             None => artifact.default_tag()?,
         };
         let target = manifests::Target {
@@ -379,7 +398,7 @@ fn manifests(args: Args) -> Result<(), String> {
             tag,
             digest: None,
         };
-        write_manifests(&dist, &policies, &artifact, &target, &created_at)?;
+        write_manifests(dist, policies, &artifact, &target, &created_at)?;
     }
     Ok(())
 }
@@ -389,19 +408,17 @@ fn sbom_path(artifact: &Artifact) -> PathBuf {
     artifact.path.with_extension("spdx.json")
 }
 
-fn sboms(args: Args) -> Result<(), String> {
-    let packages = args.positional(1, usize::MAX)?.to_vec();
-    let dist = args.path("--dist", "dist");
+fn sboms(dist: &Path, packages: &[String]) -> Result<(), String> {
     let workspace = std::env::current_dir().map_err(|e| e.to_string())?;
     let created = manifests::created_at()?;
     let checksums = sbom::lock_checksums(&workspace)?;
     // One `cargo tree` per target: it holds the tree of every package built for it.
     let mut trees: BTreeMap<&str, String> = BTreeMap::new();
-    for artifact in artifact::discover(&dist)? {
+    for artifact in artifact::discover(dist)? {
         let target = sbom::target_of(&artifact.metadata.execution_mode)
             .map_err(|e| format!("{}: {e}", artifact.path.display()))?;
         if !trees.contains_key(target) {
-            trees.insert(target, sbom::tree(&workspace, target, &packages)?);
+            trees.insert(target, sbom::tree(&workspace, target, packages)?);
         }
         let graph = sbom::parse_tree(&trees[target], &artifact.policy)?;
         let document = sbom::document(&artifact, target, &graph, &checksums, &created);
@@ -417,12 +434,11 @@ fn sboms(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-fn pull(args: Args) -> Result<(), String> {
-    let positional = args.positional(2, 2)?;
-    let reference = reference::parse_reference(&positional[0])?;
+fn pull(reference: &str, output: &Path, insecure: bool) -> Result<(), String> {
+    let reference = reference::parse_reference(reference)?;
     let registry_name = reference.resolve_registry().to_owned();
     let (auth, _) = registry::auth(&registry_name)?;
-    let client = registry::client(&registry_name, args.insecure())?;
+    let client = registry::client(&registry_name, insecure)?;
     let (module, digest) =
         runtime()?.block_on(registry::pull_like_kubewarden(&client, &auth, &reference))?;
     if let Some(wanted) = reference.digest() {
@@ -432,23 +448,24 @@ fn pull(args: Args) -> Result<(), String> {
             ));
         }
     }
-    std::fs::write(&positional[1], &module).map_err(|e| format!("{}: {e}", positional[1]))?;
-    println!("{}\t{digest}\t{} bytes", positional[1], module.len());
+    let shown = output.display();
+    std::fs::write(output, &module).map_err(|e| format!("{shown}: {e}"))?;
+    println!("{shown}\t{digest}\t{} bytes", module.len());
     Ok(())
 }
 
-fn verify_copy(args: Args) -> Result<(), String> {
-    let positional = args.positional(4, 4)?;
-    let artifact = Artifact::load_required(Path::new(&positional[0]))?;
-    let reference = reference::parse_reference(&positional[1])?;
-    let digest = reference.digest().ok_or_else(|| {
-        format!(
-            "`{}` is not an immutable (@sha256:) reference",
-            positional[1]
-        )
-    })?;
-    let manifest = std::fs::read(&positional[2]).map_err(|e| format!("{}: {e}", positional[2]))?;
-    let blob_dir = Path::new(&positional[3]);
+fn verify_copy(
+    artifact: &Path,
+    immutable_ref: &str,
+    manifest: &Path,
+    blob_dir: &Path,
+) -> Result<(), String> {
+    let artifact = Artifact::load_required(artifact)?;
+    let reference = reference::parse_reference(immutable_ref)?;
+    let digest = reference
+        .digest()
+        .ok_or_else(|| format!("`{immutable_ref}` is not an immutable (@sha256:) reference"))?;
+    let manifest = std::fs::read(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let mut blobs = BTreeMap::new();
     let entries =
         std::fs::read_dir(blob_dir).map_err(|e| format!("{}: {e}", blob_dir.display()))?;
@@ -467,12 +484,11 @@ fn verify_copy(args: Args) -> Result<(), String> {
     }
     let problems = verify::check(&artifact, digest, &verify::Pulled { manifest, blobs });
     if problems.is_empty() {
-        println!("ok {} = {}", artifact.path.display(), positional[1]);
+        println!("ok {} = {immutable_ref}", artifact.path.display());
         Ok(())
     } else {
         Err(format!(
-            "{} does not match {}:\n  - {}",
-            positional[1],
+            "{immutable_ref} does not match {}:\n  - {}",
             artifact.path.display(),
             problems.join("\n  - ")
         ))

@@ -46,19 +46,20 @@ pub struct Signer {
     pub path: PathBuf,
 }
 
-impl std::fmt::Debug for Signer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Signer").field("path", &self.path).finish()
-    }
-}
-
-/// The key to sign with: `--sign KEY` if given, else `$TAINTGUARD_SIGNING_KEY` if set, else none.
-pub fn key_path(flag: Option<&String>) -> Option<PathBuf> {
-    flag.map(PathBuf::from).or_else(|| {
+/// The key to sign with: `--sign KEY` if given, else `$TAINTGUARD_SIGNING_KEY` if set and not
+/// empty, else none.
+pub fn key_path(flag: Option<PathBuf>) -> Option<PathBuf> {
+    flag.or_else(|| {
         std::env::var_os(KEY_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     })
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer").field("path", &self.path).finish()
+    }
 }
 
 impl Signer {
