@@ -165,12 +165,14 @@ impl PodTolerationRestriction {
             Some(list) => (list, Scope::Namespace),
             None => (self.whitelist.clone(), Scope::Cluster),
         };
-        let (extra, withheld): (Vec<_>, Vec<_>) = extra
-            .into_iter()
-            .map(|(t, why)| ((pod.forbidden)(&t), t, why))
-            .partition(|(forbidden, ..)| forbidden.is_none());
-        let extra: Vec<_> = extra.into_iter().map(|(_, t, why)| (t, why)).collect();
-        let withheld = withheld.into_iter().filter_map(|(why, ..)| why).collect();
+        let mut withheld = Vec::new();
+        extra.retain(|(t, _)| match (pod.forbidden)(t) {
+            Some(why) => {
+                withheld.push(why);
+                false
+            }
+            None => true,
+        });
         // On CREATE the plugin's merge replaces what its additions cover; on UPDATE a replaced
         // toleration is a change pod validation refuses (kubernetes#97850): appended only.
         let algebra::Applied {
