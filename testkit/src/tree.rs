@@ -21,6 +21,18 @@ impl Tree {
         serde_json::from_str(text)
     }
 
+    /// Whether an object anywhere in the tree names a member twice (serde_json keeps the last,
+    /// this tree both, `get` the first).
+    pub fn repeats_a_name(&self) -> bool {
+        match self {
+            Tree::Object(members) => members.iter().enumerate().any(|(i, (key, value))| {
+                members[..i].iter().any(|(k, _)| k == key) || value.repeats_a_name()
+            }),
+            Tree::Array(items) => items.iter().any(Tree::repeats_a_name),
+            _ => false,
+        }
+    }
+
     pub fn get(&self, key: &str) -> Option<&Tree> {
         match self {
             Tree::Object(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
