@@ -308,14 +308,31 @@ impl Judging<'_> {
         by_controller: &ByController<'_>,
     ) -> OwnersAfter {
         let (carried, stripped) = self.carried(findings);
+        let had = self.had();
+        // The entries of taints the Node neither carried nor carries go before anything is
+        // recorded: a record filled with them must still take this request's removals and
+        // additions, or the next write, finding room, would record them (the fuzzer's record
+        // near its bound, docs/fuzzing.md).
+        record.retain(|key, effect, claim| {
+            let id = (key, effect);
+            claim.removed || carried.contains(&id) || had.contains(&id)
+        });
         let forgotten = self.keep_removals(&mut record, &carried, by_controller);
         record.retain(|key, effect, claim| claim.removed || carried.contains(&(key, effect)));
-        let added = self.additions(&mut record, &stripped, by_controller);
+        let added = self.additions(&mut record, &stripped, &had, by_controller);
         OwnersAfter {
             record,
             added,
             forgotten,
         }
+    }
+
+    /// The taints the stored Node carried.
+    fn had(&self) -> Identities<'_> {
+        (self.old.iter())
+            .flat_map(|old| &old.taints)
+            .map(|t| (t.identity(), ()))
+            .collect()
     }
 
     /// The taints the Node carries after the request (restored ones included, stripped ones
@@ -385,17 +402,12 @@ impl Judging<'_> {
         &self,
         record: &mut OwnerRecord,
         stripped: &Identities<'_>,
+        had: &Identities<'_>,
         by_controller: &ByController<'_>,
     ) -> Vec<(String, Recorded)> {
         if self.who.username.is_empty() {
             return Vec::new();
         }
-        let had: Identities<'_> = self
-            .old
-            .iter()
-            .flat_map(|old| &old.taints)
-            .map(|t| (t.identity(), ()))
-            .collect();
         let mut added = Vec::new();
         for taint in &self.new.taints {
             let id = taint.identity();
