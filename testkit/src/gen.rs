@@ -9,7 +9,7 @@ use arbitrary::{Result, Unstructured};
 use serde_json::{json, Map, Value};
 
 use taint_preservation::settings::{
-    DEFAULT_ONE_SHOT_RECORD_ANNOTATION, DEFAULT_TAINT_OWNERS_ANNOTATION,
+    RecordFormat, DEFAULT_ONE_SHOT_RECORD_ANNOTATION, DEFAULT_TAINT_OWNERS_ANNOTATION,
 };
 
 const TAINT_KEYS: &[&str] = &[
@@ -238,12 +238,9 @@ fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result
             json!(owner_record(u)?),
         );
     }
-    for (annotation, format) in CONTROLLER_RECORDS {
+    for (annotation, format) in controller_records() {
         if u.ratio(1, 3)? {
-            annotations.insert(
-                annotation.to_string(),
-                json!(controller_record(u, *format)?),
-            );
+            annotations.insert(annotation, json!(controller_record(u, format)?));
         }
     }
     annotations.insert("node.alpha.kubernetes.io/ttl".into(), json!("0"));
@@ -262,12 +259,13 @@ fn node(u: &mut Unstructured<'_>, taints: Vec<Value>, owner_key: &str) -> Result
 
 /// `new`'s annotations given `old`'s records (present or absent) where both have annotations.
 pub(crate) fn keep_records(old: &Value, new: &mut Value) {
+    let controllers = controller_records();
     let records = [
         DEFAULT_TAINT_OWNERS_ANNOTATION,
         DEFAULT_ONE_SHOT_RECORD_ANNOTATION,
     ]
     .into_iter()
-    .chain(CONTROLLER_RECORDS.iter().map(|(key, _)| *key));
+    .chain(controllers.iter().map(|(key, _)| key.as_str()));
     let (Some(old), Some(new)) = (
         old.pointer("/metadata/annotations")
             .and_then(Value::as_object),
@@ -284,21 +282,13 @@ pub(crate) fn keep_records(old: &Value, new: &mut Value) {
     }
 }
 
-/// The controllers' records of their own taints, with how each lists them (taint-preservation's
-/// default `controllerRecords`).
-const CONTROLLER_RECORDS: &[(&str, RecordFormat)] = &[
-    ("nfd.node.kubernetes.io/taints", RecordFormat::Taints),
-    ("cluster.x-k8s.io/taints-from-machine", RecordFormat::Taints),
-    ("talos.dev/owned-taints", RecordFormat::Keys),
-];
-
-/// How a controller's record lists its taints.
-#[derive(Clone, Copy)]
-enum RecordFormat {
-    /// `key=value:Effect` or `key:Effect`, comma-separated (node-feature-discovery, Cluster API).
-    Taints,
-    /// A JSON array of keys (Talos).
-    Keys,
+/// The controllers' records of their own taints, with how each lists them: taint-preservation's
+/// default `controllerRecords`.
+fn controller_records() -> Vec<(String, RecordFormat)> {
+    let settings = taint_preservation::Settings::default();
+    (settings.controller_records.iter())
+        .map(|r| (r.annotation.as_str().to_owned(), r.format))
+        .collect()
 }
 
 /// A controller's record: well-formed listing generated taints (which the Node may or may not
