@@ -195,18 +195,29 @@ fn escape_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
 /// (benchmarks/cost.md, "What policy-server cannot read").
 #[inline(never)]
 fn unicode_escape_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
-    match hex_escape(bytes, at + 1) {
+    match unicode_escape(bytes, at - 1) {
         None => Err(Malformed(at)),
-        // Half of a surrogate pair, refused at its `\` unless the other half follows.
-        Some(0xdc00..=0xdfff) => Err(Malformed(at - 1)),
-        Some(0xd800..=0xdbff) => match bytes.get(at + 5..at + 7) {
-            Some(b"\\u") if matches!(hex_escape(bytes, at + 7), Some(0xdc00..=0xdfff)) => {
-                Ok(at + 11)
-            }
-            _ => Err(Malformed(at - 1)),
-        },
-        Some(_) => Ok(at + 5),
+        // Half of a surrogate pair, refused at its `\`.
+        Some(Err(HalfPair)) => Err(Malformed(at - 1)),
+        Some(Ok(len)) => Ok(at - 1 + len),
     }
+}
+
+/// Half of a surrogate pair, its other half not right after it.
+struct HalfPair;
+
+/// The `\u` escape whose `\` is at `backslash`, as serde_json decodes one: its length (6, or
+/// 12 for a surrogate pair), or [`HalfPair`]; `None` where no `\u` and four hex digits are.
+fn unicode_escape(bytes: &[u8], backslash: usize) -> Option<Result<usize, HalfPair>> {
+    let unit = |at: usize| match bytes.get(at..at + 2) {
+        Some(b"\\u") => hex_escape(bytes, at + 2),
+        _ => None,
+    };
+    Some(match unit(backslash)? {
+        0xd800..=0xdbff if matches!(unit(backslash + 6), Some(0xdc00..=0xdfff)) => Ok(12),
+        0xd800..=0xdfff => Err(HalfPair),
+        _ => Ok(6),
+    })
 }
 
 /// `text` with every `\u` escape of half a surrogate pair that its other half does not follow
@@ -220,17 +231,13 @@ fn unicode_escape_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
 /// ```
 /// use taintguard::json::unpaired_surrogates_replaced;
 ///
-/// let text = r#"["\ud800", "\ud83d\ude00", "\\ud800", "\udc00\ud800"]"#;
-/// let replaced = r#"["\ufffd", "\ud83d\ude00", "\\ud800", "\ufffd\ufffd"]"#;
+/// let text = r#"["\ud800", "\ud83d\ude00", "\\ud800", "\udc00\ud800", "\ud83d_ude00"]"#;
+/// let replaced = r#"["\ufffd", "\ud83d\ude00", "\\ud800", "\ufffd\ufffd", "\ufffd_ude00"]"#;
 /// assert_eq!(unpaired_surrogates_replaced(text).as_deref(), Some(replaced));
 /// assert_eq!(unpaired_surrogates_replaced(r#"["\u00e9"]"#), None);
 /// ```
 pub fn unpaired_surrogates_replaced(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let unit = |at: usize| match bytes.get(at + 1) {
-        Some(b'u') => hex_escape(bytes, at + 2),
-        _ => None,
-    };
     let mut replaced = String::new();
     let (mut copied, mut at) = (0, 0);
     while let Some(found) = bytes[at.min(bytes.len())..]
@@ -238,9 +245,9 @@ pub fn unpaired_surrogates_replaced(text: &str) -> Option<String> {
         .position(|&b| b == b'\\')
     {
         at += found;
-        match unit(at) {
-            Some(0xd800..=0xdbff) if matches!(unit(at + 6), Some(0xdc00..=0xdfff)) => at += 12,
-            Some(0xd800..=0xdfff) => {
+        match unicode_escape(bytes, at) {
+            Some(Ok(len)) => at += len,
+            Some(Err(HalfPair)) => {
                 replaced.push_str(&text[copied..at]);
                 replaced.push_str("\\ufffd");
                 at += 6;
@@ -654,6 +661,7 @@ mod tests {
             r#""\uD800\n""#,
             r#""\uD800\u""#,
             r#""\uD800\uDC0""#,
+            r#""\uD800xuDC00""#,
             r#"{"resourc\ud800e":1}"#,
             "1e308",
             "1e309",
