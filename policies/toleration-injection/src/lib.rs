@@ -347,7 +347,7 @@ fn judge(matched: &Matched<'_>, half: Half, cluster: &dyn Cluster) -> Verdict {
         }
         verdict.warnings.extend(not_merged(&plugin));
         let withheld = plugin.withheld().iter();
-        (verdict.warnings).extend(withheld.map(|w| ["did not add toleration ", w].concat()));
+        verdict.warnings.extend(withheld.map(|w| did_not_add(w)));
         return verdict;
     }
     matched.inject(cluster, &plugin)
@@ -372,8 +372,7 @@ impl Matched<'_> {
                 t.describe()
             )
         });
-        let withheld =
-            (from_nodes.withheld.iter()).map(|w| ["did not add toleration ", w].concat());
+        let withheld = (from_nodes.withheld.iter()).map(|w| did_not_add(w));
         Ok(lacking.chain(withheld).collect())
     }
 
@@ -450,7 +449,7 @@ impl Matched<'_> {
         let added = self.additions([&kept, &plugin_core], &from_nodes.found, allowed_twin);
         let withheld_warnings = (plugin.withheld().iter())
             .chain(&from_nodes.withheld)
-            .map(|w| ["did not add toleration ", w].concat());
+            .map(|w| did_not_add(w));
         if added.is_empty() && plugin.adds_nothing() {
             let mut verdict = Verdict::accept();
             verdict.warnings.extend(withheld_warnings);
@@ -931,6 +930,12 @@ impl Matched<'_> {
             *i == *t || twin_keys.iter().any(|k| i.with_key(k) == *t)
         })
     }
+}
+
+/// The warning for a toleration a restriction withheld (`withheld`: the toleration and the
+/// restriction, as [`restriction_hit`] describes them).
+fn did_not_add(withheld: &str) -> String {
+    ["did not add toleration ", withheld].concat()
 }
 
 /// Why `t` may not be tolerated under `restrictions`, if it may not.
