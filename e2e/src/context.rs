@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::deploy::{node_taints_settings, POOL_LABEL, VARIANT_LABEL};
+use crate::env::Env;
 use crate::helpers::*;
 use crate::kubectl::*;
 use crate::kwctl;
-use crate::Env;
+use crate::labels::POOL_LABEL;
 use taintguard_control_plane::cluster::wait_for;
 
 /// The break-glass grant as a platform team writes it: the policy's verbs on the policy's
@@ -126,12 +126,14 @@ fn pool_node(name: &str, pool: Option<&str>, taints: &[Value]) -> Value {
     n
 }
 
-pub fn cni_daemonset(name: &str) -> Value {
-    json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
-           "metadata": {"name": name, "namespace": "kube-system", "labels": {VARIANT_LABEL: "nodes"}},
-           "spec": {"selector": {"matchLabels": {"app": name}},
-                    "template": {"metadata": {"labels": {"app": name}},
-                                 "spec": {"containers": [{"name": "agent", "image": "registry.example/cni:1.0"}]}}}})
+/// The settings of the `nodes` variant, deployed by `deploy` and given to kwctl here: DaemonSets
+/// in kube-system tolerate every taint the pool's nodes carry, except `dedicated`.
+pub fn node_taints_settings() -> Value {
+    json!({"rules": [{
+        "name": "system-daemonsets",
+        "match": {"kinds": ["DaemonSet"], "namespaces": ["kube-system"]},
+        "nodeTaints": {"nodeSelector": {"matchLabels": {POOL_LABEL: "context"}}, "except": ["dedicated"]}
+    }]})
 }
 
 fn the_pool() -> [Value; 3] {

@@ -4,11 +4,12 @@
 
 use serde_json::{json, Value};
 
+use crate::env::Env;
 use crate::helpers::{
     annotation, check, dedicated, described, node, patch, stored_taints_are, taint, told,
 };
 use crate::kubectl::*;
-use crate::Env;
+use crate::labels::VARIANT_LABEL;
 
 const OWNERS: &str = "taintguard.io/taint-owners";
 const ONE_SHOT_RECORD: &str = "taintguard.io/removed-startup-taints";
@@ -317,6 +318,28 @@ pub fn nfd_in_another_namespace(env: &mut Env) -> Result<(), String> {
     })
 }
 
+/// Stores node `name` with NFD's taint `gpu`, NFD's record of it, and `dedicated`, without the
+/// label that selects it for the policy, then labels it `restore`: the policy installed over a
+/// node that already carried them, as far as this node can tell.
+fn installed_over(k: &Kubectl, name: &str, gpu: &Value) -> Result<(), String> {
+    let mut before = node(name, "restore", &[gpu.clone(), dedicated()]);
+    before["metadata"]["labels"]
+        .as_object_mut()
+        .ok_or("a node has labels")?
+        .remove(VARIANT_LABEL);
+    before["metadata"]["annotations"] = json!({
+        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+        "nfd.node.kubernetes.io/taints": described(std::slice::from_ref(gpu)).join(","),
+    });
+    k.ok(None, &["create", "-f", "-"], Some(&before.to_string()))?;
+    k.ok(
+        None,
+        &["label", "node", name, &format!("{VARIANT_LABEL}=restore")],
+        None,
+    )?;
+    Ok(())
+}
+
 /// NFD started against a node whose feature taint, and NFD's own record of it, were there
 /// before the policy was installed: the policy never saw the taint added, and NFD's record
 /// (`nfd.node.kubernetes.io/taints`) names its writer. The node is created without the label
@@ -325,26 +348,7 @@ pub fn nfd_before_the_install(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-nfd-preinstall";
     let gpu = taint("feature.node.kubernetes.io/gpu", "a100", "NoSchedule");
-    let mut before = node(name, "restore", &[gpu.clone(), dedicated()]);
-    before["metadata"]["labels"]
-        .as_object_mut()
-        .ok_or("a node has labels")?
-        .remove(crate::deploy::VARIANT_LABEL);
-    before["metadata"]["annotations"] = json!({
-        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-        "nfd.node.kubernetes.io/taints": described(std::slice::from_ref(&gpu)).join(","),
-    });
-    k.ok(None, &["create", "-f", "-"], Some(&before.to_string()))?;
-    k.ok(
-        None,
-        &[
-            "label",
-            "node",
-            name,
-            &format!("{}=restore", crate::deploy::VARIANT_LABEL),
-        ],
-        None,
-    )?;
+    installed_over(k, name, &gpu)?;
     let stored = k.get("node", name, None)?;
     owners_are("after the install", &stored, &[])?;
     // The NodeFeatureRule no longer matches: nfd-master's pass (`setTaints`) drops its taint

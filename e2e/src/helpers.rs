@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use taintguard_testkit::k8s_openapi::api::core::v1::{Node, NodeSpec, Taint};
 use taintguard_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::deploy::VARIANT_LABEL;
+use crate::env::Env;
 use crate::kubectl::{Actor, Out};
-use crate::Env;
+use crate::labels::VARIANT_LABEL;
 
 // Well-formed objects are built with the Kubernetes API's own types, and compared as JSON.
 
@@ -73,6 +73,16 @@ pub(crate) fn node(name: &str, variant: &str, taints: &[Value]) -> Value {
         }),
         ..Node::default()
     })
+}
+
+/// A CNI agent's DaemonSet in kube-system, selected by the `nodes` variant: the workload the
+/// node-taints rule gives tolerations to, which other scenarios relabel for their own variants.
+pub(crate) fn cni_daemonset(name: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+           "metadata": {"name": name, "namespace": "kube-system", "labels": {VARIANT_LABEL: "nodes"}},
+           "spec": {"selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "agent", "image": "registry.example/cni:1.0"}]}}}})
 }
 
 /// `key=value:Effect` of each stored taint, in order.

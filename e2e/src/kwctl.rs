@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::Env;
+use crate::env::Env;
 
 /// The kwctl found at start-up, or why a scenario that needs it cannot run.
 pub fn find(env: &Env) -> Result<PathBuf, String> {

@@ -5,10 +5,13 @@
 mod context;
 mod controllers;
 mod deploy;
+mod env;
 mod helpers;
 mod kubectl;
 mod kwctl;
+mod labels;
 mod pod_toleration_restriction;
+mod policies;
 mod scenarios;
 mod shapes;
 
@@ -16,17 +19,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use env::Env;
 use kubectl::Kubectl;
 use taintguard_control_plane::binaries::Binaries;
 use taintguard_control_plane::cluster::{self, Cluster};
-
-/// What the scenarios act on.
-pub struct Env {
-    pub repo: PathBuf,
-    pub bins: Binaries,
-    pub cluster: Cluster,
-    pub kubectl: Kubectl,
-}
 
 fn start(bins: Binaries) -> Result<Env, String> {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -43,7 +39,7 @@ fn start(bins: Binaries) -> Result<Env, String> {
     );
     std::fs::write(
         cluster.file("policies.yml"),
-        deploy::policies_yml(&deployed),
+        policies::policies_yml(&deployed),
     )
     .map_err(|e| e.to_string())?;
     let t = Instant::now();

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::deploy::VARIANT_LABEL;
+use crate::env::Env;
 use crate::kubectl::{Actor, Kubectl, TENANT};
-use crate::Env;
+use crate::labels::VARIANT_LABEL;
 
 const DEFAULTS: &str = "scheduler.alpha.kubernetes.io/defaultTolerations";
 const WHITELIST: &str = "scheduler.alpha.kubernetes.io/tolerationsWhitelist";

@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 use taintguard_testkit::k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Toleration};
 use taintguard_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::deploy::{self, Deployed, VARIANT_LABEL};
+use crate::env::Env;
 use crate::helpers::*;
 use crate::kubectl::*;
-use crate::Env;
+use crate::labels::VARIANT_LABEL;
+use crate::policies::{self, Deployed};
 use taintguard_control_plane::cluster::wait_for;
 
 pub struct Scenario {
@@ -190,7 +191,7 @@ pub fn prepare(env: &Env, deployed: &[Deployed]) -> Result<(), String> {
     }
     let ca = std::fs::read(&env.cluster.webhook_ca).map_err(|e| e.to_string())?;
     for d in deployed {
-        k.apply(&deploy::webhook_configuration(
+        k.apply(&policies::webhook_configuration(
             d,
             env.cluster.policy_server_port,
             &ca,
@@ -199,18 +200,39 @@ pub fn prepare(env: &Env, deployed: &[Deployed]) -> Result<(), String> {
     wait_for_webhooks(env)
 }
 
+/// A webhook probe: the variant, who sends it, the kubectl arguments, its input, and what shows
+/// the policy ran.
+type Probe = (
+    &'static str,
+    Option<Actor>,
+    Vec<String>,
+    Option<String>,
+    fn(&Out) -> bool,
+);
+
 /// Webhook configuration changes reach the API server's informer after a moment: probe each
 /// policy with a dry-run request until its effect shows.
 fn wait_for_webhooks(env: &Env) -> Result<(), String> {
     let k = &env.kubectl;
-    // Each probe: who sends it, the kubectl arguments, its input, and what shows the policy ran.
-    type Probe = (
-        &'static str,
-        Option<Actor>,
-        Vec<String>,
-        Option<String>,
-        fn(&Out) -> bool,
-    );
+    for (variant, who, args, input, shows) in webhook_probes() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut last = String::new();
+        wait_for(
+            &format!("the {variant} webhook"),
+            Duration::from_secs(60),
+            || {
+                let out = k.run(who, &args, input.as_deref());
+                last = out.describe();
+                shows(&out)
+            },
+        )
+        .map_err(|e| format!("{e}; the probe `kubectl {}` got {last}", args.join(" ")))?;
+    }
+    Ok(())
+}
+
+/// One probe for each deployed variant the suite waits for, in the order they are waited for.
+fn webhook_probes() -> Vec<Probe> {
     let mut probes: Vec<Probe> = Vec::new();
     for variant in ["restore", "deny", "rbac"] {
         let mut probe = node(&format!("probe-{variant}"), variant, &[]);
@@ -241,7 +263,7 @@ fn wait_for_webhooks(env: &Env) -> Result<(), String> {
     }
     // The node-taints variant adds the master twin of a control-plane toleration, as every
     // toleration-injection policy does by default.
-    let mut daemonset = crate::context::cni_daemonset("probe-nodes");
+    let mut daemonset = cni_daemonset("probe-nodes");
     daemonset["spec"]["template"]["spec"]["tolerations"] =
         json!([{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]);
     probes.push((
@@ -253,21 +275,7 @@ fn wait_for_webhooks(env: &Env) -> Result<(), String> {
         Some(daemonset.to_string()),
         |out| out.ok && out.stdout.contains("node-role.kubernetes.io/master"),
     ));
-    for (variant, who, args, input, shows) in probes {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut last = String::new();
-        wait_for(
-            &format!("the {variant} webhook"),
-            Duration::from_secs(60),
-            || {
-                let out = k.run(who, &args, input.as_deref());
-                last = out.describe();
-                shows(&out)
-            },
-        )
-        .map_err(|e| format!("{e}; the probe `kubectl {}` got {last}", args.join(" ")))?;
-    }
-    Ok(())
+    probes
 }
 
 // ---------------------------------------------------------------------------------------------

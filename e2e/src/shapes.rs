@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::deploy::{
-    cluster_admission_policy, cluster_admission_policy_group, module_url, Deployed, VARIANT_LABEL,
-};
+use crate::env::Env;
 use crate::helpers::*;
 use crate::kubectl::*;
-use crate::Env;
+use crate::labels::VARIANT_LABEL;
+use crate::policies::{
+    cluster_admission_policy, cluster_admission_policy_group, module_url, Deployed,
+};
 use taintguard_control_plane::cluster::wait_for;
 
 /// The variants this module deploys; the suite's other toleration-injection policies leave
@@ -401,7 +402,7 @@ pub fn timeout_worst_case(env: &mut Env) -> Result<(), String> {
 pub fn reinvocation(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let daemonset = |name: &str, variant: &str, tolerations: Value| {
-        let mut ds = crate::context::cni_daemonset(name);
+        let mut ds = cni_daemonset(name);
         ds["metadata"]["labels"] = json!({VARIANT_LABEL: variant});
         ds["spec"]["template"]["spec"]["tolerations"] = tolerations;
         ds
