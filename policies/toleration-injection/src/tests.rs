@@ -1,7 +1,10 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::settings::AliasKey;
+use crate::tolerated::{Tolerated, FEW};
 use taintguard::policy::{read_settings, run, Half};
+use taintguard::toleration::Operator;
 
 const CP: &str = "node-role.kubernetes.io/control-plane";
 const MASTER: &str = "node-role.kubernetes.io/master";

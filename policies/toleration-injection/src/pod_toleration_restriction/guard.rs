@@ -8,7 +8,7 @@ use taintguard::json::{get_in, Object};
 use taintguard::verdict::Verdict;
 
 use super::annotations::{self, DEFAULTS, WHITELIST};
-use crate::settings::PodTolerationRestriction;
+use super::settings::PodTolerationRestriction;
 
 /// The two annotations of `object` (`None` where absent).
 fn guarded(object: Option<&Object<'_>>, which: &str) -> Result<[Option<String>; 2], String> {

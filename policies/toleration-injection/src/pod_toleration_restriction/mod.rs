@@ -11,14 +11,15 @@ mod annotations;
 mod go_differential;
 mod guard;
 mod qos;
+mod settings;
 
 use taintguard::cluster::{Cluster, ClusterError};
 use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::{quoted, Verdict};
 
-use crate::settings::{DefaultTolerationSeconds, PodTolerationRestriction};
 pub use algebra::{read_pod_tolerations, PluginToleration};
 pub use guard::judge_namespace;
+pub use settings::{DefaultTolerationSeconds, PodTolerationRestriction};
 
 /// The plugin's own toleration for Pods that are not BestEffort.
 const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
@@ -124,36 +125,11 @@ impl PodTolerationRestriction {
             Err(e) => return Err(namespace_refusal(pod, &e.to_string())),
         };
         let [defaults, whitelist] = namespace_annotations(pod, &text)?;
-        let annotation = |key: &str, value: Option<JsonStr<'_>>| {
-            annotations::read(value.as_ref().map(JsonStr::as_str)).map_err(|e| {
-                Verdict::reject(
-                    500,
-                    format!(
-                        "{}: the annotation {key} of namespace {:?} is not a list of \
-                         tolerations ({e})",
-                        (pod.describe)(),
-                        pod.namespace
-                    ),
-                )
-            })
+        let mut extra = if pod.create {
+            self.defaults(pod, defaults)?
+        } else {
+            Vec::new()
         };
-        let mut extra: Vec<(PluginToleration, String)> = Vec::new();
-        if pod.create {
-            match annotation(annotations::DEFAULTS, defaults)? {
-                Some(defaults) => {
-                    // Quoted as `{:?}` would, without the formatting machinery for a plain
-                    // name, as a namespace's is (3k guest instructions).
-                    let why = quoted("default toleration of namespace ", pod.namespace);
-                    extra.extend(defaults.into_iter().map(|t| (t, why.clone())))
-                }
-                None => extra.extend(self.default.iter().map(|t| {
-                    (
-                        t.clone(),
-                        "podTolerationRestriction.default of this policy".to_owned(),
-                    )
-                })),
-            }
-        }
         let best_effort = qos::best_effort(pod.spec).map_err(|e| malformed(pod, &e))?;
         if !best_effort {
             extra.push((
@@ -161,18 +137,11 @@ impl PodTolerationRestriction {
                 "the Pod is not BestEffort".to_owned(),
             ));
         }
-        let (whitelist, scope) = match annotation(annotations::WHITELIST, whitelist)? {
+        let (whitelist, scope) = match annotation(pod, annotations::WHITELIST, whitelist)? {
             Some(list) => (list, Scope::Namespace),
             None => (self.whitelist.clone(), Scope::Cluster),
         };
-        let mut withheld = Vec::new();
-        extra.retain(|(t, _)| match (pod.forbidden)(t) {
-            Some(why) => {
-                withheld.push(why);
-                false
-            }
-            None => true,
-        });
+        let withheld = withhold(pod, &mut extra);
         // On CREATE the plugin's merge replaces what its additions cover; on UPDATE a replaced
         // toleration is a change pod validation refuses (kubernetes#97850): appended only.
         let algebra::Applied {
@@ -188,6 +157,29 @@ impl PodTolerationRestriction {
             scope,
             unread: None,
             withheld,
+        })
+    }
+
+    /// The default tolerations a Pod CREATE gets, each with why: its Namespace's
+    /// `defaultTolerations` annotation (`value`) where set, else the settings' `default`.
+    fn defaults(
+        &self,
+        pod: &Pod<'_>,
+        value: Option<JsonStr<'_>>,
+    ) -> Result<Vec<(PluginToleration, String)>, Verdict> {
+        Ok(match annotation(pod, annotations::DEFAULTS, value)? {
+            Some(defaults) => {
+                // Quoted as `{:?}` would, without the formatting machinery for a plain
+                // name, as a namespace's is (3k guest instructions).
+                let why = quoted("default toleration of namespace ", pod.namespace);
+                defaults.into_iter().map(|t| (t, why.clone())).collect()
+            }
+            None => (self.default.iter())
+                .map(|t| {
+                    let why = "podTolerationRestriction.default of this policy";
+                    (t.clone(), why.to_owned())
+                })
+                .collect(),
         })
     }
 
@@ -279,6 +271,39 @@ impl Outcome {
             ),
         ))
     }
+}
+
+/// The tolerations of the Namespace annotation `key` (`value`): `None` where it is not set.
+/// One that is not a list of tolerations refuses the Pod (500), as the plugin does.
+fn annotation(
+    pod: &Pod<'_>,
+    key: &str,
+    value: Option<JsonStr<'_>>,
+) -> Result<Option<Vec<PluginToleration>>, Verdict> {
+    annotations::read(value.as_ref().map(JsonStr::as_str)).map_err(|e| {
+        Verdict::reject(
+            500,
+            format!(
+                "{}: the annotation {key} of namespace {:?} is not a list of tolerations ({e})",
+                (pod.describe)(),
+                pod.namespace
+            ),
+        )
+    })
+}
+
+/// Takes out of `extra` the additions a restriction of this policy forbids, and says why each
+/// is withheld.
+fn withhold(pod: &Pod<'_>, extra: &mut Vec<(PluginToleration, String)>) -> Vec<String> {
+    let mut withheld = Vec::new();
+    extra.retain(|(t, _)| match (pod.forbidden)(t) {
+        Some(why) => {
+            withheld.push(why);
+            false
+        }
+        None => true,
+    });
+    withheld
 }
 
 fn malformed(pod: &Pod<'_>, problem: &str) -> Verdict {

@@ -1,0 +1,81 @@
+//! PodTolerationRestriction's drop-in on a judged Pod: the plugin's outcome (`pod_toleration_
+//! restriction/`) bounded by this policy's restrictions and aliases, and what a Pod UPDATE gets.
+
+use taintguard::policy::Half;
+use taintguard::verdict::Verdict;
+
+use crate::judging::Judging;
+use crate::pod_toleration_restriction::{Namespaces, Outcome, PluginToleration, Pod};
+use crate::restriction;
+use crate::settings::AliasKey;
+use crate::verdicts::{describe_plugin, mutation};
+use crate::workload::Kind;
+
+impl Judging<'_> {
+    /// What PodTolerationRestriction makes of a Pod (nothing for other kinds, or with it off);
+    /// the refusal of a Pod its whitelist does not allow. Engines that cannot mutate read the
+    /// Namespace where they hold it; where they hold none, the Pod is held to the cluster-wide
+    /// whitelist alone. `create`: the request is a CREATE, which the plugin's defaults apply to.
+    pub fn plugin_outcome(&self, create: bool) -> Result<Outcome, Verdict> {
+        let plugin = &self.settings.pod_toleration_restriction;
+        let workload = self.subject.workload;
+        if !plugin.enabled || workload.kind != Kind::Pod {
+            return Ok(Outcome::default());
+        }
+        let describe = || self.subject.describe();
+        let (spec, tolerations) = workload.pod_spec();
+        let forbidden = |t: &PluginToleration| restriction::hit(&self.restrictions, &t.as_core());
+        let pod = Pod {
+            namespace: self.subject.namespace,
+            describe: &describe,
+            spec,
+            tolerations,
+            create,
+            forbidden: &forbidden,
+        };
+        // Engines that cannot mutate answer from what they hold (a Gatekeeper-style inventory).
+        let namespaces = match self.engine.half {
+            Half::Mutating => Namespaces::Asked(self.engine.cluster),
+            Half::Validating => Namespaces::WhereHeld(self.engine.cluster),
+        };
+        let outcome = plugin.judge_pod(&pod, namespaces)?;
+        let exempt = |t: &PluginToleration| self.own(&t.as_core());
+        let twins = |t: &PluginToleration| self.alias_twins(t);
+        match outcome.whitelist_refusal(&pod, exempt, twins) {
+            Some(refusal) => Err(refusal),
+            None => Ok(outcome),
+        }
+    }
+
+    /// The other keys of `t`'s alias group, each as `t` tolerates its own.
+    fn alias_twins(&self, t: &PluginToleration) -> Vec<PluginToleration> {
+        let group = self.settings.aliases.group_of(&t.key).unwrap_or(&[]);
+        let twin = |key: &AliasKey| PluginToleration {
+            key: key.as_str().to_owned(),
+            ..t.clone()
+        };
+        group
+            .iter()
+            .filter(|k| k.as_str() != t.key)
+            .map(twin)
+            .collect()
+    }
+
+    /// A Pod UPDATE under `podTolerationRestriction`: the plugin adds the memory-pressure
+    /// toleration to a Pod that is not BestEffort, and holds every toleration to the whitelist
+    /// again.
+    pub fn plugin_update(&self) -> Verdict {
+        let plugin = match self.plugin_outcome(false) {
+            Ok(plugin) => plugin,
+            Err(refusal) => return refusal,
+        };
+        if self.engine.half == Half::Validating || plugin.adds_nothing() {
+            return Verdict::accept();
+        }
+        let texts: Vec<String> = plugin.added().map(|(t, _)| t.to_json()).collect();
+        match self.subject.workload.with_tolerations(&[], &texts) {
+            Some(mutated) => mutation(mutated, &describe_plugin(&plugin), &[]),
+            None => Verdict::accept(),
+        }
+    }
+}
