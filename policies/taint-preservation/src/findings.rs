@@ -1,12 +1,9 @@
-//! What a request attempted that its requester may not do, and how the policy words it: the
-//! warnings, the refusal and the audit annotations. Every text says what the request attempted
+//! What a request attempted that its requester may not do, and the words for each finding that
+//! the warnings, the refusal and the audit annotations (`respond.rs`) are made of. Every text says what the request attempted
 //! and what the policy's answer does, never that something was done, so it stays true in
 //! Kubewarden's monitor mode, which passes warnings and audit annotations on and drops the
 //! answer.
 
-use super::judging::Judging;
-use super::settings::Mode;
-use super::Permission;
 use taintguard::principal::Principal;
 use taintguard::taint::Taint;
 use taintguard::verdict::quoted;
@@ -133,7 +130,7 @@ impl Finding<'_> {
 
     /// The audit annotation this finding is listed under. Keys and values say what the request
     /// attempted, which stays true in every mode; the `answer` key says what the policy answered.
-    fn audit_key(&self) -> &'static str {
+    pub(super) fn audit_key(&self) -> &'static str {
         match self {
             Finding::RemovedTaint(_)
             | Finding::ChangedTaint { .. }
@@ -157,69 +154,4 @@ fn owner_text(owner: &Option<String>) -> String {
 
 pub(super) fn requested_by(who: &Principal<'_>) -> (String, String) {
     ("requested-by".to_owned(), who.username.to_owned())
-}
-
-impl Judging<'_> {
-    /// The response's audit annotations: what the request attempted that the requester may
-    /// not do, under one key per kind, the policy's `answer`, what the policy's records learn
-    /// (`records`), and who asked.
-    pub(super) fn audit_annotations(
-        &self,
-        findings: &[Finding<'_>],
-        attempted: Vec<String>,
-        records: Vec<(String, String)>,
-    ) -> Vec<(String, String)> {
-        let mut audit: Vec<(String, String)> = Vec::new();
-        for (finding, text) in findings.iter().zip(attempted) {
-            match audit.iter_mut().find(|(k, _)| k == finding.audit_key()) {
-                Some((_, value)) => {
-                    value.push_str("; ");
-                    value.push_str(&text);
-                }
-                None => audit.push((finding.audit_key().to_owned(), text)),
-            }
-        }
-        if !findings.is_empty() {
-            let answer = match self.mode {
-                Mode::Restore => {
-                    "restore: a patch that keeps the protected state (monitor mode drops it)"
-                }
-                Mode::Deny => {
-                    "deny: rejected with code 403 (monitor mode lets the request through)"
-                }
-            };
-            audit.push(("answer".to_owned(), answer.to_owned()));
-        }
-        audit.extend(records);
-        if !audit.is_empty() {
-            audit.push(requested_by(&self.who));
-        }
-        audit
-    }
-
-    /// The refusal's message: who may not do what, and how to get permission.
-    pub(super) fn deny_message(&self, attempted: &[String], wants: Permission) -> String {
-        let rbac = &self.settings.rbac;
-        let mut message = format!(
-            "{} may not {}. Have a permitted principal make this change (by default any person, \
-             or a member of system:masters), or add the requester to the policy settings \
-             `permitted` (or to the `permitted` list of the matching `protectedTaints` rule)",
-            self.who.describe(),
-            attempted.join("; ")
-        );
-        if rbac.enabled {
-            let verbs: Vec<String> = [
-                (wants.taints, rbac.untaint_verb.as_str()),
-                (wants.cordon, rbac.uncordon_verb.as_str()),
-            ]
-            .iter()
-            .filter(|(wanted, _)| *wanted)
-            .map(|(_, verb)| rbac.describe(verb, &self.node_name))
-            .collect();
-            message.push_str(", or grant the requester by RBAC: ");
-            message.push_str(&verbs.join(" and "));
-        }
-        message.push('.');
-        message
-    }
 }

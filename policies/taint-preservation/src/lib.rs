@@ -8,8 +8,8 @@
 //! state back into `object` and accepts with warnings; in `deny` mode it rejects. Either way
 //! audit annotations say what the request attempted, what the policy answered and who tried.
 //!
-//! A request is judged through one [`judging::Judging`]: the steps are its methods, each in the
-//! module of what it judges.
+//! A request is judged through one [`judging::Judging`], read once: the steps are its methods,
+//! each in the module of what it judges; `Judging::judge` below runs them in order.
 
 // The exports (`#[no_mangle]`, the OPA ones `unsafe extern "C"`) come from the adapters'
 // `policy!` macros and are the adapters' code: the lint checks this crate's own source.
@@ -25,6 +25,7 @@ mod judging;
 mod node;
 mod owners;
 mod record;
+mod respond;
 pub mod settings;
 pub mod stored;
 mod taints;
@@ -36,8 +37,11 @@ use taintguard::principal::Principal;
 use taintguard::verdict::Verdict;
 
 use findings::requested_by;
-use judging::Judging;
+use judging::{Gathered, Judgement, Judging, Permission};
+use owners::OwnerRecord;
+use record::RemovalRecord;
 pub use settings::{Mode, Settings};
+use taints::Records;
 
 pub struct TaintPreservation;
 
@@ -83,21 +87,6 @@ fn judge_request(
     })
 }
 
-/// What the requester may do beyond the per-rule lists: change protected taints and the
-/// policy's records (`taints`), and lift or reassign another's cordon (`cordon`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Permission {
-    taints: bool,
-    cordon: bool,
-}
-
-/// A verdict, and which permissions would have changed it.
-struct Judgement {
-    verdict: Verdict,
-    wants: Permission,
-    node: String,
-}
-
 /// The settings lists decide first. When they do not permit what the request does and RBAC is
 /// enabled, a SubjectAccessReview per verb needed decides; a failed question permits nothing
 /// (docs/context.md) and says so in a warning.
@@ -107,27 +96,23 @@ fn judge_with_rbac(
     mode: Mode,
     cluster: &dyn Cluster,
 ) -> Result<Verdict, String> {
-    let who = request.principal();
-    let listed = settings.permitted.allows(&who);
-    let by_list = Permission {
-        taints: listed,
-        cordon: listed,
-    };
-    let first = Judging::read(request, settings, mode, by_list)?.judge()?;
+    let mut judging = Judging::read(request, settings, mode)?;
+    let first = judging.judge()?;
     if !settings.rbac.enabled || first.wants == Permission::default() {
         return Ok(first.verdict);
     }
-    let asked = ask_rbac(&who, settings, &first, cluster);
+    let by_list = judging.permission;
+    let asked = ask_rbac(&judging.who, settings, &first, cluster);
     let granted = Permission {
         taints: by_list.taints || asked.granted.taints,
         cordon: by_list.cordon || asked.granted.cordon,
     };
+    // Only the permission changed: the request read once is judged again.
     let mut verdict = if granted == by_list {
         first.verdict
     } else {
-        Judging::read(request, settings, mode, granted)?
-            .judge()?
-            .verdict
+        judging.permission = granted;
+        judging.judge()?.verdict
     };
     if !asked.grants.is_empty() {
         verdict
@@ -138,7 +123,7 @@ fn judge_with_rbac(
             .iter()
             .any(|(k, _)| k == "requested-by")
         {
-            verdict.audit_annotations.push(requested_by(&who));
+            verdict.audit_annotations.push(requested_by(&judging.who));
         }
     }
     verdict.warnings.extend(asked.notes);
@@ -208,6 +193,39 @@ fn ask_rbac(
         }
     }
     asked
+}
+
+impl Judging<'_> {
+    /// Every step in turn, then the verdict on what they found.
+    ///
+    /// # Errors
+    ///
+    /// An annotation or taint list the views cannot read.
+    fn judge(&self) -> Result<Judgement, String> {
+        let owners_before = match &self.old {
+            Some(old) => OwnerRecord::on(old, self.settings.taint_owners.key())?,
+            None => OwnerRecord::default(),
+        };
+        let mut gathered = Gathered::default();
+        let by_controller = self.controller_records(&mut gathered)?;
+        if let Some(old) = &self.old {
+            let key = self.settings.one_shot_record_annotation.as_str();
+            let removals = RemovalRecord::parse(old.annotation(key)?.as_deref());
+            if !self.permission.taints {
+                let records = Records {
+                    removals: &removals,
+                    owners: &owners_before,
+                    by_controller: &by_controller,
+                };
+                self.taint_findings(records, &mut gathered.findings);
+            }
+            self.one_shot_record(removals, &mut gathered)?;
+        }
+        self.owner_record(&owners_before, &by_controller, &mut gathered)?;
+        let cordon = self.cordon(&mut gathered.findings)?;
+        gathered.annotations.extend(cordon.owner_edit);
+        self.respond(cordon.keep_cordoned, gathered)
+    }
 }
 
 #[cfg(test)]

@@ -319,7 +319,9 @@ impl Judging<'_> {
         });
         let forgotten = self.keep_removals(&mut record, &carried, by_controller);
         record.retain(|key, effect, claim| claim.removed || carried.contains(&(key, effect)));
-        let added = self.additions(&mut record, &stripped, &had, by_controller);
+        // Neither a taint the Node had nor one stripped is the requester's addition.
+        let not_added = |id: &(&str, &str)| had.contains(id) || stripped.contains(id);
+        let added = self.additions(&mut record, not_added, by_controller);
         OwnersAfter {
             record,
             added,
@@ -396,13 +398,12 @@ impl Judging<'_> {
         forgotten
     }
 
-    /// Records the requester as the owner of each protected taint it adds (stripped ones
-    /// aside); each added taint, with whether the record took it.
+    /// Records the requester as the owner of each protected taint it adds (those `not_added`
+    /// selects aside); each added taint, with whether the record took it.
     fn additions(
         &self,
         record: &mut OwnerRecord,
-        stripped: &Identities<'_>,
-        had: &Identities<'_>,
+        not_added: impl Fn(&(&str, &str)) -> bool,
         by_controller: &ByController<'_>,
     ) -> Vec<(String, Recorded)> {
         if self.who.username.is_empty() {
@@ -411,10 +412,7 @@ impl Judging<'_> {
         let mut added = Vec::new();
         for taint in &self.new.taints {
             let id = taint.identity();
-            if had.contains(&id)
-                || stripped.contains(&id)
-                || self.settings.protecting_rule(taint).is_none()
-            {
+            if not_added(&id) || self.settings.protecting_rule(taint).is_none() {
                 continue;
             }
             let recorded = if record.set(taint, self.who.username) {
