@@ -39,7 +39,7 @@ pub struct Entry {
     pub reads_namespaces: bool,
 }
 
-/// policy-server's `policies.yml` (JSON is YAML), in the format of `e2e/src/deploy.rs`. Every
+/// policy-server's `policies.yml` (JSON is YAML), in the format of `e2e/src/policies.rs`. Every
 /// module may mutate: the floors never do, and the same configuration for all keeps the host's
 /// work per request alike.
 fn policies_yml(entries: &[Entry]) -> Result<String, String> {
