@@ -1,11 +1,12 @@
-//! The policies the package ships. Adding one is one `entry!` line.
+//! The policies the package ships: every folder of `policies/` that carries a `metadata.yml`,
+//! found by build.rs, which writes one `entry!` per folder; the one thing a policy adds outside
+//! its folder is its dependency line in abi/js/Cargo.toml, and the build fails naming a folder
+//! without it (policies/README.md).
 
 use serde_json::Value;
-use taint_preservation::TaintPreservation;
 use taintguard::cluster::Cluster;
 use taintguard::policy::Half;
 use taintguard::{read_settings, try_run, NoCluster, Policy, Verdict};
-use toleration_injection::TolerationInjection;
 
 use crate::defaults::defaults;
 
@@ -22,30 +23,41 @@ pub struct Facts {
 /// different settings types can sit in one table.
 pub struct Entry {
     pub name: &'static str,
+    /// Its folder under `policies/`.
+    pub folder: &'static str,
     pub facts: Facts,
     pub default_settings: fn() -> Value,
     /// Request and settings text in, and the cluster the policy may ask; the verdict, or an
     /// error message naming the bad field.
     pub evaluate: fn(&str, &str, &dyn Cluster) -> Result<Verdict, String>,
     pub validate_settings: fn(&str) -> Result<(), String>,
+    /// The settings read and written back as JSON (every default spelled out), or the error
+    /// message naming the bad field: the policy's own settings reader, for the tests of those
+    /// who describe settings (abi/js/src/defaults.rs, buildtools/settings-ui/tests).
+    pub read_settings: fn(&str) -> Result<String, String>,
+    /// The core's own run, for the test that the package says what the core says.
+    #[cfg(test)]
+    pub run: fn(&str, &str, Half, &dyn Cluster) -> Verdict,
 }
 
 macro_rules! entry {
     ($policy:ty, $dir:literal) => {
         Entry {
             name: <$policy as Policy>::NAME,
+            folder: $dir,
             facts: include!(concat!(env!("OUT_DIR"), "/", $dir, ".rs")),
             default_settings: defaults::<$policy>,
             evaluate: evaluate::<$policy>,
             validate_settings: validate_settings::<$policy>,
+            read_settings: settings_read_back::<$policy>,
+            #[cfg(test)]
+            run: taintguard::run::<$policy>,
         }
     };
 }
 
-pub static POLICIES: &[Entry] = &[
-    entry!(TaintPreservation, "taint-preservation"),
-    entry!(TolerationInjection, "toleration-injection"),
-];
+/// `entry!(<crate>::<Type>, "<folder>")` for each policy folder, sorted (build.rs).
+pub static POLICIES: &[Entry] = include!(concat!(env!("OUT_DIR"), "/policies.rs"));
 
 pub fn find(name: &str) -> Result<&'static Entry, String> {
     POLICIES.iter().find(|p| p.name == name).ok_or_else(|| {
@@ -80,14 +92,44 @@ fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+fn settings_read_back<P: Policy>(settings: &str) -> Result<String, String> {
+    let read = read_settings::<P>(settings).map_err(|e| e.to_string())?;
+    serde_json::to_string(&read).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The folders of `policies/` that carry a `metadata.yml`, as build.sh's `policies` finds
+    /// them.
+    fn folders() -> Vec<String> {
+        let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
+        let mut names: Vec<String> = std::fs::read_dir(policies)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|dir| dir.join("metadata.yml").is_file())
+            .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn every_policy_folder_is_in_the_package() {
+        let shipped: Vec<&str> = POLICIES.iter().map(|p| p.folder).collect();
+        assert_eq!(shipped, folders());
+    }
 
     #[test]
     fn names_are_unique_and_match_their_folders() {
         for (i, entry) in POLICIES.iter().enumerate() {
             assert!(POLICIES[..i].iter().all(|p| p.name != entry.name));
+            assert_eq!(
+                entry.name, entry.folder,
+                "policies/{}: its Policy::NAME is not its folder's name",
+                entry.folder
+            );
             assert_eq!(
                 entry.facts.title, entry.name,
                 "{} reports another policy's metadata",
@@ -102,7 +144,10 @@ mod tests {
         let err = find("nope").err().unwrap();
         assert_eq!(
             err,
-            "unknown policy \"nope\"; expected one of taint-preservation, toleration-injection"
+            format!(
+                "unknown policy \"nope\"; expected one of {}",
+                folders().join(", ")
+            )
         );
     }
 
@@ -117,21 +162,7 @@ mod tests {
         ];
         for entry in POLICIES {
             for (request, settings) in cases {
-                let core = match entry.name {
-                    "taint-preservation" => taintguard::run::<TaintPreservation>(
-                        request,
-                        settings,
-                        Half::Mutating,
-                        &NO_CLUSTER,
-                    ),
-                    "toleration-injection" => taintguard::run::<TolerationInjection>(
-                        request,
-                        settings,
-                        Half::Mutating,
-                        &NO_CLUSTER,
-                    ),
-                    other => panic!("{other}: give this test the policy's core run"),
-                };
+                let core = (entry.run)(request, settings, Half::Mutating, &NO_CLUSTER);
                 if core.code() == Some(400) {
                     let err = (entry.evaluate)(request, settings, &NO_CLUSTER).unwrap_err();
                     assert_eq!(
