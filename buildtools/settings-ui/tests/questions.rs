@@ -12,22 +12,17 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use taintguard_settings_ui::{policy_dirs, stale, variable, Field, Kind, Source, REGENERATE};
 
-/// A policy's settings reader: the settings read (as their `Debug` text) or the error message.
+/// A policy's settings reader: the settings read (written back as JSON) or the error message.
 type Reader = fn(&str) -> Result<String, String>;
 
-/// Every policy with a settings form, and its real settings reader.
-const POLICIES: &[(&str, Reader)] = &[
-    ("taint-preservation", |text| {
-        taintguard::settings::parse::<taint_preservation::Settings>(text)
-            .map(|s| format!("{s:?}"))
-            .map_err(|e| e.to_string())
-    }),
-    ("toleration-injection", |text| {
-        taintguard::settings::parse::<toleration_injection::Settings>(text)
-            .map(|s| format!("{s:?}"))
-            .map_err(|e| e.to_string())
-    }),
-];
+/// Every policy, by its folder, with its real settings reader: the npm package's registry,
+/// which links every policy folder (abi/js/src/registry.rs).
+fn policy_readers() -> Vec<(&'static str, Reader)> {
+    taintguard_js::registry::POLICIES
+        .iter()
+        .map(|entry| (entry.folder, entry.read_settings))
+        .collect()
+}
 
 fn policies() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies")
@@ -287,7 +282,7 @@ fn every_policy_folder_has_a_settings_form() {
         .iter()
         .map(|d| d.file_name().unwrap().to_str().unwrap())
         .collect();
-    let tested: Vec<&str> = POLICIES.iter().map(|(name, _)| *name).collect();
+    let tested: Vec<&str> = policy_readers().iter().map(|(name, _)| *name).collect();
     assert_eq!(names, tested);
     for entry in std::fs::read_dir(policies()).unwrap() {
         let dir = entry.unwrap().path();
@@ -315,7 +310,7 @@ fn generated_files_are_up_to_date() {
 /// type edits the field's shape.
 #[test]
 fn questions_are_the_settings_fields() {
-    for &(policy, read) in POLICIES {
+    for (policy, read) in policy_readers() {
         let source = source(policy);
         let real = real_fields(read);
         let described: BTreeMap<&str, &Field> =
@@ -347,7 +342,7 @@ fn questions_are_the_settings_fields() {
 /// The form left alone writes settings that mean what `{}` means.
 #[test]
 fn untouched_form_is_the_default_configuration() {
-    for &(policy, read) in POLICIES {
+    for (policy, read) in policy_readers() {
         let source = source(policy);
         let form = untouched_form(&source);
         assert_eq!(
@@ -362,7 +357,7 @@ fn untouched_form_is_the_default_configuration() {
 /// it, in list elements as the form adds them.
 #[test]
 fn defaults_and_examples_are_valid() {
-    for &(policy, read) in POLICIES {
+    for (policy, read) in policy_readers() {
         let source = source(policy);
         for f in &source.fields {
             let settings = with_value(&source, &f.path, filled(f));
@@ -389,7 +384,7 @@ fn defaults_and_examples_are_valid() {
 /// is none of them is refused at that field.
 #[test]
 fn options_are_the_accepted_values() {
-    for &(policy, read) in POLICIES {
+    for (policy, read) in policy_readers() {
         let source = source(policy);
         for f in source.fields.iter().filter(|f| !f.options.is_empty()) {
             let wrap = |v: &str| match f.kind {
