@@ -61,20 +61,16 @@ impl Judging<'_> {
             .collect()
     }
 
-    /// A Pod UPDATE under `podTolerationRestriction`: the plugin adds the memory-pressure
-    /// toleration to a Pod that is not BestEffort, and holds every toleration to the whitelist
-    /// again.
-    pub fn plugin_update(&self) -> Verdict {
-        let plugin = match self.plugin_outcome(false) {
-            Ok(plugin) => plugin,
-            Err(refusal) => return refusal,
-        };
-        if self.engine.half == Half::Validating || plugin.adds_nothing() {
+    /// A Pod UPDATE under `podTolerationRestriction`, in the mutating half: the plugin adds the
+    /// memory-pressure toleration to a Pod that is not BestEffort (`plugin`), after holding
+    /// every toleration to the whitelist again.
+    pub fn plugin_mutation(&self, plugin: &Outcome) -> Verdict {
+        if plugin.adds_nothing() {
             return Verdict::accept();
         }
         let texts: Vec<String> = plugin.added().map(|(t, _)| t.to_json()).collect();
         match self.subject.workload.with_tolerations(&[], &texts) {
-            Some(mutated) => mutation(mutated, &describe_plugin(&plugin), &[]),
+            Some(mutated) => mutation(mutated, &describe_plugin(plugin), &[]),
             None => Verdict::accept(),
         }
     }
