@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::json::{members, JsonStr};
 use crate::k8s_names::{LabelKey, LabelValue};
-use crate::settings::{settings_object, string_enum, At, SettingsError, SettingsFields};
+use crate::settings::{string_enum, At, SettingsError, SettingsFields};
 
 /// A label selector as Kubernetes writes it: every requirement must hold. Keys and values are
 /// checked as the API server checks labels: a selector that names a key no label can have
@@ -19,8 +19,6 @@ pub struct LabelSelector {
     pub match_expressions: Vec<LabelExpression>,
 }
 
-settings_object!(LabelSelector);
-
 /// One of `matchExpressions`.
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -30,8 +28,6 @@ pub struct LabelExpression {
     #[serde(default)]
     pub values: Vec<LabelValue>,
 }
-
-settings_object!(LabelExpression);
 
 string_enum! {
     /// How an expression's key and values select.
@@ -232,7 +228,6 @@ mod tests {
         struct Holder {
             s: LabelSelector,
         }
-        crate::settings::settings_object!(Holder);
         impl crate::settings::PolicySettings for Holder {
             fn check(&self, at: crate::settings::At<'_>) -> Result<(), SettingsError> {
                 self.s.check(at.field("s"))

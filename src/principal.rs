@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::glob::Glob;
 use crate::json::JsonStr;
-use crate::settings::{checked, settings_object, SettingsFields};
+use crate::settings::{checked, SettingsFields};
 use crate::verdict::quoted;
 
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
@@ -86,8 +86,6 @@ pub struct PrincipalList<const ADMINS: bool = false> {
 
 /// The group whose members bypass RBAC, a default of the lists that start from admins.
 pub const SYSTEM_MASTERS: &[NameGlob] = &[NameGlob::constant("system:masters")];
-
-settings_object!(PrincipalList<const ADMINS: bool>);
 
 impl<const ADMINS: bool> Default for PrincipalList<ADMINS> {
     fn default() -> Self {

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::glob::Glob;
 use crate::json::{plain_items, plain_strings, JsonStr};
 use crate::k8s_names::taint_key_character;
-use crate::settings::{checked, settings_object, string_enum, SettingsFields};
+use crate::settings::{checked, string_enum, SettingsFields};
 
 /// One entry of `spec.taints`, read from its raw text (which a restore copies back verbatim,
 /// `timeAdded` and fields unknown to us included).
@@ -153,13 +153,12 @@ pub trait SelectsTaints {
 /// A taint selector with no further fields.
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, serde::Serialize)]
 #[serde(deny_unknown_fields)]
+#[settings(from_str = "TaintSelector::from_key")]
 pub struct TaintSelector {
     pub key: TaintKeyGlob,
     #[serde(default)]
     pub effects: Vec<Effect>,
 }
-
-settings_object!(TaintSelector, from_str = TaintSelector::from_key);
 
 impl TaintSelector {
     /// The selector a bare key glob stands for.

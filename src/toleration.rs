@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use crate::json::{write_str, JsonStr, PlainFields};
-use crate::settings::{from_string, settings_object, At, SettingsError, SettingsFields};
+use crate::settings::{from_string, At, SettingsError, SettingsFields};
 use crate::small_map::SmallMap;
 use crate::taint::Effect;
 
@@ -71,8 +71,6 @@ pub struct Toleration<'a> {
     )]
     pub seconds: Option<i64>,
 }
-
-settings_object!(@impl [] Toleration<'static>);
 
 /// A toleration's fields as a pod spec writes them, borrowed from its text: what
 /// [`parse_tolerations`] reads, for a reader that needs the operator as written (an empty one

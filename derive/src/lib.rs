@@ -1,20 +1,27 @@
 //! `#[derive(SettingsFields)]`: reads a settings object's fields straight from JSON text with
 //! the core's settings reader (`taintguard::settings::Reader`), each value checked as it is read
-//! and every error at its field (the core's `settings` module says how).
+//! and every error at its field (the core's `settings` module says how). It implements both
+//! `SettingsFields` (the fields, by name) and `ReadSettings` (the object as a settings value), so
+//! that one derive makes a struct a settings object.
 //!
 //! The field names come from the struct's `#[serde(...)]` attributes, the ones its
 //! `Serialize` derive writes with, so one declaration names each field for both directions:
 //! `rename_all = "camelCase"`, `rename`, `default` (the struct's or a field's, optionally
 //! `= "path"`). Unknown fields are always refused. Attributes only `Serialize` reads (`remote`,
 //! `skip_serializing_if`, `serialize_with`, `borrow`) are passed over; any other is an error,
-//! so that no attribute is silently ignored. The one attribute of its own,
-//! `#[settings(null_as_default)]`, reads a field's `null` as its default, as the API server
-//! reads a `null` field of a pod spec.
+//! so that no attribute is silently ignored. Its own attributes: on a field,
+//! `#[settings(null_as_default)]` reads a field's `null` as its default, as the API server
+//! reads a `null` field of a pod spec; on the struct, `#[settings(from_str = "path")]` reads a
+//! bare string as the function `path` (`fn(&str) -> Result<Self, String>`) reads it too (a taint
+//! selector as its key glob).
 //!
 //! Generated code names the core `::taintguard` (which the core itself declares with
 //! `extern crate self as taintguard`). A missing field is what serde makes it: the field's own
 //! default (`default`, or `default = "path"`), else the struct's (its `Default`, or its
 //! `default = "path"`), else `None` for an `Option`, else an error at the field.
+
+// clippy.toml's four-parameter rule is for the shipped code: src/, policies/, abi/ and cli/.
+#![allow(clippy::too_many_arguments)]
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
@@ -55,6 +62,9 @@ impl WhenAbsent {
 struct Container {
     default: WhenAbsent,
     camel_case: bool,
+    /// `#[settings(from_str = "path")]`: how a bare string is read, where one may stand for
+    /// the object.
+    from_str: Option<ExprPath>,
 }
 
 struct Field {
@@ -161,7 +171,26 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             }
         }
     };
+    let from_str = container.from_str.as_ref().map(|path| {
+        quote! {
+            if reader.at_string() {
+                let text = reader.string(at)?;
+                let from_str: fn(&str) -> ::core::result::Result<Self, ::std::string::String> = #path;
+                return from_str(&text).map_err(|m| at.error(m));
+            }
+        }
+    });
     Ok(quote! {
+        impl #impl_generics ::taintguard::settings::ReadSettings for #name #type_generics #where_clause {
+            fn read(
+                reader: &mut ::taintguard::settings::Reader<'_>,
+                at: ::taintguard::settings::At<'_>,
+            ) -> ::core::result::Result<Self, ::taintguard::settings::SettingsError> {
+                #from_str
+                <Self as ::taintguard::settings::SettingsFields>::read_fields(reader, at)
+            }
+        }
+
         impl #impl_generics ::taintguard::settings::SettingsFields for #name #type_generics #where_clause {
             const FIELDS: &'static [&'static str] = &[#(#names),*];
 
@@ -179,7 +208,18 @@ fn container(input: &DeriveInput) -> syn::Result<Container> {
     let mut container = Container {
         default: WhenAbsent::None,
         camel_case: false,
+        from_str: None,
     };
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("settings")) {
+        attr.parse_nested_meta(|meta| {
+            if !meta.path.is_ident("from_str") {
+                return Err(meta.error("the one settings attribute of a struct is from_str"));
+            }
+            let path: LitStr = meta.value()?.parse()?;
+            container.from_str = Some(path.parse()?);
+            Ok(())
+        })?;
+    }
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("serde")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("default") {

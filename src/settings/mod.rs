@@ -17,10 +17,12 @@ use std::fmt;
 use crate::json::scan;
 
 pub use reader::{ReadSettings, Reader, SettingsFields};
-/// `#[derive(SettingsFields)]`: the [`SettingsFields`] of a struct, named by its serde
-/// attributes (`taintguard-derive`).
+/// `#[derive(SettingsFields)]`: a struct as a settings object, its [`SettingsFields`] named by
+/// its serde attributes and its [`ReadSettings`] reading a JSON object only (never an array,
+/// which serde's derive would read as the fields in order); `#[settings(from_str = "path")]`
+/// reads a bare string too (`taintguard-derive`).
 pub use taintguard_derive::SettingsFields;
-pub use types::{checked, from_string, settings_object, string_enum, Builtin};
+pub use types::{checked, from_string, string_enum, Builtin};
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +212,6 @@ mod tests {
     fn seven() -> i64 {
         7
     }
-    settings_object!(Shape);
 
     impl PolicySettings for Shape {}
 
@@ -219,23 +220,24 @@ mod tests {
     struct Inner {
         on: Option<bool>,
     }
-    settings_object!(Inner);
 
     /// An object with a required field and a string form.
     #[derive(Debug, SettingsFields, Serialize)]
     #[serde(deny_unknown_fields)]
+    #[settings(from_str = "Keyed::from_key")]
     struct Keyed {
         key: Even,
         #[serde(default)]
         on: bool,
     }
-    settings_object!(
-        Keyed,
-        from_str = |text: &str| Ok::<_, String>(Keyed {
-            key: Even::try_from(text.to_owned())?,
-            on: false,
-        })
-    );
+    impl Keyed {
+        fn from_key(text: &str) -> Result<Keyed, String> {
+            Ok(Keyed {
+                key: Even::try_from(text.to_owned())?,
+                on: false,
+            })
+        }
+    }
 
     checked! {
         /// Text of an even length.

@@ -382,8 +382,7 @@ pub trait ReadSettings: Sized {
 }
 
 /// A settings object's fields, read by name: `#[derive(SettingsFields)]` (`taintguard-derive`)
-/// writes it from the struct and its serde attributes, and [`super::settings_object!`] makes
-/// the object a [`ReadSettings`] value.
+/// writes it from the struct and its serde attributes, with the object's [`ReadSettings`].
 pub trait SettingsFields: Sized {
     /// The fields' names in the JSON, in declaration order, as errors list them.
     const FIELDS: &'static [&'static str];

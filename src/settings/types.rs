@@ -1,7 +1,7 @@
-//! What settings types are built with: newtypes checked while they are read ([`checked!`]),
-//! enums written as strings ([`string_enum!`]), and objects read from JSON objects only
-//! ([`settings_object!`]), each with its [`ReadSettings`] impl, which reports an error at the
-//! value it is about, and its `Serialize` impl.
+//! What settings values are built with: newtypes checked while they are read ([`checked!`]) and
+//! enums written as strings ([`string_enum!`]), each with its [`ReadSettings`] impl, which
+//! reports an error at the value it is about, and its `Serialize` impl. Objects are structs
+//! with `#[derive(SettingsFields)]`, read from JSON objects only.
 //!
 //! [`ReadSettings`]: super::ReadSettings
 
@@ -158,36 +158,3 @@ impl Builtin for std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed(text)
     }
 }
-
-/// Gives a settings object its [`ReadSettings`](super::ReadSettings) impl: its fields read
-/// by `#[derive(SettingsFields)]` from a JSON object (never from an array, which serde's derive
-/// would read as the fields in order); with `from_str = f`, a bare string is read as `f` reads
-/// it too (a taint selector as its key glob). A const generic is written as in its
-/// declaration: `settings_object!(PrincipalList<const ADMINS: bool>)`.
-#[macro_export]
-macro_rules! settings_object {
-    ($type:ident<const $param:ident: $kind:ty>) => {
-        $crate::settings_object!(@impl [const $param: $kind] $type<$param>);
-    };
-    ($type:ident $(, from_str = $from_str:expr)?) => {
-        $crate::settings_object!(@impl [] $type $(, from_str = $from_str)?);
-    };
-    (@impl [$($generics:tt)*] $type:ty $(, from_str = $from_str:expr)?) => {
-        impl<$($generics)*> $crate::settings::ReadSettings for $type {
-            fn read(
-                reader: &mut $crate::settings::Reader<'_>,
-                at: $crate::settings::At<'_>,
-            ) -> Result<Self, $crate::settings::SettingsError> {
-                $(
-                    if reader.at_string() {
-                        let text = reader.string(at)?;
-                        let from_str: fn(&str) -> Result<Self, String> = $from_str;
-                        return from_str(&text).map_err(|m| at.error(m));
-                    }
-                )?
-                <$type as $crate::settings::SettingsFields>::read_fields(reader, at)
-            }
-        }
-    };
-}
-pub use settings_object;

@@ -7,9 +7,7 @@ use serde::Serialize;
 
 use taintguard::k8s_names::{AnnotationKey, ApiGroup, RbacName};
 use taintguard::principal::{NameGlob, PrincipalList, ServiceAccountGlob};
-use taintguard::settings::{
-    settings_object, string_enum, At, PolicySettings, SettingsError, SettingsFields,
-};
+use taintguard::settings::{string_enum, At, PolicySettings, SettingsError, SettingsFields};
 use taintguard::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
 /// Taints that controllers own: they add and remove them as node conditions change, so
@@ -124,6 +122,7 @@ string_enum! {
 /// change them. A bare key glob is a rule of every effect with no principals of its own.
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
+#[settings(from_str = "ProtectedRule::from_key")]
 pub struct ProtectedRule {
     pub key: TaintKeyGlob,
     #[serde(default)]
@@ -132,14 +131,16 @@ pub struct ProtectedRule {
     pub permitted: PrincipalList,
 }
 
-settings_object!(
-    ProtectedRule,
-    from_str = |key: &str| Ok::<_, String>(ProtectedRule {
-        key: TaintKeyGlob::try_from(key.to_owned())?,
-        effects: Vec::new(),
-        permitted: PrincipalList::default(),
-    })
-);
+impl ProtectedRule {
+    /// The rule a bare key glob stands for.
+    fn from_key(key: &str) -> Result<ProtectedRule, String> {
+        Ok(ProtectedRule {
+            key: TaintKeyGlob::try_from(key.to_owned())?,
+            effects: Vec::new(),
+            permitted: PrincipalList::default(),
+        })
+    }
+}
 
 impl SelectsTaints for ProtectedRule {
     fn key(&self) -> &TaintKeyGlob {
@@ -153,6 +154,7 @@ impl SelectsTaints for ProtectedRule {
 /// A one-shot startup taint: applied once, removed once by its owner, never to come back.
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[settings(from_str = "OneShotRule::from_key")]
 pub struct OneShotRule {
     pub key: TaintKeyGlob,
     #[serde(default)]
@@ -167,15 +169,17 @@ pub struct OneShotRule {
     pub only_at_registration: bool,
 }
 
-settings_object!(
-    OneShotRule,
-    from_str = |key: &str| Ok::<_, String>(OneShotRule {
-        key: TaintKeyGlob::try_from(key.to_owned())?,
-        effects: Vec::new(),
-        except: Cow::Borrowed(&[]),
-        only_at_registration: false,
-    })
-);
+impl OneShotRule {
+    /// The rule a bare key glob stands for.
+    fn from_key(key: &str) -> Result<OneShotRule, String> {
+        Ok(OneShotRule {
+            key: TaintKeyGlob::try_from(key.to_owned())?,
+            effects: Vec::new(),
+            except: Cow::Borrowed(&[]),
+            only_at_registration: false,
+        })
+    }
+}
 
 impl SelectsTaints for OneShotRule {
     fn key(&self) -> &TaintKeyGlob {
@@ -229,8 +233,6 @@ pub struct ControllerRecord {
     pub owner: PrincipalList,
 }
 
-settings_object!(ControllerRecord);
-
 /// The record of the cordon's owner (docs/incidents.md, incident 2).
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -242,8 +244,6 @@ pub struct Cordon {
     /// cannot write the record. Default: nobody.
     pub unrecorded_permitted: PrincipalList,
 }
-
-settings_object!(Cordon);
 
 impl Default for Cordon {
     fn default() -> Cordon {
@@ -263,8 +263,6 @@ pub struct TaintOwners {
     pub enabled: bool,
     pub annotation: AnnotationKey,
 }
-
-settings_object!(TaintOwners);
 
 impl TaintOwners {
     /// The record's annotation, when taint ownership is on.
@@ -298,8 +296,6 @@ pub struct Rbac {
     /// Permits lifting or reassigning another's cordon.
     pub uncordon_verb: RbacName,
 }
-
-settings_object!(Rbac);
 
 impl Rbac {
     /// The grant `verb` stands for, as messages name it.
@@ -344,8 +340,6 @@ pub struct Settings {
     pub controller_records: Cow<'static, [ControllerRecord]>,
     pub rbac: Rbac,
 }
-
-settings_object!(Settings);
 
 impl Default for Settings {
     fn default() -> Settings {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use taintguard_jsonpath::JsonPath;
 
 use taintguard::glob::Glob;
-use taintguard::settings::{settings_object, At, SettingsError, SettingsFields};
+use taintguard::settings::{At, SettingsError, SettingsFields};
 
 /// What a condition tests of the values its path selects.
 #[derive(Debug, Clone)]
@@ -40,8 +40,6 @@ pub struct Condition {
     #[serde(default)]
     pub exists: Option<bool>,
 }
-
-settings_object!(Condition);
 
 /// A JSONPath as settings write it, parsed.
 #[derive(Debug, Clone)]
@@ -140,7 +138,6 @@ mod tests {
         struct Holder {
             c: Option<Condition>,
         }
-        taintguard::settings::settings_object!(Holder);
         impl taintguard::settings::PolicySettings for Holder {
             fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
                 self.c.as_ref().map_or(Ok(()), |c| c.check(at.field("c")))

@@ -10,9 +10,7 @@ use super::workload::Kind;
 use taintguard::glob::Glob;
 use taintguard::label_selector::LabelSelector;
 use taintguard::principal::PrincipalList;
-use taintguard::settings::{
-    checked, settings_object, At, PolicySettings, SettingsError, SettingsFields,
-};
+use taintguard::settings::{checked, At, PolicySettings, SettingsError, SettingsFields};
 use taintguard::taint::{SelectsTaints, TaintKeyGlob, TaintSelector};
 use taintguard::toleration::Toleration;
 
@@ -39,8 +37,6 @@ pub struct Match {
     pub conditions: Vec<Condition>,
 }
 
-settings_object!(Match);
-
 #[derive(Debug, Clone, PartialEq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -56,8 +52,6 @@ pub struct Rule {
     pub node_taints: Option<NodeTaints>,
 }
 
-settings_object!(Rule);
-
 /// A rule form whose tolerations come from the cluster (docs/context.md): every taint carried by
 /// a node `nodes` selects, that `taints` selects and `except` does not, is tolerated with
 /// `operator: Exists` (any value) and its effect.
@@ -71,8 +65,6 @@ pub struct NodeTaints {
     pub taints: Vec<TaintSelector>,
     pub except: Vec<TaintSelector>,
 }
-
-settings_object!(NodeTaints);
 
 impl NodeTaints {
     pub fn selects(&self, key: &str, effect: &str) -> bool {
@@ -102,8 +94,6 @@ pub struct Restriction {
     #[serde(default)]
     pub allowed_principals: PrincipalList,
 }
-
-settings_object!(Restriction);
 
 checked! {
     /// A key of an alias group: a plain taint key, never a glob. Checked while it is read; the
@@ -141,8 +131,6 @@ const DEFAULT_GROUPS: &[Cow<'static, [AliasKey]>] = &[Cow::Borrowed(&[
     AliasKey(Cow::Borrowed(DEFAULT_ALIAS_GROUP[0])),
     AliasKey(Cow::Borrowed(DEFAULT_ALIAS_GROUP[1])),
 ])];
-
-settings_object!(Aliases);
 
 impl Default for Aliases {
     fn default() -> Aliases {
@@ -182,8 +170,6 @@ pub struct Settings {
     #[serde(rename = "podTolerationRestriction")]
     pub pod_toleration_restriction: PodTolerationRestriction,
 }
-
-settings_object!(Settings);
 
 impl PolicySettings for Settings {
     /// Names, the rules' tolerations, selectors and conditions, and the alias groups.

@@ -14,7 +14,7 @@ use taintguard::toleration::{
     toleration_fields, toleration_json, Operator, Toleration, TolerationFields,
 };
 
-use taintguard::settings::{settings_object, SettingsFields};
+use taintguard::settings::SettingsFields;
 
 /// A toleration with every field as written, the operator included: `""` and `"Equal"` are not
 /// the same to the plugin. Settings (the plugin configuration's `default` and `whitelist`) read it
@@ -37,8 +37,6 @@ pub struct PluginToleration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toleration_seconds: Option<i64>,
 }
-
-settings_object!(PluginToleration);
 
 /// A pod spec's `tolerations` text (`None` or `null`: none), every field as written.
 ///

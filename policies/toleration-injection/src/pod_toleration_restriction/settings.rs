@@ -9,7 +9,7 @@ use super::algebra::PluginToleration;
 use taintguard::cluster::Freshness;
 use taintguard::k8s_names;
 use taintguard::principal::{PrincipalList, SYSTEM_MASTERS};
-use taintguard::settings::{settings_object, At, SettingsError, SettingsFields};
+use taintguard::settings::{At, SettingsError, SettingsFields};
 
 /// The PodTolerationRestriction admission plugin's namespace annotations, with its
 /// configuration file's cluster-wide `default` and `whitelist`, and the two gaps upstream left
@@ -36,8 +36,6 @@ pub struct PodTolerationRestriction {
     /// the plugin's informer is a moment behind) or every Pod reads it from the API server.
     pub namespace_reads: Freshness,
 }
-
-settings_object!(PodTolerationRestriction);
 
 impl Default for PodTolerationRestriction {
     fn default() -> Self {
@@ -80,8 +78,6 @@ pub struct DefaultTolerationSeconds {
     pub not_ready: i64,
     pub unreachable: i64,
 }
-
-settings_object!(DefaultTolerationSeconds);
 
 impl Default for DefaultTolerationSeconds {
     fn default() -> Self {
