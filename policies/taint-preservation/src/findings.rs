@@ -1,8 +1,8 @@
-//! What a request attempted that its requester may not do, and the words for each finding that
-//! the warnings, the refusal and the audit annotations (`respond.rs`) are made of. Every text says what the request attempted
-//! and what the policy's answer does, never that something was done, so it stays true in
-//! Kubewarden's monitor mode, which passes warnings and audit annotations on and drops the
-//! answer.
+//! What a request attempted that its requester may not do, and the words for each finding that the
+//! warnings, the refusal and the audit annotations (`respond.rs`) are made of. Every text says what
+//! the request attempted and what the policy's answer does, never that something was done, so it
+//! stays true in Kubewarden's monitor mode, which passes warnings and audit annotations on and
+//! drops the answer.
 
 use taintguard::principal::Principal;
 use taintguard::taint::Taint;

@@ -1,5 +1,6 @@
-//! PodTolerationRestriction's drop-in on a judged Pod: the plugin's outcome (`pod_toleration_
-//! restriction/`) bounded by this policy's restrictions and aliases, and what a Pod UPDATE gets.
+//! PodTolerationRestriction's drop-in on a judged Pod: the plugin's outcome (its own module,
+//! `pod_toleration_restriction/`) bounded by this policy's restrictions and aliases, and the
+//! mutation a Pod UPDATE gets from it.
 
 use taintguard::policy::Half;
 use taintguard::verdict::Verdict;

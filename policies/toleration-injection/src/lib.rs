@@ -9,10 +9,10 @@
 //! a Pod UPDATE may only add tolerations (Kubernetes' pod update validation), and the scheduler
 //! and the taint manager honour the added ones, so restrictions judge what an UPDATE adds
 //! (docs/admission.md).
-
+//!
 //! A workload request is judged through one [`judging::Judging`], built once: the steps are its
-//! methods, each in the module of what it does; `judge_request` and `judge_pod_update` below read as
-//! their table of contents.
+//! methods, each in the module of what it does; `judge_request` and `judge_pod_update` below
+//! read as their table of contents.
 
 // The exports (`#[no_mangle]`, the OPA ones `unsafe extern "C"`) come from the adapters'
 // `policy!` macros and are the adapters' code: the lint checks this crate's own source.
