@@ -225,5 +225,10 @@ fn what_if(args: &WhatIfArgs) -> Result<String, String> {
     let objects = what_if::objects(object::read_any(&Disk, file)?)
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let requester = args.requester.requester()?;
-    what_if::report(&mut judge, &settings, &requester, &cluster, &objects)
+    let audit = what_if::Audit {
+        settings: &settings,
+        requester: &requester,
+        cluster: &cluster,
+    };
+    what_if::report(&mut judge, &audit, &objects)
 }

@@ -1,7 +1,9 @@
 //! A policy's answer held against a case's expectation: every difference as one line that says
 //! what was expected and what came, so a failure reads as a diff.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 
 use crate::suite::{Expect, Verdict};
 
@@ -17,8 +19,43 @@ pub fn verdict(response: &Value) -> Verdict {
 }
 
 /// The differences between `response` (to a request whose object was `object`) and `expect`;
-/// none when the response meets it.
+/// none when the response meets it. Each expectation's lines come in the order a suite lists
+/// them: verdict, message, code, warnings, audit annotations, patched object.
 pub fn differences(expect: &Expect, response: &Value, object: &Value) -> Vec<String> {
+    let mut out = verdict_and_message(expect, response);
+    if let Some(code) = expect.code {
+        if response["code"].as_u64() != Some(u64::from(code)) {
+            out.push(format!("code: expected {code}, got {}", response["code"]));
+        }
+    }
+    if let Some(want) = &expect.warnings {
+        let got: Vec<&str> = response["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        out.extend(warnings(want, &got));
+    }
+    if let Some(want) = &expect.audit_annotations {
+        out.extend(audit_annotations(
+            want,
+            response["audit_annotations"].as_object(),
+        ));
+    }
+    if let Some(want) = &expect.patched_object {
+        let after = match response.get("mutated_object") {
+            Some(mutated) if !mutated.is_null() => mutated,
+            _ => object,
+        };
+        subset("patchedObject", want, after, &mut out);
+    }
+    out
+}
+
+/// The verdict against the expected one (a rejection's message with it, which says why), and
+/// the message against the fragment and the pattern expected of it.
+fn verdict_and_message(expect: &Expect, response: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let got = verdict(response);
     let message = response["message"].as_str().unwrap_or_default();
@@ -46,43 +83,29 @@ pub fn differences(expect: &Expect, response: &Value, object: &Value) -> Vec<Str
             ));
         }
     }
-    if let Some(code) = expect.code {
-        if response["code"].as_u64() != Some(u64::from(code)) {
-            out.push(format!("code: expected {code}, got {}", response["code"]));
+    out
+}
+
+/// Each expected audit annotation holds its fragment; one the suite does not list fails it, as
+/// an unlisted warning does.
+fn audit_annotations(
+    want: &BTreeMap<String, String>,
+    got: Option<&Map<String, Value>>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, fragment) in want {
+        match got.and_then(|g| g.get(key)).and_then(Value::as_str) {
+            Some(value) if value.contains(fragment.as_str()) => {}
+            Some(value) => out.push(format!(
+                "auditAnnotations.{key}: expected it to contain {fragment:?}, got {value:?}"
+            )),
+            None => out.push(format!("auditAnnotations.{key}: expected, missing")),
         }
     }
-    if let Some(want) = &expect.warnings {
-        let got: Vec<&str> = response["warnings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        out.extend(warnings(want, &got));
-    }
-    if let Some(want) = &expect.audit_annotations {
-        let got = response["audit_annotations"].as_object();
-        for (key, fragment) in want {
-            match got.and_then(|g| g.get(key)).and_then(Value::as_str) {
-                Some(value) if value.contains(fragment.as_str()) => {}
-                Some(value) => out.push(format!(
-                    "auditAnnotations.{key}: expected it to contain {fragment:?}, got {value:?}"
-                )),
-                None => out.push(format!("auditAnnotations.{key}: expected, missing")),
-            }
+    for key in got.into_iter().flatten().map(|(k, _)| k) {
+        if !want.contains_key(key) {
+            out.push(format!("auditAnnotations.{key}: not expected, present"));
         }
-        for key in got.into_iter().flatten().map(|(k, _)| k) {
-            if !want.contains_key(key) {
-                out.push(format!("auditAnnotations.{key}: not expected, present"));
-            }
-        }
-    }
-    if let Some(want) = &expect.patched_object {
-        let after = match response.get("mutated_object") {
-            Some(mutated) if !mutated.is_null() => mutated,
-            _ => object,
-        };
-        subset("patchedObject", want, after, &mut out);
     }
     out
 }

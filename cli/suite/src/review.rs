@@ -212,19 +212,7 @@ pub fn review(parts: &Parts) -> Result<Value, String> {
     if parts.patch && operation != Operation::Update {
         return Err("only an UPDATE is a patch".to_owned());
     }
-    let (object, old_object) = match (operation, &parts.object, &parts.old_object) {
-        (Operation::Create, Some(object), None) => (Some(object), None),
-        (Operation::Create, _, Some(_)) => return Err("CREATE takes no old object".to_owned()),
-        (Operation::Update, Some(object), Some(old)) => (Some(object), Some(old)),
-        (Operation::Delete, None, Some(old)) => (None, Some(old)),
-        (Operation::Delete, Some(_), _) => {
-            return Err("DELETE takes no object, only the old object it deletes".to_owned())
-        }
-        (Operation::Update | Operation::Delete, _, None) => {
-            return Err(format!("{} needs the old object", operation.as_str()))
-        }
-        (_, None, _) => return Err(format!("{} needs the object", operation.as_str())),
-    };
+    let (object, old_object) = operation_objects(parts)?;
     let described = object.or(old_object).expect("one object at least");
     let (group, version, kind) = group_version_kind(described)?;
     if let (Some(object), Some(old)) = (object, old_object) {
@@ -269,6 +257,25 @@ pub fn review(parts: &Parts) -> Result<Value, String> {
         json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}),
     );
     Ok(envelope(request))
+}
+
+/// The object and the old object of `parts`, when its operation takes each that it has: a CREATE
+/// the object alone, an UPDATE both, a DELETE the old object alone.
+fn operation_objects(parts: &Parts) -> Result<(Option<&Value>, Option<&Value>), String> {
+    let operation = parts.operation;
+    Ok(match (operation, &parts.object, &parts.old_object) {
+        (Operation::Create, Some(object), None) => (Some(object), None),
+        (Operation::Create, _, Some(_)) => return Err("CREATE takes no old object".to_owned()),
+        (Operation::Update, Some(object), Some(old)) => (Some(object), Some(old)),
+        (Operation::Delete, None, Some(old)) => (None, Some(old)),
+        (Operation::Delete, Some(_), _) => {
+            return Err("DELETE takes no object, only the old object it deletes".to_owned())
+        }
+        (Operation::Update | Operation::Delete, _, None) => {
+            return Err(format!("{} needs the old object", operation.as_str()))
+        }
+        (_, None, _) => return Err(format!("{} needs the object", operation.as_str())),
+    })
 }
 
 /// The AdmissionReview Kubewarden's audit scanner sends for a stored `object`: a CREATE by no

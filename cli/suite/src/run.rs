@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::expect::{differences, verdict};
 use crate::review::{admission_request, review, Operation, Parts};
-use crate::suite::{Case, Cluster, Requests, Suite, Verdict, Write};
+use crate::suite::{Case, Cluster, Requests, Step, Suite, Verdict, Write};
 
 /// A violation the gatekeeper build reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,61 +179,39 @@ impl CaseRun<'_> {
                     Err(Stop::Failed(problems))
                 }
             }
-            Requests::Steps { stored, steps } => {
-                let mut stored = stored.clone();
-                let single = steps.len() == 1;
-                for (i, step) in steps.iter().enumerate() {
-                    let at = |line: String| {
-                        if single {
-                            line
-                        } else {
-                            format!("step {} (\"{}\"): {line}", i + 1, step.name)
-                        }
-                    };
-                    let operation = step.operation.unwrap_or(if stored.is_some() {
-                        Operation::Update
-                    } else {
-                        Operation::Create
-                    });
-                    let object = match &step.write {
-                        None => None,
-                        Some(write) => {
-                            Some(written(write, stored.as_ref()).map_err(|e| fail(at(e)))?)
-                        }
-                    };
-                    let parts = Parts {
-                        operation,
-                        requester: step.requester.clone(),
-                        object: object.clone(),
-                        old_object: match operation {
-                            Operation::Create => None,
-                            _ => stored.clone(),
-                        },
-                        sub_resource: step.sub_resource.clone(),
-                        patch: matches!(
-                            step.write,
-                            Some(Write::MergePatch(_) | Write::JsonPatch(_))
-                        ),
-                        uid: format!("taintguard-test-{}", i + 1),
-                    };
-                    let request = review(&parts).map_err(|e| fail(at(e)))?;
-                    let response = self.judge_request(&request).map_err(|stop| stop.map(at))?;
-                    let object = object.unwrap_or(Value::Null);
-                    let problems = differences(&step.expect, &response, &object);
-                    if !problems.is_empty() {
-                        return Err(Stop::Failed(problems.into_iter().map(at).collect()));
-                    }
-                    // What the API server stores: the policy's patch applied, nothing if refused.
-                    stored = match (verdict(&response), operation) {
-                        (Verdict::Rejected, _) => stored,
-                        (_, Operation::Delete) => None,
-                        (Verdict::Mutated, _) => Some(response["mutated_object"].clone()),
-                        (Verdict::Accepted, _) => Some(object),
-                    };
-                }
-                Ok(())
-            }
+            Requests::Steps { stored, steps } => self.run_steps(stored.clone(), steps),
         }
+    }
+
+    /// A sequence's steps in order, from the object `stored` before the first: each step's
+    /// request against what the API server would have stored after the one before.
+    fn run_steps(&mut self, mut stored: Option<Value>, steps: &[Step]) -> Result<(), Stop> {
+        let single = steps.len() == 1;
+        for (i, step) in steps.iter().enumerate() {
+            let at = |line: String| {
+                if single {
+                    line
+                } else {
+                    format!("step {} (\"{}\"): {line}", i + 1, step.name)
+                }
+            };
+            let parts = step_parts(i, step, stored.as_ref()).map_err(|e| fail(at(e)))?;
+            let request = review(&parts).map_err(|e| fail(at(e)))?;
+            let response = self.judge_request(&request).map_err(|stop| stop.map(at))?;
+            let object = parts.object.unwrap_or(Value::Null);
+            let problems = differences(&step.expect, &response, &object);
+            if !problems.is_empty() {
+                return Err(Stop::Failed(problems.into_iter().map(at).collect()));
+            }
+            // What the API server stores: the policy's patch applied, nothing if refused.
+            stored = match (verdict(&response), parts.operation) {
+                (Verdict::Rejected, _) => stored,
+                (_, Operation::Delete) => None,
+                (Verdict::Mutated, _) => Some(response["mutated_object"].clone()),
+                (Verdict::Accepted, _) => Some(object),
+            };
+        }
+        Ok(())
     }
 
     /// The policy's answer to `review`, after the gatekeeper build, where it can, agreed.
@@ -292,6 +270,33 @@ impl CaseRun<'_> {
             ))),
         }
     }
+}
+
+/// The request parts of step `i`, the object `stored` before it: its operation (an UPDATE once
+/// something is stored, else a CREATE, unless the step names one), and its write applied to
+/// what is stored.
+fn step_parts(i: usize, step: &Step, stored: Option<&Value>) -> Result<Parts, String> {
+    let operation = step.operation.unwrap_or(if stored.is_some() {
+        Operation::Update
+    } else {
+        Operation::Create
+    });
+    let object = match &step.write {
+        None => None,
+        Some(write) => Some(written(write, stored)?),
+    };
+    Ok(Parts {
+        operation,
+        requester: step.requester.clone(),
+        object,
+        old_object: match operation {
+            Operation::Create => None,
+            _ => stored.cloned(),
+        },
+        sub_resource: step.sub_resource.clone(),
+        patch: matches!(step.write, Some(Write::MergePatch(_) | Write::JsonPatch(_))),
+        uid: format!("taintguard-test-{}", i + 1),
+    })
 }
 
 /// The object a write sends: the object itself, or the patch applied to what is stored.

@@ -374,6 +374,9 @@ fn check_suite(file: SuiteFile, dir: &Base<'_>) -> Result<Suite, String> {
     })
 }
 
+/// A case of the suite file, checked: its settings and cluster (the suite's unless it gives its
+/// own), and its requests, a whole AdmissionReview or steps (a case that is one write is its one
+/// step).
 fn check_case(
     mut case: CaseFile,
     dir: &Base<'_>,
@@ -404,17 +407,7 @@ fn check_case(
                         .to_owned(),
                 );
             }
-            let review = source(dir, request, "request")?;
-            if !review["request"].is_object() && !review["operation"].is_string() {
-                return Err("request: neither an AdmissionReview nor an AdmissionRequest".into());
-            }
-            let expect = case
-                .expect
-                .ok_or("expect: required: a case without an expectation proves nothing")?;
-            Requests::Review {
-                review,
-                expect: check_expect(expect).map_err(|e| format!("expect.{e}"))?,
-            }
+            review_request(dir, request, case.expect)?
         }
         (None, Some(steps)) => {
             if case.writes() || case.expect.is_some() {
@@ -424,27 +417,7 @@ fn check_case(
                         .to_owned(),
                 );
             }
-            if steps.is_empty() {
-                return Err("steps: at least one step".to_owned());
-            }
-            let steps = steps
-                .into_iter()
-                .enumerate()
-                .map(|(i, step)| {
-                    let name = step
-                        .name
-                        .clone()
-                        .unwrap_or_else(|| format!("step {}", i + 1));
-                    let checked = match step.case_field() {
-                        Some(field) => Err(format!(
-                            "{field}: belongs to the case; a step is a write (requester, \
-                             operation, object or patch) and its expect"
-                        )),
-                        None => check_step(step, dir, name.clone()),
-                    };
-                    checked.map_err(|e| format!("steps[{i}] (\"{name}\"): {e}"))
-                })
-                .collect::<Result<_, _>>()?;
+            let steps = check_steps(steps, dir)?;
             Requests::Steps { stored, steps }
         }
         (None, None) => {
@@ -462,6 +435,49 @@ fn check_case(
         cluster,
         requests,
     })
+}
+
+/// A case's whole AdmissionReview (or AdmissionRequest) `request`, and its expectation.
+fn review_request(
+    dir: &Base<'_>,
+    request: Value,
+    expect: Option<ExpectFile>,
+) -> Result<Requests, String> {
+    let review = source(dir, request, "request")?;
+    if !review["request"].is_object() && !review["operation"].is_string() {
+        return Err("request: neither an AdmissionReview nor an AdmissionRequest".into());
+    }
+    let expect = expect.ok_or("expect: required: a case without an expectation proves nothing")?;
+    Ok(Requests::Review {
+        review,
+        expect: check_expect(expect).map_err(|e| format!("expect.{e}"))?,
+    })
+}
+
+/// A case's `steps`, at least one, each named (`step <n>` when it has no name) and without the
+/// fields that belong to the case.
+fn check_steps(steps: Vec<CaseFile>, dir: &Base<'_>) -> Result<Vec<Step>, String> {
+    if steps.is_empty() {
+        return Err("steps: at least one step".to_owned());
+    }
+    steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let name = step
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("step {}", i + 1));
+            let checked = match step.case_field() {
+                Some(field) => Err(format!(
+                    "{field}: belongs to the case; a step is a write (requester, \
+                     operation, object or patch) and its expect"
+                )),
+                None => check_step(step, dir, name.clone()),
+            };
+            checked.map_err(|e| format!("steps[{i}] (\"{name}\"): {e}"))
+        })
+        .collect()
 }
 
 fn check_step(step: CaseFile, dir: &Base<'_>, name: String) -> Result<Step, String> {

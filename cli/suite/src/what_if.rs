@@ -25,6 +25,14 @@ pub fn objects(value: Value) -> Result<Vec<Value>, String> {
     }
 }
 
+/// What each object is judged with: the policy's settings, the requester of the audit's requests
+/// and the cluster the policy's host calls see.
+pub struct Audit<'a> {
+    pub settings: &'a Value,
+    pub requester: &'a Requester,
+    pub cluster: &'a Cluster,
+}
+
 /// Judges each object and writes a report: a line per object (with the patch under a mutation
 /// and the message after a rejection) and the counts.
 ///
@@ -33,49 +41,23 @@ pub fn objects(value: Value) -> Result<Vec<Value>, String> {
 /// Settings the policy refuses, or a module that fails.
 pub fn report(
     judge: &mut dyn Judge,
-    settings: &Value,
-    requester: &Requester,
-    cluster: &Cluster,
+    audit: &Audit<'_>,
     objects: &[Value],
 ) -> Result<String, String> {
-    if let Some(message) = judge.settings_error(settings)? {
+    if let Some(message) = judge.settings_error(audit.settings)? {
         return Err(format!("the policy refuses the settings: {message}"));
     }
     let mut out = String::new();
+    // Accepted, mutated, rejected.
     let mut counts = [0usize; 3];
     for (i, object) in objects.iter().enumerate() {
-        let label = label(object);
-        let request = audit_review(object, requester, &format!("taintguard-what-if-{i}"))
-            .map_err(|e| format!("items[{i}] ({label}): {e}"))?;
-        let (response, _) = judge
-            .validate(&request, settings, cluster)
-            .map_err(|e| format!("{label}: {e}"))?;
-        match verdict(&response) {
-            Verdict::Accepted => {
-                counts[0] += 1;
-                out.push_str(&format!("accepted  {label}\n"));
-            }
-            Verdict::Mutated => {
-                counts[1] += 1;
-                out.push_str(&format!("mutated   {label}\n"));
-                let patch =
-                    json_patch::diff(&request["request"]["object"], &response["mutated_object"]);
-                for op in patch.0 {
-                    out.push_str(&format!("          {}\n", json!(op)));
-                }
-            }
-            Verdict::Rejected => {
-                counts[2] += 1;
-                let message = response["message"].as_str().unwrap_or_default();
-                out.push_str(&format!("rejected  {label}: {message}\n"));
-            }
-        }
-        for warning in response["warnings"].as_array().into_iter().flatten() {
-            out.push_str(&format!(
-                "          warning: {}\n",
-                warning.as_str().unwrap_or_default()
-            ));
-        }
+        let (verdict, lines) = judged(judge, audit, i, object)?;
+        counts[match verdict {
+            Verdict::Accepted => 0,
+            Verdict::Mutated => 1,
+            Verdict::Rejected => 2,
+        }] += 1;
+        out.push_str(&lines);
     }
     out.push_str(&format!(
         "{} objects: {} accepted, {} mutated, {} rejected\n",
@@ -84,11 +66,51 @@ pub fn report(
         counts[1],
         counts[2]
     ));
-    if let Some(owners) = crate::owners::report(judge, settings, objects)? {
+    if let Some(owners) = crate::owners::report(judge, audit.settings, objects)? {
         out.push('\n');
         out.push_str(&owners);
     }
     Ok(out)
+}
+
+/// The verdict on `object`, the `i`th, and its lines in the report: the verdict with the patch
+/// or the message, and the warnings.
+fn judged(
+    judge: &mut dyn Judge,
+    audit: &Audit<'_>,
+    i: usize,
+    object: &Value,
+) -> Result<(Verdict, String), String> {
+    let label = label(object);
+    let request = audit_review(object, audit.requester, &format!("taintguard-what-if-{i}"))
+        .map_err(|e| format!("items[{i}] ({label}): {e}"))?;
+    let (response, _) = judge
+        .validate(&request, audit.settings, audit.cluster)
+        .map_err(|e| format!("{label}: {e}"))?;
+    let got = verdict(&response);
+    let mut out = String::new();
+    match got {
+        Verdict::Accepted => out.push_str(&format!("accepted  {label}\n")),
+        Verdict::Mutated => {
+            out.push_str(&format!("mutated   {label}\n"));
+            let patch =
+                json_patch::diff(&request["request"]["object"], &response["mutated_object"]);
+            for op in patch.0 {
+                out.push_str(&format!("          {}\n", json!(op)));
+            }
+        }
+        Verdict::Rejected => {
+            let message = response["message"].as_str().unwrap_or_default();
+            out.push_str(&format!("rejected  {label}: {message}\n"));
+        }
+    }
+    for warning in response["warnings"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "          warning: {}\n",
+            warning.as_str().unwrap_or_default()
+        ));
+    }
+    Ok((got, out))
 }
 
 /// `Kind namespace/name`, or `Kind name` for a cluster-scoped object.
