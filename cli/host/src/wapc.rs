@@ -36,7 +36,13 @@ impl WapcPolicy {
             .map_err(|e| format!("cannot instantiate: {e}"))?;
         let answers = answers.clone();
         let callback = move |_id: u64, binding: &str, namespace: &str, op: &str, payload: &[u8]| {
-            host_callback(&answers, binding, namespace, op, payload)
+            let call = HostCall {
+                binding,
+                namespace,
+                operation: op,
+                payload,
+            };
+            host_callback(&answers, &call)
         };
         WapcHost::new(Box::new(engine), Some(Box::new(callback)))
             .map_err(|e| format!("waPC init failed: {e}"))
@@ -205,46 +211,9 @@ impl ClusterAnswers {
     pub fn replaying(session: &str) -> Result<ClusterAnswers, String> {
         let entries: Vec<serde_yaml::Value> =
             serde_yaml::from_str(session).map_err(|e| format!("not a kwctl session: {e}"))?;
-        let mut exchanges = VecDeque::new();
-        for (i, entry) in entries.iter().enumerate() {
-            let at = |e: String| format!("entry {i}: {e}");
-            let text = entry["request"]
-                .as_str()
-                .ok_or_else(|| at("`request` must be the request's YAML text".into()))?;
-            let serde_yaml::Value::Tagged(tagged) =
-                serde_yaml::from_str(text).map_err(|e| at(e.to_string()))?
-            else {
-                return Err(at("`request` must start with its operation's tag".into()));
-            };
-            let tag = tagged.tag.to_string();
-            let known = SESSION_OPERATIONS
-                .iter()
-                .find(|known| tag == format!("!{}", known.tag))
-                .ok_or_else(|| at(format!("{tag} is not a kubernetes operation")))?;
-            let mut request: Value =
-                serde_json::to_value(&tagged.value).map_err(|e| at(e.to_string()))?;
-            if let (Some((from, to)), Some(map)) = (known.renamed, request.as_object_mut()) {
-                if let Some(payload) = map.remove(from) {
-                    map.insert(to.to_owned(), payload);
-                }
-            }
-            let response = &entry["response"];
-            let answer = match response["type"].as_str() {
-                Some("Success") => {
-                    let payload = response["payload"]
-                        .as_str()
-                        .ok_or_else(|| at("`response.payload` must be JSON text".into()))?;
-                    Ok(serde_json::from_str(payload).map_err(|e| at(e.to_string()))?)
-                }
-                Some("Error") => Err(response["message"].as_str().unwrap_or_default().to_owned()),
-                _ => return Err(at("`response.type` must be Success or Error".into())),
-            };
-            exchanges.push_back(Exchange {
-                operation: known.operation,
-                request: without_nulls(request),
-                answer,
-            });
-        }
+        let exchanges = (entries.iter().enumerate())
+            .map(|(i, entry)| recorded_exchange(entry).map_err(|e| format!("entry {i}: {e}")))
+            .collect::<Result<VecDeque<_>, _>>()?;
         let exchanges = Mutex::new(exchanges);
         Ok(ClusterAnswers::responding(move |operation, request| {
             let next = exchanges.lock().expect("not poisoned").pop_front();
@@ -278,15 +247,66 @@ impl ClusterAnswers {
     }
 }
 
+/// One entry of a kwctl session: its request, read from the YAML text under the operation's
+/// `!Variant` tag (renamed as the modules name it, nulls dropped), and its recorded answer.
+fn recorded_exchange(entry: &serde_yaml::Value) -> Result<Exchange, String> {
+    let text = entry["request"]
+        .as_str()
+        .ok_or("`request` must be the request's YAML text")?;
+    let serde_yaml::Value::Tagged(tagged) =
+        serde_yaml::from_str(text).map_err(|e| e.to_string())?
+    else {
+        return Err("`request` must start with its operation's tag".into());
+    };
+    let tag = tagged.tag.to_string();
+    let known = SESSION_OPERATIONS
+        .iter()
+        .find(|known| tag == format!("!{}", known.tag))
+        .ok_or_else(|| format!("{tag} is not a kubernetes operation"))?;
+    let mut request: Value = serde_json::to_value(&tagged.value).map_err(|e| e.to_string())?;
+    if let (Some((from, to)), Some(map)) = (known.renamed, request.as_object_mut()) {
+        if let Some(payload) = map.remove(from) {
+            map.insert(to.to_owned(), payload);
+        }
+    }
+    let response = &entry["response"];
+    let answer = match response["type"].as_str() {
+        Some("Success") => {
+            let payload = response["payload"]
+                .as_str()
+                .ok_or("`response.payload` must be JSON text")?;
+            Ok(serde_json::from_str(payload).map_err(|e| e.to_string())?)
+        }
+        Some("Error") => Err(response["message"].as_str().unwrap_or_default().to_owned()),
+        _ => return Err("`response.type` must be Success or Error".into()),
+    };
+    Ok(Exchange {
+        operation: known.operation,
+        request: without_nulls(request),
+        answer,
+    })
+}
+
+/// A guest's host call, as waPC's host callback receives it (after the instance's id).
+struct HostCall<'a> {
+    binding: &'a str,
+    namespace: &'a str,
+    operation: &'a str,
+    payload: &'a [u8],
+}
+
 /// Host capabilities: logging is accepted like policy-server does; `kubernetes/*` calls get the
 /// recorded answers; anything else is refused.
 fn host_callback(
     answers: &ClusterAnswers,
-    binding: &str,
-    namespace: &str,
-    operation: &str,
-    payload: &[u8],
+    call: &HostCall<'_>,
 ) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+    let HostCall {
+        binding,
+        namespace,
+        operation,
+        payload,
+    } = *call;
     match (binding, namespace) {
         ("kubewarden", "tracing") if operation == "log" => Ok(Vec::new()),
         ("kubewarden", "kubernetes") => {
