@@ -269,20 +269,7 @@ pub fn build_request(parts: JsValue) -> Result<JsValue, JsError> {
 /// `taintguard test` over the caller's files (`TestFiles`).
 #[wasm_bindgen(js_name = runTests, skip_typescript)]
 pub fn run_tests(paths: JsValue, output: &str, files: JsValue) -> Result<JsValue, JsError> {
-    // Checked here: wasm-bindgen would take a string for a `Vec<String>`, as its characters.
-    let paths: Vec<PathBuf> = if js_sys::Array::is_array(&paths) {
-        js_sys::Array::from(&paths)
-            .iter()
-            .enumerate()
-            .map(|(i, path)| {
-                path.as_string()
-                    .map(PathBuf::from)
-                    .ok_or_else(|| JsError::new(&format!("paths[{i}]: expected a string")))
-            })
-            .collect::<Result<_, _>>()?
-    } else {
-        return Err(JsError::new("paths: expected an array of paths"));
-    };
+    let paths = test_paths(&paths)?;
     let output = match output {
         "text" => taintguard_suite::Output::Text,
         "junit" => taintguard_suite::Output::Junit,
@@ -292,34 +279,19 @@ pub fn run_tests(paths: JsValue, output: &str, files: JsValue) -> Result<JsValue
             )))
         }
     };
-    let method = |name: &str| -> Result<js_sys::Function, JsError> {
-        js_sys::Reflect::get(&files, &JsValue::from_str(name))
-            .ok()
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-            .ok_or_else(|| JsError::new(&format!("files.{name}: expected a function")))
-    };
-    let (read, list) = (method("read")?, method("list")?);
-    // A callback may throw anything, not only an Error: reading `message` off a string or null
-    // would fail in the glue rather than say what was thrown.
-    let thrown = |path: &Path, e: JsValue| {
-        let message = match e.dyn_ref::<js_sys::Error>() {
-            Some(error) => String::from(error.message()),
-            None => e.as_string().unwrap_or_else(|| format!("{e:?}")),
-        };
-        format!("{}: {message}", path.display())
-    };
+    let (read, list) = (files_method(&files, "read")?, files_method(&files, "list")?);
     let files = suite::Callbacks {
         read: |path: &Path| {
             let text = read
                 .call1(&JsValue::NULL, &JsValue::from_str(&path.to_string_lossy()))
-                .map_err(|e| thrown(path, e))?;
+                .map_err(|e| thrown(path, &e))?;
             text.as_string()
                 .ok_or_else(|| format!("{}: files.read gave no string", path.display()))
         },
         list: |path: &Path| {
             let entries = list
                 .call1(&JsValue::NULL, &JsValue::from_str(&path.to_string_lossy()))
-                .map_err(|e| thrown(path, e))?;
+                .map_err(|e| thrown(path, &e))?;
             if entries.is_null() || entries.is_undefined() {
                 return Ok(None);
             }
@@ -347,4 +319,39 @@ pub fn run_tests(paths: JsValue, output: &str, files: JsValue) -> Result<JsValue
         "skipped": totals.skipped,
     });
     to_js(&result.to_string())
+}
+
+/// `runTests`' `paths`, checked here: wasm-bindgen would take a string for a `Vec<String>`, as
+/// its characters.
+fn test_paths(paths: &JsValue) -> Result<Vec<PathBuf>, JsError> {
+    if !js_sys::Array::is_array(paths) {
+        return Err(JsError::new("paths: expected an array of paths"));
+    }
+    js_sys::Array::from(paths)
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            path.as_string()
+                .map(PathBuf::from)
+                .ok_or_else(|| JsError::new(&format!("paths[{i}]: expected a string")))
+        })
+        .collect()
+}
+
+/// The function `files.<name>` of `runTests`' callbacks.
+fn files_method(files: &JsValue, name: &str) -> Result<js_sys::Function, JsError> {
+    js_sys::Reflect::get(files, &JsValue::from_str(name))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| JsError::new(&format!("files.{name}: expected a function")))
+}
+
+/// What a callback threw while at `path`. It may throw anything, not only an Error: reading
+/// `message` off a string or null would fail in the glue rather than say what was thrown.
+fn thrown(path: &Path, e: &JsValue) -> String {
+    let message = match e.dyn_ref::<js_sys::Error>() {
+        Some(error) => String::from(error.message()),
+        None => e.as_string().unwrap_or_else(|| format!("{e:?}")),
+    };
+    format!("{}: {message}", path.display())
 }

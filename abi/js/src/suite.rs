@@ -153,34 +153,9 @@ pub fn build_request(parts: &Value) -> Result<Value, String> {
             known.join(", ")
         ));
     }
-    let text = |field: &str| -> Result<Option<String>, String> {
-        match parts.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("{field}: expected a string")),
-        }
-    };
-    let object = |field: &str| -> Result<Option<Value>, String> {
-        match parts.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) => taintguard_suite::object::parse(s, field).map(Some),
-            Some(value @ Value::Object(_)) => Ok(Some(value.clone())),
-            Some(_) => Err(format!(
-                "{field}: expected an object or its YAML or JSON text"
-            )),
-        }
-    };
-    let groups: Vec<String> = match parts.get("groups") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|g| g.as_str().map(str::to_owned))
-            .collect::<Option<_>>()
-            .ok_or("groups: expected a list of strings")?,
-        Some(_) => return Err("groups: expected a list of strings".to_owned()),
-    };
+    let text = |field: &str| text_part(parts, field);
+    let object = |field: &str| object_part(parts, field);
+    let groups = groups_part(parts)?;
     let requester = Requester::from_parts(
         text("user")?,
         groups,
@@ -203,6 +178,42 @@ pub fn build_request(parts: &Value) -> Result<Value, String> {
         uid: text("uid")?.unwrap_or_else(|| "00000000-0000-4000-8000-000000000000".to_owned()),
     };
     review(&review_parts)
+}
+
+/// The part `field`, a string; absent for `null` or blank text, as a form's empty field is.
+fn text_part(parts: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+    match parts.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("{field}: expected a string")),
+    }
+}
+
+/// The part `field`, an object or its YAML or JSON text; absent for `null` or blank text.
+fn object_part(parts: &Map<String, Value>, field: &str) -> Result<Option<Value>, String> {
+    match parts.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => taintguard_suite::object::parse(s, field).map(Some),
+        Some(value @ Value::Object(_)) => Ok(Some(value.clone())),
+        Some(_) => Err(format!(
+            "{field}: expected an object or its YAML or JSON text"
+        )),
+    }
+}
+
+/// The part `groups`, a list of strings; none when absent or `null`.
+fn groups_part(parts: &Map<String, Value>) -> Result<Vec<String>, String> {
+    match parts.get("groups") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|g| g.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| "groups: expected a list of strings".to_owned()),
+        Some(_) => Err("groups: expected a list of strings".to_owned()),
+    }
 }
 
 #[cfg(test)]
