@@ -31,13 +31,8 @@ pub fn plain_strings<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
-    let ((found, _), end) = plain_object_at(
-        text,
-        scan::whitespace_end(bytes, 0),
-        names,
-        None,
-        Others::Skipped,
-    )?;
+    let start = scan::whitespace_end(bytes, 0);
+    let ((found, _), end) = plain_object_at::<N, OTHERS_SKIPPED>(text, start, names, None)?;
     (scan::whitespace_end(bytes, end) == bytes.len()).then_some(found)
 }
 
@@ -56,7 +51,7 @@ pub fn plain_items<'a, const N: usize>(
     names: [&str; N],
 ) -> Option<Vec<PlainItem<'a, N>>> {
     super::array::each_item(text, |at| {
-        let ((found, _), end) = plain_object_at(text, at, names, None, Others::Skipped)?;
+        let ((found, _), end) = plain_object_at::<N, OTHERS_SKIPPED>(text, at, names, None)?;
         Some(((&text[at..end], found), end))
     })
 }
@@ -82,7 +77,7 @@ pub fn plain_items_with_integer<'a, const N: usize>(
     integer: &str,
 ) -> Option<Vec<PlainFields<'a, N>>> {
     super::array::each_item(text, |at| {
-        plain_object_at(text, at, names, Some(integer), Others::Skipped)
+        plain_object_at::<N, OTHERS_SKIPPED>(text, at, names, Some(integer))
     })
 }
 
@@ -107,16 +102,18 @@ pub fn plain_items_of_only<'a, const N: usize>(
     integer: &str,
 ) -> Option<Vec<PlainFields<'a, N>>> {
     super::array::each_item(text, |at| {
-        plain_object_at(text, at, names, Some(integer), Others::Refused)
+        plain_object_at::<N, OTHERS_REFUSED>(text, at, names, Some(integer))
     })
 }
 
-/// What [`plain_object_at`] does with a member it was not asked for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Others {
-    Skipped,
-    Refused,
-}
+/// What [`plain_object_at`] does with a member it was not asked for: skips it, or refuses the
+/// object (`None`). A constant of each reader rather than a fifth argument: gathered with the
+/// names and the integer into one struct, the arguments stopped being constants the optimiser
+/// folds into the reader (taint-preservation's, which reads no integer, grew its integer branch
+/// back).
+const OTHERS_SKIPPED: bool = false;
+/// See [`OTHERS_SKIPPED`].
+const OTHERS_REFUSED: bool = true;
 
 /// The string member `name` and the member `list`, a list of strings, of the JSON object `text`
 /// (`None` for one that is absent), when each string has no escapes: an admission request's
@@ -171,13 +168,12 @@ pub fn plain_string_and_list<'a>(
 
 /// [`plain_strings`] of the object that begins at `at`, and the offset past its `}`; with the
 /// member `integer` too, when one is named, read as a JSON integer an `i64` holds; `None` for
-/// any other member where `others` refuses them.
-fn plain_object_at<'a, const N: usize>(
+/// any other member when `REFUSE_OTHERS` ([`OTHERS_REFUSED`]).
+fn plain_object_at<'a, const N: usize, const REFUSE_OTHERS: bool>(
     text: &'a str,
     at: usize,
     names: [&str; N],
     integer: Option<&str>,
-    others: Others,
 ) -> Option<(PlainFields<'a, N>, usize)> {
     let bytes = text.as_bytes();
     let mut found = [None; N];
@@ -195,7 +191,7 @@ fn plain_object_at<'a, const N: usize>(
                 number = Some(value);
                 Some(end)
             }
-            None if integer == Some(key) || others == Others::Refused => None,
+            None if integer == Some(key) || REFUSE_OTHERS => None,
             None => scan::value_end(bytes, at).ok(),
         }
     })?;

@@ -410,11 +410,13 @@ pub fn value_end_deep(bytes: &[u8], at: usize, deep: &mut bool) -> Result<usize,
 }
 
 /// [`value_end_deep`] of any value, containers as well.
+///
+/// The [`Spilled`] words are kept outside the [`Nesting`], which then stays in locals: with them
+/// in it, the whole was kept in memory and each container opened and closed stored it there,
+/// 1.5k of flannel's 20.7k guest instructions of skipping (benchmarks/cost.md, "Few
+/// tolerations").
 fn walk_end(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<usize, Malformed> {
     let mut open = Nesting { top: 0, depth: 0 };
-    // Outside `open`, which then stays in locals: with the spilled words in it, the whole was
-    // kept in memory and each container opened and closed stored it there, 1.5k of flannel's
-    // 20.7k guest instructions of skipping (benchmarks/cost.md, "Few tolerations").
     let mut spilled = Spilled(None);
     loop {
         // A value begins here.
