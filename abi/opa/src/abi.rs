@@ -482,6 +482,8 @@ pub unsafe fn eval<P: Policy>(ctx: i32) -> i32 {
 /// # Safety
 /// Nothing allocated at or above `heap_ptr` is used any more, the host wrote `input_len` bytes
 /// at `input` below it, and `data` is 0 or a value this module returned below it.
+// Seven arguments: OPA's Wasm ABI 1.2 fixes `opa_eval`'s signature.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn opa_eval<P: Policy>(
     reserved: i32,
     entrypoint_id: i32,
