@@ -18,6 +18,9 @@
 //! 4. **The contract**: what a policy is and is given ([`policy`]: [`Policy`], [`run`]) and what
 //!    it may ask the cluster ([`cluster`]).
 
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 // Untrusted requests are read here; memory safety is the compiler's to prove, never a comment's.
 #![forbid(unsafe_code)]
 

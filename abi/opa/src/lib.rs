@@ -14,6 +14,9 @@
 //! post-link rewrite in `buildtools/wasm-metadata` (`opa::set_abi_globals`): a Rust static can only be
 //! exported as a global holding its address, not its value.
 
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod evaluate;
 pub mod inventory;
 

@@ -9,6 +9,8 @@
 //! (abi/js) in its own build. Both call [`test`].
 
 #![forbid(unsafe_code)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod cluster;
 pub mod expect;
