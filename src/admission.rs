@@ -135,13 +135,14 @@ trait Plain<'a>: Sized {
 
 impl<'a> Plain<'a> for JsonStr<'a> {
     fn plain(member: &'a str) -> Option<Self> {
-        json::plain_str(member).map(JsonStr::borrowed)
+        json::flat::plain_str(member).map(JsonStr::borrowed)
     }
 }
 
 impl<'a> Plain<'a> for GroupVersionKind<'a> {
     fn plain(member: &'a str) -> Option<Self> {
-        let [group, version, kind] = json::plain_strings(member, ["group", "version", "kind"])?;
+        let [group, version, kind] =
+            json::flat::plain_strings(member, ["group", "version", "kind"])?;
         let field = |s: Option<&'a str>| s.map(JsonStr::borrowed).unwrap_or_default();
         Some(GroupVersionKind {
             group: field(group),
@@ -153,7 +154,7 @@ impl<'a> Plain<'a> for GroupVersionKind<'a> {
 
 impl Plain<'_> for Operation {
     fn plain(member: &str) -> Option<Self> {
-        match json::plain_str(member)? {
+        match json::flat::plain_str(member)? {
             "CREATE" => Some(Operation::Create),
             "UPDATE" => Some(Operation::Update),
             "DELETE" => Some(Operation::Delete),
@@ -165,7 +166,7 @@ impl Plain<'_> for Operation {
 
 impl<'a> Plain<'a> for UserInfo<'a> {
     fn plain(member: &'a str) -> Option<Self> {
-        let (username, groups) = json::plain_string_and_list(member, "username", "groups")?;
+        let (username, groups) = json::flat::plain_string_and_list(member, "username", "groups")?;
         Some(UserInfo {
             username: username.map(JsonStr::borrowed).unwrap_or_default(),
             groups: groups.unwrap_or_default(),

@@ -48,7 +48,7 @@ pub fn parse_labels(raw: Option<&str>) -> Result<Labels<'_>, serde_json::Error> 
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
-    if let Some(labels) = crate::json::plain_string_members(raw) {
+    if let Some(labels) = crate::json::flat::plain_string_members(raw) {
         return Ok(labels);
     }
     members(raw)?

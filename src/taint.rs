@@ -3,7 +3,8 @@
 use serde::Deserialize;
 
 use crate::glob::Glob;
-use crate::json::{plain_items, plain_strings, JsonStr};
+use crate::json::flat::{plain_items, plain_strings};
+use crate::json::JsonStr;
 use crate::k8s_names::taint_key_character;
 use crate::settings::{checked, string_enum, SettingsFields};
 

@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::json::{write_str, JsonStr, PlainFields};
+use crate::json::flat::PlainFields;
+use crate::json::{write_str, JsonStr};
 use crate::settings::{from_string, At, SettingsError, SettingsFields};
 use crate::small_map::SmallMap;
 use crate::taint::Effect;
@@ -103,14 +104,14 @@ pub fn toleration_fields(
 }
 
 /// The entries of a tolerations list when each has no member but a toleration's, each written
-/// plainly ([`crate::json::plain_items_of_only`]), made into `T`s in one pass; `None` for any
+/// plainly (`json::flat::plain_items_of_only`), made into `T`s in one pass; `None` for any
 /// other list. For a reader that matches member names its own way (a namespace's annotations,
 /// read as Go's `encoding/json` reads them, in any case), which must see every member.
 pub fn plain_fields_only<'a, T>(
     raw: &'a str,
     make: impl Fn(TolerationFields<'a>) -> T,
 ) -> Option<Vec<T>> {
-    let entries = crate::json::plain_items_of_only(raw, FIELDS, "tolerationSeconds")?;
+    let entries = crate::json::flat::plain_items_of_only(raw, FIELDS, "tolerationSeconds")?;
     Some(
         entries
             .into_iter()
@@ -131,7 +132,7 @@ fn each_entry<'a, T>(
     let Some(raw) = raw else {
         return Ok(Vec::new());
     };
-    match crate::json::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
+    match crate::json::flat::plain_items_with_integer(raw, FIELDS, "tolerationSeconds") {
         Some(entries) => Ok(entries
             .into_iter()
             .map(TolerationFields::plain)

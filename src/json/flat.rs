@@ -15,17 +15,6 @@ use super::{scan, JsonStr, Raw};
 /// call per token, each key matched by the derive), a tenth of a Node status update's; this
 /// takes a quarter of that (benchmarks/cost.md, "Decision work, measured per function"). A
 /// differential test holds it to serde_json: where it answers, serde reads the same strings.
-///
-/// # Examples
-///
-/// ```
-/// use taintguard::json::plain_strings;
-///
-/// let taint = r#"{"key": "gpu", "effect": "NoSchedule", "timeAdded": null}"#;
-/// let [key, value, effect] = plain_strings(taint, ["key", "value", "effect"]).unwrap();
-/// assert_eq!((key, value, effect), (Some("gpu"), None, Some("NoSchedule")));
-/// assert!(plain_strings(r#"{"key": "a\"b"}"#, ["key"]).is_none());
-/// ```
 pub fn plain_strings<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
@@ -61,16 +50,6 @@ pub fn plain_items<'a, const N: usize>(
 /// spec's tolerations (`tolerationSeconds`) were read by serde's derive, 1.5k guest
 /// instructions a toleration (benchmarks/cost.md, "Strings with escapes"). `None` for any
 /// other text.
-///
-/// # Examples
-///
-/// ```
-/// use taintguard::json::plain_items_with_integer;
-///
-/// let tolerations = r#"[{"key": "a", "operator": "Exists", "tolerationSeconds": 300}, {}]"#;
-/// let read = plain_items_with_integer(tolerations, ["key", "operator"], "tolerationSeconds");
-/// assert_eq!(read, Some(vec![([Some("a"), Some("Exists")], Some(300)), ([None, None], None)]));
-/// ```
 pub fn plain_items_with_integer<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
@@ -85,17 +64,6 @@ pub fn plain_items_with_integer<'a, const N: usize>(
 /// for an item with any other, for the caller to read as it reads any item. Tolerations as a
 /// namespace's annotation holds them, whose reader matches names in any case (Go's
 /// `encoding/json`): skipped, `Key` would be lost.
-///
-/// # Examples
-///
-/// ```
-/// use taintguard::json::plain_items_of_only;
-///
-/// let tolerations = r#"[{"key": "a", "tolerationSeconds": 300}]"#;
-/// let read = plain_items_of_only(tolerations, ["key"], "tolerationSeconds");
-/// assert_eq!(read, Some(vec![([Some("a")], Some(300))]));
-/// assert_eq!(plain_items_of_only(r#"[{"Key": "a"}]"#, ["key"], "tolerationSeconds"), None);
-/// ```
 pub fn plain_items_of_only<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
@@ -122,19 +90,6 @@ const OTHERS_REFUSED: bool = true;
 /// reads, or refuses in its words.
 /// serde's derive read a `userInfo` for 4k guest instructions, on every request (benchmarks/
 /// cost.md, "Strings with escapes").
-///
-/// # Examples
-///
-/// ```
-/// use taintguard::json::plain_string_and_list;
-///
-/// let user = r#"{"username": "kured", "uid": "7", "groups": ["a", "b"]}"#;
-/// let (name, groups) = plain_string_and_list(user, "username", "groups").unwrap();
-/// let groups = groups.unwrap();
-/// let groups: Vec<&str> = groups.iter().map(|g| g.as_str()).collect();
-/// assert_eq!((name, groups), (Some("kured"), vec!["a", "b"]));
-/// assert!(plain_string_and_list(r#"{"groups": null}"#, "username", "groups").is_none());
-/// ```
 pub fn plain_string_and_list<'a>(
     text: &'a str,
     name: &str,
@@ -374,16 +329,6 @@ fn each_member<'a>(
 
 /// The string of `literal` when it is one JSON string without escapes, borrowed; `None` for any
 /// other text, for serde to decode or refuse.
-///
-/// # Examples
-///
-/// ```
-/// use taintguard::json::plain_str;
-///
-/// assert_eq!(plain_str(r#""UPDATE""#), Some("UPDATE"));
-/// assert_eq!(plain_str(r#""a\nb""#), None);
-/// assert_eq!(plain_str("7"), None);
-/// ```
 pub fn plain_str(literal: &str) -> Option<&str> {
     let chars = plain_string(literal.as_bytes(), 0)?;
     (chars.end + 1 == literal.len()).then(|| &literal[chars])
@@ -395,17 +340,6 @@ pub fn plain_str(literal: &str) -> Option<&str> {
 /// kept in an annotation, so its quotes are escaped: serde decoded it for 2.7k guest instructions,
 /// a fifth of what a Node update carrying one costs beyond reading it (benchmarks/cost.md,
 /// "Strings with escapes").
-///
-/// # Examples
-///
-/// ```
-/// use std::borrow::Cow;
-/// use taintguard::json::decoded_str;
-///
-/// assert_eq!(decoded_str(r#""gpu""#), Some(Cow::Borrowed("gpu")));
-/// assert_eq!(decoded_str(r#""{\"a\":\"b\"}\n""#).as_deref(), Some("{\"a\":\"b\"}\n"));
-/// assert_eq!(decoded_str(r#""\u0041""#), None);
-/// ```
 pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
     let (decoded, end) = decoded_at(literal, 0)?;
     (end == literal.len()).then_some(decoded)
@@ -474,7 +408,7 @@ fn decoded_from(bytes: &[u8], start: usize, escape: usize) -> Option<(String, us
 }
 
 /// The strings of the members `names` of the JSON object `text` (the last of a name given
-/// twice, as the API server keeps it; `None` where absent), decoded as [`decoded_str`] decodes
+/// twice, as the API server keeps it; `None` where absent), decoded as `decoded_str` decodes
 /// them, in one pass, when every member is a string and no key has escapes: a Namespace's
 /// annotations, of which two are wanted and each holds JSON, escapes every few bytes. `None`
 /// for any other text, which the caller reads its own way.
@@ -956,5 +890,73 @@ mod tests {
                 assert!(read.is_some(), "{text}");
             }
         }
+    }
+
+    /// [`plain_strings`]'s examples: it is the core's own, so they are unit tests, not doctests.
+    #[test]
+    fn plain_strings_examples() {
+        let taint = r#"{"key": "gpu", "effect": "NoSchedule", "timeAdded": null}"#;
+        let [key, value, effect] = plain_strings(taint, ["key", "value", "effect"]).unwrap();
+        assert_eq!(
+            (key, value, effect),
+            (Some("gpu"), None, Some("NoSchedule"))
+        );
+        assert!(plain_strings(r#"{"key": "a\"b"}"#, ["key"]).is_none());
+    }
+
+    /// [`plain_items_with_integer`]'s examples: it is the core's own, so they are unit tests, not doctests.
+    #[test]
+    fn plain_items_with_integer_examples() {
+        let tolerations = r#"[{"key": "a", "operator": "Exists", "tolerationSeconds": 300}, {}]"#;
+        let read = plain_items_with_integer(tolerations, ["key", "operator"], "tolerationSeconds");
+        assert_eq!(
+            read,
+            Some(vec![
+                ([Some("a"), Some("Exists")], Some(300)),
+                ([None, None], None)
+            ])
+        );
+    }
+
+    /// [`plain_items_of_only`]'s examples: it is the core's own, so they are unit tests, not doctests.
+    #[test]
+    fn plain_items_of_only_examples() {
+        let tolerations = r#"[{"key": "a", "tolerationSeconds": 300}]"#;
+        let read = plain_items_of_only(tolerations, ["key"], "tolerationSeconds");
+        assert_eq!(read, Some(vec![([Some("a")], Some(300))]));
+        assert_eq!(
+            plain_items_of_only(r#"[{"Key": "a"}]"#, ["key"], "tolerationSeconds"),
+            None
+        );
+    }
+
+    /// [`plain_string_and_list`]'s examples: it is the core's own, so they are unit tests, not doctests.
+    #[test]
+    fn plain_string_and_list_examples() {
+        let user = r#"{"username": "kured", "uid": "7", "groups": ["a", "b"]}"#;
+        let (name, groups) = plain_string_and_list(user, "username", "groups").unwrap();
+        let groups = groups.unwrap();
+        let groups: Vec<&str> = groups.iter().map(|g| g.as_str()).collect();
+        assert_eq!((name, groups), (Some("kured"), vec!["a", "b"]));
+        assert!(plain_string_and_list(r#"{"groups": null}"#, "username", "groups").is_none());
+    }
+
+    /// [`plain_str`]'s examples: it is the core's own, so they are unit tests, not doctests.
+    #[test]
+    fn plain_str_examples() {
+        assert_eq!(plain_str(r#""UPDATE""#), Some("UPDATE"));
+        assert_eq!(plain_str(r#""a\nb""#), None);
+        assert_eq!(plain_str("7"), None);
+    }
+
+    /// [`decoded_str`]'s examples: it is the core's own, so they are unit tests, not doctests.
+    #[test]
+    fn decoded_str_examples() {
+        assert_eq!(decoded_str(r#""gpu""#), Some(Cow::Borrowed("gpu")));
+        assert_eq!(
+            decoded_str(r#""{\"a\":\"b\"}\n""#).as_deref(),
+            Some("{\"a\":\"b\"}\n")
+        );
+        assert_eq!(decoded_str(r#""\u0041""#), None);
     }
 }

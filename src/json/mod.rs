@@ -8,18 +8,14 @@
 
 mod array;
 pub mod error;
-mod flat;
+pub(crate) mod flat;
 mod object;
 pub(crate) mod scan;
 mod text;
 mod walk;
 
 pub use array::{append_items, items};
-pub use flat::{
-    decoded_str, last_strings, plain_items, plain_items_of_only, plain_items_with_integer,
-    plain_str, plain_string_and_list, plain_strings, PlainFields,
-};
-pub(crate) use flat::{plain_integer, plain_string_members};
+pub use flat::last_strings;
 pub use object::{fields_in, get_in, Level, MemberReader, Object, Reached};
 pub use scan::unpaired_surrogates_replaced;
 pub use text::{any_item_field, field, member_at, members, write_str, JsonStr, Raw};

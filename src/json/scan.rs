@@ -92,7 +92,7 @@ pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), 
 
 /// The offset of the first byte at or after `at` that a JSON string cannot hold as it is (`"`,
 /// `\` or a control character), or the end of `bytes`: a string's plain run, a word (eight
-/// bytes) at a time, as a string is skipped, decoded ([`super::decoded_str`]) and written
+/// bytes) at a time, as a string is skipped, decoded ([`super::flat::decoded_str`]) and written
 /// ([`super::write_str`]).
 #[inline(always)]
 pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {

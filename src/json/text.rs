@@ -9,23 +9,25 @@ use serde_json::value::RawValue;
 pub struct JsonStr<'a>(pub Cow<'a, str>);
 
 impl<'a> JsonStr<'a> {
+    /// `s`, already a string's text with no escapes (a plain string's characters), borrowed.
     pub fn borrowed(s: &'a str) -> Self {
         JsonStr(Cow::Borrowed(s))
     }
 
+    /// The string, borrowed or decoded.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The string the JSON text `text` holds: borrowed as it is when written plainly, decoded
-    /// here when its escapes are of one character ([`decoded_str`](super::decoded_str)), else
-    /// decoded by serde (benchmarks/cost.md, "Decision work, measured per function").
+    /// here when its escapes are of one character (`decoded_str`), else decoded by serde
+    /// (benchmarks/cost.md, "Decision work, measured per function").
     ///
     /// # Errors
     ///
     /// serde_json's, when `text` is no JSON string.
     pub fn read(text: &'a str) -> Result<JsonStr<'a>, serde_json::Error> {
-        match super::decoded_str(text) {
+        match super::flat::decoded_str(text) {
             Some(decoded) => Ok(JsonStr(decoded)),
             None => serde_json::from_str(text),
         }

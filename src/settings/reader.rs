@@ -20,7 +20,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::{At, SettingsError};
-use crate::json::{self, decoded_str, scan};
+use crate::json::flat::decoded_str;
+use crate::json::{self, scan};
 
 /// What [`Reader`] answers for text that is not JSON; [`super::read`] replaces it with
 /// serde_json's words.
@@ -152,7 +153,7 @@ impl<'t> Reader<'t> {
             return Err(self.mismatch(at, "an integer"));
         }
         // Text that is no number at all is refused here too; `read` then says it is not JSON.
-        let Some((integer, end)) = json::plain_integer(self.text.as_bytes(), self.at) else {
+        let Some((integer, end)) = json::flat::plain_integer(self.text.as_bytes(), self.at) else {
             return Err(at.error("expected an integer, found a number"));
         };
         self.at = end;
