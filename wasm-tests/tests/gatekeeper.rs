@@ -6,13 +6,11 @@
 
 use serde_json::Value;
 use taintguard_wasm_metadata::{opa, section};
-use wasm_tests::read_artifact;
-
-const POLICIES: [&str; 2] = ["taint-preservation", "toleration-injection"];
+use wasm_tests::{policies, read_artifact};
 
 #[test]
 fn artifacts_meet_both_hosts_interface() {
-    for policy in POLICIES {
+    for policy in policies() {
         let wasm = read_artifact(&format!("{policy}.gatekeeper.wasm"));
         opa::check(&wasm).unwrap_or_else(|e| panic!("{policy}: {e}"));
         let abi = opa::read_abi(&wasm).unwrap();
@@ -30,7 +28,7 @@ fn artifacts_meet_both_hosts_interface() {
 
 #[test]
 fn gatekeeper_metadata_is_the_policy_metadata_without_mutation() {
-    for policy in POLICIES {
+    for policy in policies() {
         let read = |file: &str| section::read_json(&read_artifact(file)).unwrap().unwrap();
         let wapc = read(&format!("{policy}.wasm"));
         let gatekeeper = read(&format!("{policy}.gatekeeper.wasm"));

@@ -11,7 +11,7 @@ use wasm_tests::examples::Expect;
 use wasm_tests::kubewarden::WapcPolicy;
 use wasm_tests::limits::{cases, nested, DEEP};
 use wasm_tests::probe::Probe;
-use wasm_tests::read_artifact;
+use wasm_tests::{policies, read_artifact};
 
 /// The head of a `ValidationResponse`. The mutated object stays raw: it may carry the request's
 /// deep nesting back, which a `Value` could not hold.
@@ -36,15 +36,23 @@ fn outcome(answer: &[u8]) -> (Expect, Option<u16>) {
 
 #[test]
 fn limit_cases_get_their_verdicts_in_the_wapc_artifacts() {
-    let policies = ["taint-preservation", "toleration-injection"].map(|name| {
-        let bytes = read_artifact(&format!("{name}.wasm"));
-        (
-            name,
-            WapcPolicy::from_bytes(&bytes).unwrap(),
-            Probe::from_bytes(&bytes).unwrap(),
-        )
-    });
-    for case in cases() {
+    let cases = cases();
+    // The policies the limit cases are written for (wasm_tests::limits).
+    let mut names: Vec<&str> = cases.iter().map(|case| case.policy).collect();
+    names.sort_unstable();
+    names.dedup();
+    let policies: Vec<_> = names
+        .into_iter()
+        .map(|name| {
+            let bytes = read_artifact(&format!("{name}.wasm"));
+            (
+                name,
+                WapcPolicy::from_bytes(&bytes).unwrap(),
+                Probe::from_bytes(&bytes).unwrap(),
+            )
+        })
+        .collect();
+    for case in cases {
         let (_, policy, probe) = policies.iter().find(|(n, ..)| *n == case.policy).unwrap();
         let payload = format!(
             r#"{{"request":{},"settings":{}}}"#,
@@ -89,7 +97,7 @@ fn limit_cases_get_their_verdicts_in_the_wapc_artifacts() {
 
 #[test]
 fn deep_settings_are_invalid_not_a_trap() {
-    for name in ["taint-preservation", "toleration-injection"] {
+    for name in policies() {
         let policy = WapcPolicy::from_bytes(&read_artifact(&format!("{name}.wasm"))).unwrap();
         for settings in [
             nested(DEEP),
@@ -115,7 +123,7 @@ fn deep_settings_are_invalid_not_a_trap() {
 /// A payload that is not even an envelope, 10,000 levels deep, is a 400 too.
 #[test]
 fn deep_garbage_payloads_are_rejections() {
-    for name in ["taint-preservation", "toleration-injection"] {
+    for name in policies() {
         let policy = WapcPolicy::from_bytes(&read_artifact(&format!("{name}.wasm"))).unwrap();
         for payload in [
             nested(DEEP),

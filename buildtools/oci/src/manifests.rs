@@ -774,7 +774,12 @@ mod tests {
     #[test]
     fn questions_of_the_policy_folders() {
         let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
-        for policy in ["taint-preservation", "toleration-injection"] {
+        let folders = std::fs::read_dir(&policies).unwrap();
+        for folder in folders.map(|entry| entry.unwrap().path()) {
+            if !folder.join("metadata.yml").is_file() {
+                continue;
+            }
+            let policy = folder.file_name().unwrap().to_str().unwrap();
             let text = questions_ui(&policies, policy).unwrap().unwrap();
             assert!(text.contains("\nquestions:\n"), "{policy}");
         }

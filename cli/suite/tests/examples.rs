@@ -10,8 +10,13 @@ use taintguard_suite::review::{review, Operation, Parts, Requester};
 fn examples() -> Vec<PathBuf> {
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
     let mut found = Vec::new();
-    for policy in ["taint-preservation", "toleration-injection"] {
-        let dir = policies.join(policy).join("examples/requests");
+    // Every policy folder (one that carries a metadata.yml, as build.sh's `policies` finds them).
+    for folder in std::fs::read_dir(&policies).unwrap() {
+        let folder = folder.unwrap().path();
+        let dir = folder.join("examples/requests");
+        if !folder.join("metadata.yml").is_file() || !dir.is_dir() {
+            continue;
+        }
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "json") {
