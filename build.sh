@@ -33,6 +33,10 @@
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
+#   ./build.sh new-policy NAME
+#                       copy the policy template (templates/policy) into policies/NAME with the name
+#                       substituted, and link it into the npm package: a policy whose tests pass,
+#                       that every other command finds by its folder (policies/README.md)
 #   ./build.sh go-differential [VALUES] [SEED]
 #                       read VALUES (default 100000) generated annotation values with the policy's
 #                       reader and with Go's encoding/json, from SEED (default: the clock's, printed);
@@ -386,6 +390,32 @@ run_tests() {
   registry_roundtrip
 }
 
+# `new_policy NAME`: policies/NAME from templates/policy, every spelling of the template's name
+# (template-policy, template_policy, TemplatePolicy, Template Policy) replaced by NAME's. The
+# one line outside the folder: NAME as a dependency of the npm package (abi/js/Cargo.toml), the
+# one list Cargo cannot discover (its build fails naming a policy folder it does not link).
+new_policy() {
+  local name=${1:-}
+  [[ $name =~ ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ ]] ||
+    { echo "usage: $0 new-policy NAME (lowercase words joined by dashes, e.g. require-labels)" >&2; exit 2; }
+  [ ! -e "policies/$name" ] || { echo "policies/$name already exists" >&2; exit 1; }
+  local snake=${name//-/_} camel="" title="" word
+  for word in ${name//-/ }; do
+    camel+=${word^}
+    title+="${title:+ }${word^}"
+  done
+  cp -r templates/policy "policies/$name"
+  local file
+  while IFS= read -r -d '' file; do
+    sed -i -e "s/template-policy/$name/g" -e "s/template_policy/$snake/g" \
+      -e "s/TemplatePolicy/$camel/g" -e "s/Template Policy/$title/g" "$file"
+  done < <(find "policies/$name" -type f -print0)
+  local js=abi/js/Cargo.toml
+  grep -q "^$name[ .]" "$js" ||
+    sed -i "/^# The policies it runs/a $name = { path = \"../../policies/$name\" }" "$js"
+  say "policies/$name: cargo test -p $name, then ./build.sh (policies/README.md)"
+}
+
 # The PodTolerationRestriction annotations' reader against Go's encoding/json, longer than the
 # kept seeds `./build.sh test` runs: `go_differential [VALUES] [SEED]` (docs/testing.md).
 go_differential() {
@@ -476,5 +506,6 @@ case "${1:-build}" in
   fuzz) shift; fuzz/run.sh "$@" ;;
   go-differential) shift; go_differential "$@" ;;
   settings-ui) write_settings_ui ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|go-differential [VALUES] [SEED]|settings-ui]" >&2; exit 2 ;;
+  new-policy) shift; new_policy "$@" ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|go-differential [VALUES] [SEED]|settings-ui|new-policy NAME]" >&2; exit 2 ;;
 esac
