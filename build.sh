@@ -388,6 +388,7 @@ run_tests() {
   evaluate_examples
   run_js_tests
   registry_roundtrip
+  policy_template_test
 }
 
 # `new_policy NAME`: policies/NAME from templates/policy, every spelling of the template's name
@@ -415,6 +416,62 @@ new_policy() {
     sed -i "/^# The policies it runs/a $name = { path = \"../../policies/$name\" }" "$js"
   say "policies/$name: cargo test -p $name, then ./build.sh (policies/README.md)"
 }
+
+# The issue's promise, measured: in a copy of this working tree (tracked and new files, with
+# their times, so cargo finds its compiled crates fresh in the shared target dir), `new-policy`
+# makes a policy from the template; its unit tests, its waPC and gatekeeper artifacts (with their
+# SBOMs, manifests and chart), the npm package's registry and the settings-form checks must pass
+# over it, and its example suite in the real hosts; and nothing outside its folder may have
+# changed but the dependency line `new-policy` writes and Cargo.lock. Runs after the main build:
+# it reuses its tools and compiled crates (policies/README.md, "Proof").
+policy_template_test() (
+  local name=label-check repo=$PWD work dir outside started=$SECONDS
+  work=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$work' '$repo/target/wasm32-wasip1/release/${name//-/_}'.* \
+    '$repo/$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${name//-/_}'.*" EXIT
+  say "policy template: ./build.sh new-policy $name in a copy of the workspace"
+  git ls-files -z --cached --others --exclude-standard |
+    tar -c --null --ignore-failed-read -T - -f - 2>/dev/null | tar -x -C "$work"
+  # The tools, npm packages and compiled crates of this tree; the SBOM logs stay the copy's own.
+  mkdir -p "$work/target"
+  for dir in debug release wasm32-wasip1 opa; do
+    if [ -e "target/$dir" ]; then ln -s "$repo/target/$dir" "$work/target/$dir"; fi
+  done
+  for dir in buildtools/binaryen buildtools/helm; do
+    ln -s "$repo/$dir/node_modules" "$work/$dir/node_modules"
+  done
+  cd "$work"
+  git init -q && printf 'node_modules\n' >>.git/info/exclude
+  git add -A && git -c user.name=template -c user.email=template@localhost commit -qm base
+  ./build.sh new-policy "$name"
+  say "cargo test: $name, and what must know every policy (the npm package's registry, the settings forms)"
+  cargo test -q -p "$name" -p taintguard-js -p taintguard-settings-ui
+  cargo fmt -p "$name" -- --check
+  cargo clippy -q -p "$name" --all-targets -- -D warnings
+  cargo run -q -p taintguard-settings-ui -- check
+  # Its artifacts, by build.sh's own functions, as for every policy folder: only the new
+  # policy's, the others' are built already.
+  policies() { echo "$name"; }
+  build_policies
+  write_manifests >/dev/null
+  for dir in "dist/$name.spdx.json" "dist/$name.gatekeeper.spdx.json" "dist/charts/$name/Chart.yaml" \
+    "dist/$name-gatekeeper/cluster-admission-policy.yaml"; do
+    [ -f "$dir" ] || { echo "policy template: no $dir" >&2; exit 1; }
+  done
+  say "taintguard test policies/$name: its example suite in the real hosts"
+  target/debug/taintguard test "policies/$name"
+  # The measure: nothing outside the new folder changed but what new-policy writes.
+  outside=$(git status --porcelain --untracked-files=all | grep -v "^?? policies/$name/" || true)
+  if [ "$outside" != "$(printf ' M Cargo.lock\n M abi/js/Cargo.toml')" ] ||
+    [ "$(git diff -U0 abi/js/Cargo.toml | grep -c '^[-+][^-+]')" != 1 ]; then
+    printf 'policy template: a new policy changed more than its folder, the dependency line of abi/js/Cargo.toml and Cargo.lock:\n%s\n' "$outside" >&2
+    git diff abi/js/Cargo.toml >&2
+    exit 1
+  fi
+  printf '    outside policies/%s: the dependency line new-policy writes (abi/js/Cargo.toml), and Cargo.lock\n' "$name"
+  printf '    policy template test: %s s\n' $((SECONDS - started))
+)
 
 # The PodTolerationRestriction annotations' reader against Go's encoding/json, longer than the
 # kept seeds `./build.sh test` runs: `go_differential [VALUES] [SEED]` (docs/testing.md).
