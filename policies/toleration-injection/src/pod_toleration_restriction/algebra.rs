@@ -236,27 +236,23 @@ pub fn first_outside<'t>(
         .find(|t| !whitelist.iter().any(|w| w.covers(t)))
 }
 
-/// A toleration from its fields, for the tests of this module and its neighbours.
+/// A toleration from its fields, for the tests of this module and its neighbours: their tables
+/// give the plugin's five fields in their order, so five arguments.
 #[cfg(test)]
-impl PluginToleration {
-    pub fn of(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> Self {
-        PluginToleration {
-            key: key.into(),
-            operator: op.into(),
-            value: value.into(),
-            effect: effect.into(),
-            toleration_seconds: seconds,
-        }
+#[allow(clippy::too_many_arguments)]
+pub fn t(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> PluginToleration {
+    PluginToleration {
+        key: key.into(),
+        operator: op.into(),
+        value: value.into(),
+        effect: effect.into(),
+        toleration_seconds: seconds,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> PluginToleration {
-        PluginToleration::of(key, op, value, effect, seconds)
-    }
 
     /// The fixtures of Kubernetes' `pkg/util/tolerations/tolerations_test.go` (v1.20 to v1.28),
     /// by the same names.

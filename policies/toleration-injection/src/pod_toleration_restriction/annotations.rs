@@ -180,10 +180,7 @@ fn names_field(name: &str, field: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> PluginToleration {
-        PluginToleration::of(key, op, value, effect, seconds)
-    }
+    use crate::pod_toleration_restriction::algebra::t;
 
     #[test]
     fn annotations_read_as_the_plugin_reads_them() {
