@@ -31,6 +31,7 @@ use taintguard::Policy;
 
 use crate::evaluate::{evaluate, refuse, Entrypoint, ENTRYPOINTS_JSON};
 use crate::heap::{self, BumpHeap};
+use crate::host::abort;
 
 #[global_allocator]
 static HEAP: BumpHeap = BumpHeap;
@@ -43,20 +44,6 @@ pub static opa_wasm_abi_version: i32 = crate::ABI_VERSION.0;
 #[no_mangle]
 #[allow(non_upper_case_globals)]
 pub static opa_wasm_abi_minor_version: i32 = crate::ABI_VERSION.1;
-
-#[link(wasm_import_module = "env")]
-extern "C" {
-    /// The host reports the NUL-terminated message. burrego's host returns afterwards, so the
-    /// declared `!` makes Rust trap right after the call.
-    #[link_name = "opa_abort"]
-    fn host_abort(message: *const u8) -> !;
-}
-
-/// Stops the evaluation with `message`: the JS SDK throws it, Kubewarden fails the request.
-pub fn abort(message: &CStr) -> ! {
-    // SAFETY: a NUL-terminated string in linear memory, as the host expects.
-    unsafe { host_abort(message.as_ptr().cast()) }
-}
 
 /// With `panic = "abort"` a panic cannot become a violation; it is at least reported through
 /// `opa_abort` instead of a bare `unreachable` trap. Formatted on the stack: the panic may be an

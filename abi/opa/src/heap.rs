@@ -84,7 +84,7 @@ unsafe impl GlobalAlloc for BumpHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match alloc(layout.size(), layout.align()) {
             Some(addr) => addr as *mut u8,
-            None => crate::abi::abort(c"taintguard: out of memory"),
+            None => crate::host::abort(c"taintguard: out of memory"),
         }
     }
 

@@ -25,6 +25,8 @@ pub mod inventory;
 pub mod abi;
 #[cfg(target_arch = "wasm32")]
 mod heap;
+#[cfg(target_arch = "wasm32")]
+mod host;
 
 pub use evaluate::{evaluate, refuse, Entrypoint, ENTRYPOINTS_JSON};
 
