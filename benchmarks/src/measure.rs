@@ -10,7 +10,6 @@ use wasm_tests::kubewarden::WapcPolicy;
 
 use crate::direct::{DirectHost, MemoryUse, Operators};
 use crate::opa::{BurregoHost, Evaluator};
-use crate::report::ModuleSize;
 
 /// A host running one module: fresh instances, and evaluations on them.
 pub trait Host {
@@ -287,6 +286,37 @@ impl Stat {
         Stat {
             median: at(0.5),
             p99: at(0.99),
+        }
+    }
+}
+
+/// A module's size: what it costs to ship and, in its static data, to instantiate.
+#[derive(Clone)]
+pub struct ModuleSize {
+    pub module: String,
+    pub bytes: usize,
+    /// The bytes of its data segments: what instantiation copies into the instance's memory.
+    pub static_data: usize,
+}
+
+impl ModuleSize {
+    /// The sizes of module `wasm` (static data 0 for bytes that are no module: those fail to
+    /// load anyway).
+    pub fn of(module: &str, wasm: &[u8]) -> ModuleSize {
+        let mut static_data = 0;
+        for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+            if let Ok(wasmparser::Payload::DataSection(reader)) = payload {
+                static_data += reader
+                    .into_iter()
+                    .flatten()
+                    .map(|d| d.data.len())
+                    .sum::<usize>();
+            }
+        }
+        ModuleSize {
+            module: module.to_owned(),
+            bytes: wasm.len(),
+            static_data,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::direct::{MemoryUse, Operators};
-use crate::measure::Stat;
+use crate::measure::{ModuleSize, Stat};
 
 /// Per request (fresh instance + validate) may cost at most this many baselines: a diagnostic
 /// bound, checked beside the real-host targets.
@@ -47,36 +47,6 @@ pub struct Run {
     pub rows: Vec<Row>,
     /// Every module measured, the baselines included.
     pub sizes: Vec<ModuleSize>,
-}
-
-#[derive(Clone)]
-pub struct ModuleSize {
-    pub module: String,
-    pub bytes: usize,
-    /// The bytes of its data segments: what instantiation copies into the instance's memory.
-    pub static_data: usize,
-}
-
-impl ModuleSize {
-    /// The sizes of module `wasm` (static data 0 for bytes that are no module: those fail to
-    /// load anyway).
-    pub fn of(module: &str, wasm: &[u8]) -> ModuleSize {
-        let mut static_data = 0;
-        for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-            if let Ok(wasmparser::Payload::DataSection(reader)) = payload {
-                static_data += reader
-                    .into_iter()
-                    .flatten()
-                    .map(|d| d.data.len())
-                    .sum::<usize>();
-            }
-        }
-        ModuleSize {
-            module: module.to_owned(),
-            bytes: wasm.len(),
-            static_data,
-        }
-    }
 }
 
 fn kib(bytes: usize) -> String {
