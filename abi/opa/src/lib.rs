@@ -50,8 +50,10 @@ macro_rules! policy {
         }
 
         /// # Safety
-        /// The host's side of the OPA ABI: see `taintguard_opa::abi::opa_eval`.
+        /// The host's side of the OPA ABI: see `taintguard_opa::abi::opa_eval`. Its seven
+        /// parameters are those OPA's Wasm ABI 1.2 fixes.
         #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn opa_eval(
             reserved: i32,
             entrypoint: i32,
