@@ -400,6 +400,8 @@ new_policy() {
   [[ $name =~ ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ ]] ||
     { echo "usage: $0 new-policy NAME (lowercase words joined by dashes, e.g. require-labels)" >&2; exit 2; }
   [ ! -e "policies/$name" ] || { echo "policies/$name already exists" >&2; exit 1; }
+  ! grep -qx "name = \"$name\"" Cargo.toml ./*/Cargo.toml ./*/*/Cargo.toml ||
+    { echo "a crate of this workspace is already named $name" >&2; exit 1; }
   local snake=${name//-/_} camel="" title="" word
   for word in ${name//-/ }; do
     camel+=${word^}
@@ -464,12 +466,13 @@ policy_template_test() (
   # The measure: nothing outside the new folder changed but what new-policy writes.
   outside=$(git status --porcelain --untracked-files=all | grep -v "^?? policies/$name/" || true)
   if [ "$outside" != "$(printf ' M Cargo.lock\n M abi/js/Cargo.toml')" ] ||
-    [ "$(git diff -U0 abi/js/Cargo.toml | grep -c '^[-+][^-+]')" != 1 ]; then
-    printf 'policy template: a new policy changed more than its folder, the dependency line of abi/js/Cargo.toml and Cargo.lock:\n%s\n' "$outside" >&2
-    git diff abi/js/Cargo.toml >&2
+    [ "$(git diff -U0 abi/js/Cargo.toml | grep -c '^[-+][^-+]')" != 1 ] ||
+    [ "$(git diff --numstat Cargo.lock | cut -f2)" != 0 ]; then
+    printf 'policy template: a new policy changed more than its folder, the dependency line of abi/js/Cargo.toml and additions to Cargo.lock:\n%s\n' "$outside" >&2
+    git diff abi/js/Cargo.toml Cargo.lock >&2
     exit 1
   fi
-  printf '    outside policies/%s: the dependency line new-policy writes (abi/js/Cargo.toml), and Cargo.lock\n' "$name"
+  printf '    outside policies/%s: the dependency line new-policy writes (abi/js/Cargo.toml), and its entry in Cargo.lock\n' "$name"
   printf '    policy template test: %s s\n' $((SECONDS - started))
 )
 
