@@ -433,8 +433,13 @@ policy_template_test() (
   trap "rm -rf '$work' '$repo/target/wasm32-wasip1/release/${name//-/_}'.* \
     '$repo/$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${name//-/_}'.*" EXIT
   say "policy template: ./build.sh new-policy $name in a copy of the workspace"
-  git ls-files -z --cached --others --exclude-standard |
-    tar -c --null --ignore-failed-read -T - -f - 2>/dev/null | tar -x -C "$work"
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard |
+      tar -c --null --ignore-failed-read -T - -f - 2>/dev/null | tar -x -C "$work"
+  else
+    tar -c --exclude=./target --exclude=./dist --exclude=node_modules --exclude=./fuzz/target \
+      -f - . | tar -x -C "$work"
+  fi
   # The tools, npm packages and compiled crates of this tree; the SBOM logs stay the copy's own.
   mkdir -p "$work/target"
   for dir in debug release wasm32-wasip1 opa; do
@@ -445,7 +450,8 @@ policy_template_test() (
   done
   cd "$work"
   git init -q && printf 'node_modules\n' >>.git/info/exclude
-  git add -A && git -c user.name=template -c user.email=template@localhost commit -qm base
+  git add -A
+  git -c user.name=template -c user.email=template@localhost -c commit.gpgsign=false commit -qm base
   ./build.sh new-policy "$name"
   say "cargo test: $name, and what must know every policy (the npm package's registry, the settings forms)"
   cargo test -q -p "$name" -p taintguard-js -p taintguard-settings-ui
