@@ -96,7 +96,12 @@ fn table(folders: &[String], manifest: &Path) -> Result<String, String> {
 }
 
 fn run() -> Result<(), String> {
-    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
+    // Where cargo runs it from, not where it was compiled: a copy of the workspace (the policy
+    // template test, policies/README.md) may run the script compiled for this one.
+    let package = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").ok_or("cargo sets CARGO_MANIFEST_DIR")?,
+    );
+    let policies = package.join("../../policies");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
     println!("cargo::rerun-if-changed={}", policies.display());
     let folders =
@@ -117,7 +122,7 @@ fn run() -> Result<(), String> {
         names.push(name.to_string_lossy().into_owned());
     }
     names.sort();
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let manifest = package.join("Cargo.toml");
     println!("cargo::rerun-if-changed={}", manifest.display());
     let target = out.join("policies.rs");
     std::fs::write(&target, table(&names, &manifest)?)
