@@ -423,7 +423,8 @@ new_policy() {
 # their times, so cargo finds its compiled crates fresh in the shared target dir), `new-policy`
 # makes a policy from the template; its unit tests, its waPC and gatekeeper artifacts (with their
 # SBOMs, manifests and chart), the npm package's registry and the settings-form checks must pass
-# over it, and its example suite in the real hosts; and nothing outside its folder may have
+# over it, and its example suite in the real hosts and through the npm package built with it;
+# and nothing outside its folder may have
 # changed but the dependency line `new-policy` writes and Cargo.lock. Runs after the main build:
 # it reuses its tools and compiled crates (policies/README.md, "Proof").
 policy_template_test() (
@@ -442,7 +443,7 @@ policy_template_test() (
   fi
   # The tools, npm packages and compiled crates of this tree; the SBOM logs stay the copy's own.
   mkdir -p "$work/target"
-  for dir in debug release wasm32-wasip1 opa; do
+  for dir in debug release wasm32-wasip1 wasm32-unknown-unknown opa; do
     if [ -e "target/$dir" ]; then ln -s "$repo/target/$dir" "$work/target/$dir"; fi
   done
   for dir in buildtools/binaryen buildtools/helm; do
@@ -469,6 +470,10 @@ policy_template_test() (
   done
   say "taintguard test policies/$name: its example suite in the real hosts"
   target/debug/taintguard test "policies/$name"
+  # The third engine: the npm package, which links every policy folder, runs the same suite.
+  build_js
+  say "npx taintguard test policies/$name: its example suite through the npm package"
+  node dist/js/bin/taintguard.js test "policies/$name"
   # The measure: nothing outside the new folder changed but what new-policy writes.
   outside=$(git status --porcelain --untracked-files=all | grep -v "^?? policies/$name/" || true)
   if [ "$outside" != "$(printf ' M Cargo.lock\n M abi/js/Cargo.toml')" ] ||
