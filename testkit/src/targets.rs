@@ -1,5 +1,10 @@
 //! The fuzz targets' bodies, here so that `cargo test` replays the regression fixtures in
 //! `fuzz/regressions/<target>/` through exactly the code the fuzzer ran.
+//!
+//! They check each policy's own invariants (`check_taint_preservation`,
+//! `check_toleration_injection`), so they name the policies they fuzz: this is no list of every
+//! policy, and a new policy is fuzzed once its generator and invariants are added here
+//! (policies/README.md, "What a new policy does not get by itself").
 
 use arbitrary::Unstructured;
 use serde_json::Value;
