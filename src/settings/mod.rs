@@ -21,18 +21,49 @@ pub use reader::{ReadSettings, Reader, SettingsFields};
 /// its serde attributes and its [`ReadSettings`] reading a JSON object only (never an array,
 /// which serde's derive would read as the fields in order); `#[settings(from_str = "path")]`
 /// reads a bare string too (`taintguard-derive`).
+///
+/// # Examples
+///
+/// ```
+/// use serde::Serialize;
+/// use taintguard::settings::{read, SettingsFields};
+///
+/// /// A label to require: `"team"`, or `{"key": "team", "onCreate": true}`.
+/// #[derive(Debug, SettingsFields, Serialize)]
+/// #[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// #[settings(from_str = "Required::from_key")]
+/// struct Required {
+///     key: String,
+///     #[serde(default)]
+///     on_create: bool,
+/// }
+///
+/// impl Required {
+///     fn from_key(key: &str) -> Result<Required, String> {
+///         Ok(Required { key: key.to_owned(), on_create: false })
+///     }
+/// }
+///
+/// let list: Vec<Required> = read(r#"["team", {"key": "tier", "onCreate": true}]"#).unwrap();
+/// assert_eq!((list[0].key.as_str(), list[1].on_create), ("team", true));
+/// let error = read::<Vec<Required>>(r#"["team", {"onCreate": true}]"#).unwrap_err();
+/// assert_eq!(error.to_string(), "settings field `[1].key`: required field is missing");
+/// ```
 pub use taintguard_derive::SettingsFields;
 pub use types::{checked, from_string, string_enum, Builtin};
 
 /// A settings error: the path of the offending field (`protectedTaints[1].effects[0]`) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingsError {
+    /// Where the offending value is; empty for the settings as a whole.
     pub path: String,
+    /// Why it is refused.
     pub message: String,
 }
 
 impl SettingsError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+    /// The error `message` about the value at `path`.
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         SettingsError {
             path: path.into(),
             message: message.into(),
@@ -56,20 +87,37 @@ impl std::error::Error for SettingsError {}
 /// descends, and written out only when there is an error.
 #[derive(Debug, Clone, Copy)]
 pub enum At<'a> {
+    /// The settings themselves.
     Root,
+    /// The field of this name in the object at the first.
     Field(&'a At<'a>, &'a str),
+    /// The item of this index in the array at the first.
     Index(&'a At<'a>, usize),
 }
 
 impl<'a> At<'a> {
+    /// The field `name` of the object here.
     pub fn field(&'a self, name: &'a str) -> At<'a> {
         At::Field(self, name)
     }
 
+    /// The item `i` of the array here.
     pub fn index(&'a self, i: usize) -> At<'a> {
         At::Index(self, i)
     }
 
+    /// An error about the value here: `message`, at this path written out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::settings::At;
+    ///
+    /// let rules = At::Root.field("rules");
+    /// let error = rules.index(2).field("key").error("empty key");
+    /// assert_eq!(error.path, "rules[2].key");
+    /// assert_eq!(error.to_string(), "settings field `rules[2].key`: empty key");
+    /// ```
     pub fn error(&self, message: impl Into<String>) -> SettingsError {
         SettingsError::new(self.to_string(), message)
     }
@@ -89,6 +137,39 @@ impl fmt::Display for At<'_> {
 /// A policy's settings: one derived type whose fields check themselves while they are read,
 /// with `Default` carrying the defaults, and one [`PolicySettings::check`] for what fields
 /// cannot check alone (one field against another), in the shape of Kubewarden's `Validatable`.
+///
+/// # Examples
+///
+/// ```
+/// use serde::Serialize;
+/// use taintguard::settings::{parse, At, PolicySettings, SettingsError, SettingsFields};
+///
+/// #[derive(Debug, SettingsFields, Serialize)]
+/// #[serde(deny_unknown_fields, default)]
+/// struct Settings {
+///     min: i64,
+///     max: i64,
+/// }
+///
+/// impl Default for Settings {
+///     fn default() -> Settings {
+///         Settings { min: 0, max: 10 }
+///     }
+/// }
+///
+/// impl PolicySettings for Settings {
+///     fn check(&self, at: At<'_>) -> Result<(), SettingsError> {
+///         if self.max < self.min {
+///             return Err(at.field("max").error("less than `min`"));
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// assert_eq!(parse::<Settings>(r#"{"min": 3}"#).unwrap().max, 10);
+/// let error = parse::<Settings>(r#"{"min": 3, "max": 2}"#).unwrap_err();
+/// assert_eq!(error.to_string(), "settings field `max`: less than `min`");
+/// ```
 pub trait PolicySettings: ReadSettings + serde::Serialize + Default {
     /// Checks across fields; `at` is where the settings are.
     ///

@@ -44,6 +44,29 @@ pub use from_string;
 /// An enum settings write as one of a fixed set of strings (`"restore"`, `"NoSchedule"`): its
 /// `as_str`, `ALL`, the conversions from text (the error names what it is and what was
 /// expected) and its serde impls.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::settings::string_enum;
+///
+/// string_enum! {
+///     /// What a policy does with what it finds.
+///     pub enum Action {
+///         /// Refuses the request.
+///         Deny = "deny",
+///         /// Admits it with a warning.
+///         Warn = "warn",
+///     }
+///     unknown = "action", expected = "\"deny\" or \"warn\"";
+/// }
+///
+/// assert_eq!(Action::try_from("warn"), Ok(Action::Warn));
+/// assert_eq!(Action::Deny.as_str(), "deny");
+/// assert_eq!(Action::ALL, [Action::Deny, Action::Warn]);
+/// let error = Action::try_from("log").unwrap_err();
+/// assert_eq!(error, "unknown action \"log\"; expected \"deny\" or \"warn\"");
+/// ```
 #[macro_export]
 macro_rules! string_enum {
     (
@@ -58,8 +81,10 @@ macro_rules! string_enum {
         }
 
         impl $name {
+            /// Every value, in the order declared.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
+            /// The string settings write it as.
             pub fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text),+
@@ -91,6 +116,28 @@ pub use string_enum;
 /// A value checked while it is read: a newtype over `$inner` that only `$parse` (text to
 /// `$inner`, or why not) builds, read from and written as a JSON string. Its error is reported at
 /// the field, as every settings error is.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::settings::{checked, read};
+///
+/// checked! {
+///     /// A team name: lower-case letters.
+///     pub struct Team(String) = |text| {
+///         if !text.is_empty() && text.bytes().all(|b| b.is_ascii_lowercase()) {
+///             Ok(text)
+///         } else {
+///             Err(format!("{text:?} is not a team name"))
+///         }
+///     };
+/// }
+///
+/// let teams: Vec<Team> = read(r#"["infra", "web"]"#).unwrap();
+/// assert_eq!(teams[1].as_str(), "web");
+/// let error = read::<Vec<Team>>(r#"["infra", "Web"]"#).unwrap_err();
+/// assert_eq!(error.to_string(), "settings field `[1]`: \"Web\" is not a team name");
+/// ```
 #[macro_export]
 macro_rules! checked {
     ($(#[$attr:meta])* pub struct $name:ident($inner:ty) = $parse:expr;) => {
@@ -143,6 +190,8 @@ pub use checked;
 
 /// What a [`checked!`] value holds, built from a literal the code writes without checking it.
 pub trait Builtin {
+    /// The value `text` stands for, taken as it is: [`checked!`]'s `builtin` checks it in
+    /// debug builds.
     fn builtin(text: &'static str) -> Self;
 }
 
