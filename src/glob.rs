@@ -10,6 +10,18 @@ use std::fmt;
 use crate::byte_class::{self, all_in, Class};
 
 /// A glob, read from settings as its pattern string and written back as the same string.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::glob::Glob;
+///
+/// let glob = Glob::new("node.kubernetes.io/*").unwrap();
+/// assert!(glob.matches("node.kubernetes.io/not-ready"));
+/// assert!(!glob.matches("example.com/node.kubernetes.io/not-ready"));
+/// assert!(Glob::new("gpu-[!0]").unwrap().matches("gpu-7"));
+/// assert_eq!(Glob::new("gpu-[0-").unwrap_err().to_string(), "unclosed `[` character class");
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Glob {
     /// The pattern as written: borrowed for the built-in globs, which settings defaults build
@@ -86,6 +98,8 @@ impl fmt::Display for GlobError {
 }
 
 impl Glob {
+    /// The glob `pattern` stands for.
+    ///
     /// # Errors
     ///
     /// Why `pattern` is not a glob: empty, an unclosed class, a trailing `\`, a range out of
@@ -115,10 +129,12 @@ impl Glob {
         }
     }
 
+    /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.source
     }
 
+    /// Whether the pattern matches the whole of `text`.
     pub fn matches(&self, text: &str) -> bool {
         match &self.kind {
             Kind::Exact => self.source == text,

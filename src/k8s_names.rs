@@ -55,6 +55,7 @@ checked! {
 macro_rules! as_str {
     ($($name:ident),*) => {$(
         impl $name {
+            /// The name as written.
             pub fn as_str(&self) -> &str {
                 &self.0
             }

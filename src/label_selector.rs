@@ -12,10 +12,27 @@ use crate::settings::{string_enum, At, SettingsError, SettingsFields};
 /// checked as the API server checks labels: a selector that names a key no label can have
 /// selects nothing, and `,`, `=`, `!`, parentheses or spaces would change what the list query's
 /// text selects.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::label_selector::{parse_labels, LabelSelector};
+/// use taintguard::settings::read;
+///
+/// let selector: LabelSelector = read(r#"{"matchLabels": {"pool": "gpu"},
+///     "matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}"#).unwrap();
+/// assert_eq!(selector.to_query(), "pool=gpu,zone notin (a)");
+/// let labels = parse_labels(Some(r#"{"pool": "gpu", "zone": "b"}"#)).unwrap();
+/// assert!(selector.matches(&labels));
+/// let labels = parse_labels(Some(r#"{"pool": "gpu", "zone": "a"}"#)).unwrap();
+/// assert!(!selector.matches(&labels));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LabelSelector {
+    /// Labels that must each have exactly this value.
     pub match_labels: BTreeMap<LabelKey, LabelValue>,
+    /// Requirements on a label's presence and values.
     pub match_expressions: Vec<LabelExpression>,
 }
 
@@ -23,8 +40,12 @@ pub struct LabelSelector {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabelExpression {
+    /// The label the expression is about.
     pub key: LabelKey,
+    /// How it selects.
     pub operator: LabelOperator,
+    /// The values `In` and `NotIn` name; empty for `Exists` and `DoesNotExist`
+    /// ([`LabelSelector::check`]).
     #[serde(default)]
     pub values: Vec<LabelValue>,
 }
@@ -32,9 +53,13 @@ pub struct LabelExpression {
 string_enum! {
     /// How an expression's key and values select.
     pub enum LabelOperator {
+        /// The label has one of the values.
         In = "In",
+        /// The label is absent, or has none of the values.
         NotIn = "NotIn",
+        /// The label is present, whatever its value.
         Exists = "Exists",
+        /// The label is absent.
         DoesNotExist = "DoesNotExist",
     }
     unknown = "operator", expected = "In, NotIn, Exists or DoesNotExist";
@@ -108,6 +133,7 @@ impl LabelSelector {
         labels.chain(expressions).collect::<Vec<_>>().join(",")
     }
 
+    /// Whether `labels` meet every requirement.
     pub fn matches(&self, labels: &Labels<'_>) -> bool {
         let get = |key: &str| label(labels, key);
         let has = |values: &[LabelValue], v: &str| values.iter().any(|x| x.as_str() == v);

@@ -14,9 +14,27 @@ const NODE_PREFIX: &str = "system:node:";
 const NODES_GROUP: &str = "system:nodes";
 
 /// The requester of an admission request, as `userInfo` names it.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::JsonStr;
+/// use taintguard::principal::{Identity, Principal};
+///
+/// let groups = [JsonStr::borrowed("system:nodes")];
+/// let kubelet = Principal::new("system:node:worker-1", &groups);
+/// assert_eq!(kubelet.identity(), Identity::Node);
+/// assert!(kubelet.in_group("system:nodes"));
+/// let controller = Principal::new("system:serviceaccount:kube-system:node-controller", &[]);
+/// let account = Identity::ServiceAccount { namespace: "kube-system", name: "node-controller" };
+/// assert_eq!(controller.identity(), account);
+/// assert_eq!(Principal::new("", &[]).describe(), "an anonymous requester");
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Principal<'r> {
+    /// The username; empty for an anonymous requester.
     pub username: &'r str,
+    /// The groups the requester is in.
     pub groups: &'r [JsonStr<'r>],
     /// Told once: each principal list a request is checked against asks for it (five times on
     /// a restore), and each time cost a search of the username (benchmarks/cost.md, "Short
@@ -28,18 +46,23 @@ pub struct Principal<'r> {
 /// username can never start with it; everything else authenticated is taken to be a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Identity<'r> {
+    /// A username neither empty nor `system:`: taken to be a person.
     Person,
     /// `system:serviceaccount:<namespace>:<name>`, kept as `<namespace>/<name>`.
     ServiceAccount {
+        /// The service account's namespace.
         namespace: &'r str,
+        /// Its name.
         name: &'r str,
     },
+    /// A kubelet: `system:node:<name>`, or any member of `system:nodes`.
     Node,
     /// Any other `system:` identity, and the empty username.
     System,
 }
 
 impl<'r> Principal<'r> {
+    /// The requester `username` in `groups`, its [`Identity`] told once.
     pub fn new(username: &'r str, groups: &'r [JsonStr<'r>]) -> Principal<'r> {
         Principal {
             username,
@@ -48,10 +71,12 @@ impl<'r> Principal<'r> {
         }
     }
 
+    /// What kind of identity the requester is.
     pub fn identity(&self) -> Identity<'r> {
         self.identity
     }
 
+    /// Whether the requester is in `group`.
     pub fn in_group(&self, group: &str) -> bool {
         in_group(self.groups, group)
     }
@@ -69,6 +94,24 @@ impl<'r> Principal<'r> {
 /// Principals that settings permit: people as a class, plus named users, groups and service
 /// accounts (`namespace/name`), each a glob. A field left out keeps its default: none, or with
 /// `ADMINS` (the global list of taint-preservation) people and `system:masters`.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::json::JsonStr;
+/// use taintguard::principal::{Principal, PrincipalList};
+/// use taintguard::settings::read;
+///
+/// let text = r#"{"groups": ["ops-*"], "serviceAccounts": ["karpenter/*"]}"#;
+/// let list: PrincipalList = read(text).unwrap();
+/// assert!(list.allows(&Principal::new("system:serviceaccount:karpenter:karpenter", &[])));
+/// assert!(!list.allows(&Principal::new("alice", &[])));
+/// let ops = [JsonStr::borrowed("ops-oncall")];
+/// assert!(list.allows(&Principal::new("alice", &ops)));
+/// // Lists that start from admins permit people and `system:masters` unless told otherwise.
+/// let admins: PrincipalList<true> = read("{}").unwrap();
+/// assert!(admins.allows(&Principal::new("alice", &[])));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(
     rename_all = "camelCase",
@@ -76,11 +119,14 @@ impl<'r> Principal<'r> {
     default = "PrincipalList::defaults"
 )]
 pub struct PrincipalList<const ADMINS: bool = false> {
+    /// Every person ([`Identity::Person`]).
     pub people: bool,
     /// The globs, built in or read from the settings. Built in (defaults are made for every
     /// request), they borrow constants: nothing is copied, compiled or freed.
     pub users: Cow<'static, [NameGlob]>,
+    /// Globs over the groups whose members are permitted.
     pub groups: Cow<'static, [NameGlob]>,
+    /// Globs over service accounts, as `namespace/name`.
     pub service_accounts: Cow<'static, [ServiceAccountGlob]>,
 }
 
@@ -141,6 +187,7 @@ impl<const ADMINS: bool> PrincipalList<ADMINS> {
         }
     }
 
+    /// Whether the list permits no one.
     pub fn is_empty(&self) -> bool {
         !self.people
             && self.users.is_empty()
@@ -148,6 +195,8 @@ impl<const ADMINS: bool> PrincipalList<ADMINS> {
             && self.service_accounts.is_empty()
     }
 
+    /// Whether the list permits `who`: a person when `people` is set, or a requester whose
+    /// username, one of whose groups, or whose service account one of the globs matches.
     pub fn allows(&self, who: &Principal<'_>) -> bool {
         let identity = who.identity();
         if self.people && identity == Identity::Person {

@@ -19,6 +19,8 @@ pub enum SmallMap<K, V> {
     /// byte by byte (wasm's `memcmp` is a byte loop); fingerprints took that off
     /// (benchmarks/cost.md).
     Small(Vec<(u64, K, V)>),
+    /// Past `SMALL` entries: a hash map, whose SipHash keeps lookups linear against keys chosen
+    /// to collide.
     Large(HashMap<K, V>),
 }
 
@@ -40,7 +42,9 @@ fn fingerprint<K: SmallKey>(key: &K) -> u64 {
 /// taint's identity, four bytes a step on wasm32, cost 108 guest instructions a key, a tenth of
 /// a 25 KB Node's restore (benchmarks/cost.md, "Short copies").
 pub trait SmallKey: Eq + Hash {
+    /// Whether the keys are the same, as `==` answers.
     fn same(&self, other: &Self) -> bool;
+    /// The key's fingerprint: the same for keys that are the same.
     fn print(&self) -> u64;
 }
 
@@ -168,6 +172,7 @@ impl<K: SmallKey, V> SmallMap<K, V> {
         }
     }
 
+    /// The value of `key`, if it has one.
     pub fn get(&self, key: &K) -> Option<&V> {
         match self {
             // Nothing to hash the key for: sets are often empty (no taint stripped, none owned).
@@ -183,6 +188,7 @@ impl<K: SmallKey, V> SmallMap<K, V> {
         }
     }
 
+    /// Whether `key` has a value: in a set, whether it is in it.
     pub fn contains(&self, key: &K) -> bool {
         self.get(key).is_some()
     }

@@ -10,12 +10,31 @@ use crate::settings::{checked, string_enum, SettingsFields};
 
 /// One entry of `spec.taints`, read from its raw text (which a restore copies back verbatim,
 /// `timeAdded` and fields unknown to us included).
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::taint::{parse_taints, SelectsTaints, TaintSelector};
+///
+/// let text = r#"[{"key": "gpu", "value": "a100", "effect": "NoSchedule"},
+///     {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute",
+///      "timeAdded": "2024-01-01T00:00:00Z"}]"#;
+/// let taints = parse_taints(Some(text)).unwrap();
+/// assert_eq!(taints[0].describe(), "gpu=a100:NoSchedule");
+/// assert_eq!(taints[1].identity(), ("node.kubernetes.io/unreachable", "NoExecute"));
+/// assert!(taints[1].raw.contains("timeAdded"));
+/// let selector = TaintSelector::from_key("node.kubernetes.io/*").unwrap();
+/// assert!(selector.matches(&taints[1]) && !selector.matches(&taints[0]));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Taint<'a> {
+    /// The taint's key.
     pub key: JsonStr<'a>,
     /// Absent and empty are the same value to Kubernetes.
     pub value: JsonStr<'a>,
+    /// The effect as written (`NoSchedule`, `PreferNoSchedule`, `NoExecute`).
     pub effect: JsonStr<'a>,
+    /// The entry's text in the request.
     pub raw: &'a str,
 }
 
@@ -108,8 +127,12 @@ fn plain_taint<'a>(raw: &'a str, [key, value, effect]: [Option<&'a str>; 3]) -> 
 string_enum! {
     /// A taint effect Kubernetes defines.
     pub enum Effect {
+        /// Pods that do not tolerate the taint are not scheduled on the node.
         NoSchedule = "NoSchedule",
+        /// The scheduler avoids the node for pods that do not tolerate the taint.
         PreferNoSchedule = "PreferNoSchedule",
+        /// Pods that do not tolerate the taint are evicted from the node, and not scheduled on
+        /// it.
         NoExecute = "NoExecute",
     }
     unknown = "effect", expected = "one of NoSchedule, PreferNoSchedule, NoExecute";
@@ -136,16 +159,20 @@ checked! {
 /// written as one with fields of its own. In settings either a bare key glob
 /// (`"node.kubernetes.io/*"`) or `{"key": "...", "effects": ["NoSchedule"]}`.
 pub trait SelectsTaints {
+    /// The glob over taint keys.
     fn key(&self) -> &TaintKeyGlob;
     /// Empty means every effect.
     fn effects(&self) -> &[Effect];
 
+    /// Whether a taint of `key` and `effect` is selected: the key glob matches `key`, and
+    /// `effect` is one of the effects (any, when none are named).
     fn matches_key_effect(&self, key: &str, effect: &str) -> bool {
         let effects = self.effects();
         (effects.is_empty() || effects.iter().any(|e| e.as_str() == effect))
             && self.key().matches(key)
     }
 
+    /// Whether `taint` is selected, by its key and effect.
     fn matches(&self, taint: &Taint<'_>) -> bool {
         self.matches_key_effect(taint.key.as_str(), taint.effect.as_str())
     }
@@ -156,7 +183,9 @@ pub trait SelectsTaints {
 #[serde(deny_unknown_fields)]
 #[settings(from_str = "TaintSelector::from_key")]
 pub struct TaintSelector {
+    /// The glob over taint keys.
     pub key: TaintKeyGlob,
+    /// The effects selected; empty means every effect.
     #[serde(default)]
     pub effects: Vec<Effect>,
 }

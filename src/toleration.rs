@@ -10,10 +10,13 @@ use crate::settings::{from_string, At, SettingsError, SettingsFields};
 use crate::small_map::SmallMap;
 use crate::taint::Effect;
 
+/// How a toleration compares its value with a taint's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Operator {
+    /// The taint's value is the toleration's (an absent operator is `Equal`).
     #[default]
     Equal,
+    /// Any value.
     Exists,
     /// An operator Kubernetes does not know: such a toleration tolerates nothing.
     Unknown,
@@ -50,21 +53,41 @@ impl From<Operator> for &'static str {
 /// (with `Exists`) matches every key, an empty effect every effect, and `Equal` with no value
 /// the empty value. Settings write it as a pod spec does (`null` as absent), checked by
 /// [`Toleration::check`].
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::toleration::parse_tolerations;
+///
+/// let text = r#"[{"key": "gpu", "operator": "Exists"},
+///     {"key": "gpu", "value": "a100", "effect": "NoSchedule"}]"#;
+/// let tolerations = parse_tolerations(Some(text)).unwrap();
+/// let (any_gpu, a100) = (&tolerations[0], &tolerations[1]);
+/// assert!(any_gpu.covers(a100));
+/// assert!(!a100.covers(any_gpu));
+/// assert_eq!(a100.describe(), "gpu=a100:NoSchedule");
+/// assert_eq!(any_gpu.to_json(), r#"{"key":"gpu","operator":"Exists"}"#);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Toleration<'a> {
+    /// The taint key tolerated; empty, with `Exists`, every key.
     #[serde(default, skip_serializing_if = "str::is_empty")]
     #[settings(null_as_default)]
     pub key: Cow<'a, str>,
+    /// How `value` is compared with a taint's.
     #[serde(default)]
     #[settings(null_as_default)]
     pub operator: Operator,
+    /// The taint value tolerated, with `Equal`.
     #[serde(default, skip_serializing_if = "str::is_empty")]
     #[settings(null_as_default)]
     pub value: Cow<'a, str>,
+    /// The taint effect tolerated; empty, every effect.
     #[serde(default, skip_serializing_if = "str::is_empty")]
     #[settings(null_as_default)]
     pub effect: Cow<'a, str>,
+    /// `tolerationSeconds`: how long a `NoExecute` taint is tolerated; `None`, forever.
     #[serde(
         default,
         rename = "tolerationSeconds",
@@ -79,14 +102,19 @@ pub struct Toleration<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TolerationFields<'a> {
+    /// `key`; `None` when absent.
     #[serde(borrow, default)]
     pub key: Option<JsonStr<'a>>,
+    /// `operator` as written; `None` when absent.
     #[serde(borrow, default)]
     pub operator: Option<JsonStr<'a>>,
+    /// `value`; `None` when absent.
     #[serde(borrow, default)]
     pub value: Option<JsonStr<'a>>,
+    /// `effect`; `None` when absent.
     #[serde(borrow, default)]
     pub effect: Option<JsonStr<'a>>,
+    /// `tolerationSeconds`; `None` when absent.
     #[serde(default)]
     pub toleration_seconds: Option<i64>,
 }
@@ -252,6 +280,7 @@ impl Toleration<'_> {
         }
     }
 
+    /// The same toleration, owning its strings.
     pub fn into_owned(self) -> Toleration<'static> {
         Toleration {
             key: Cow::Owned(self.key.into_owned()),
@@ -419,6 +448,8 @@ fn longest(best: &mut Option<i64>, seconds: Option<i64>) {
 }
 
 impl<'t> Coverage<'t> {
+    /// Adds `t` to the tolerations that may cover others. One that tolerates nothing (an
+    /// unknown operator, `Equal` with an empty key) is left out.
     pub fn insert(&mut self, t: &Toleration<'t>) {
         let best = match t.operator {
             Operator::Exists => self
