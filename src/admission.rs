@@ -7,29 +7,41 @@ use serde::Deserialize;
 use crate::json::{self, JsonStr, Level, Object};
 use crate::principal::Principal;
 
+/// What the request does to its object (`operation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Operation {
+    /// `CREATE`: a new object.
     Create,
+    /// `UPDATE`: a change to an object; `oldObject` is the object as it was.
     Update,
+    /// `DELETE`: the object's removal; `oldObject` is the object removed.
     Delete,
+    /// `CONNECT`: a connection to a subresource (a Pod's `exec`, `attach`, `proxy`).
     Connect,
 }
 
+/// The kind of the request's object (`kind`), each part empty when absent.
 #[derive(Debug, Default, Deserialize)]
 pub struct GroupVersionKind<'a> {
+    /// The API group: empty for the core group (Nodes, Pods, Namespaces).
     #[serde(borrow, default)]
     pub group: JsonStr<'a>,
+    /// The API version (`v1`).
     #[serde(borrow, default)]
     pub version: JsonStr<'a>,
+    /// The kind (`Node`).
     #[serde(borrow, default)]
     pub kind: JsonStr<'a>,
 }
 
+/// Who sent the request (`userInfo`): what [`Principal`] reads.
 #[derive(Debug, Default, Deserialize)]
 pub struct UserInfo<'a> {
+    /// The requester's username; empty when absent.
     #[serde(borrow, default)]
     pub username: JsonStr<'a>,
+    /// The groups the requester is in.
     #[serde(borrow, default)]
     pub groups: Vec<JsonStr<'a>>,
 }
@@ -37,17 +49,44 @@ pub struct UserInfo<'a> {
 /// The request's members are found by the one pass's own reader ([`Object::parse_as`]), which
 /// skips what no policy reads for less than serde_json does; the few it reads are decoded with
 /// serde from their text.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::admission::{AdmissionRequest, Operation};
+/// use taintguard::principal::Identity;
+///
+/// let text = r#"{"uid": "1", "kind": {"group": "", "version": "v1", "kind": "Node"},
+///     "name": "worker-1", "operation": "UPDATE",
+///     "userInfo": {"username": "system:node:worker-1", "groups": ["system:nodes"]},
+///     "object": {"metadata": {"name": "worker-1"}}, "oldObject": null}"#;
+/// let request = AdmissionRequest::parse(text).unwrap();
+/// assert!(request.is_core("Node"));
+/// assert_eq!(request.operation, Operation::Update);
+/// assert_eq!(request.name.as_ref().unwrap().as_str(), "worker-1");
+/// assert_eq!(request.principal().identity(), Identity::Node);
+/// assert!(request.object.is_some() && request.old_object.is_none());
+/// ```
 #[derive(Debug)]
 pub struct AdmissionRequest<'a> {
+    /// The request's ID, which the engine's response repeats; empty when absent.
     pub uid: JsonStr<'a>,
+    /// The kind of `object`.
     pub kind: GroupVersionKind<'a>,
+    /// The subresource asked for (`status`); `None` for the main resource.
     pub sub_resource: Option<JsonStr<'a>>,
+    /// The object's name, when the request names it.
     pub name: Option<JsonStr<'a>>,
+    /// The object's namespace; `None` for an object of no namespace (a Node).
     pub namespace: Option<JsonStr<'a>>,
+    /// What the request does.
     pub operation: Operation,
+    /// Who sent it; [`AdmissionRequest::principal`] reads it.
     pub user_info: UserInfo<'a>,
-    /// `None` when absent or `null`.
+    /// The object as the request would make it. `None` when absent or `null`.
     pub object: Option<Object<'a>>,
+    /// The object as it was (`oldObject`, an UPDATE's or a DELETE's). `None` when absent or
+    /// `null`.
     pub old_object: Option<Object<'a>>,
 }
 
@@ -113,6 +152,7 @@ impl<'a> AdmissionRequest<'a> {
         })
     }
 
+    /// The requester, as `userInfo` names it.
     pub fn principal(&self) -> Principal<'_> {
         Principal::new(self.user_info.username.as_str(), &self.user_info.groups)
     }

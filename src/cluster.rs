@@ -14,7 +14,9 @@ use crate::taint::{parse_taints, Taint};
 /// request's are.
 #[derive(Debug, Clone)]
 pub struct ClusterNode<'a> {
+    /// The node's name.
     pub name: JsonStr<'a>,
+    /// Its `spec.taints`.
     pub taints: Vec<Taint<'a>>,
 }
 
@@ -22,11 +24,17 @@ pub struct ClusterNode<'a> {
 /// in API group `group`?
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccessQuestion<'a> {
+    /// The user asked about.
     pub user: &'a str,
+    /// The user's groups.
     pub groups: &'a [JsonStr<'a>],
+    /// What the user would do (`get`, `update`).
     pub verb: &'a str,
+    /// The API group of the resource; empty for the core group.
     pub group: &'a str,
+    /// The resource (`nodes`).
     pub resource: &'a str,
+    /// The object's name; `None` for any object of the resource.
     pub name: Option<&'a str>,
 }
 
@@ -68,6 +76,36 @@ impl std::fmt::Display for ClusterError {
 
 /// The questions a policy may ask. Implementations answer from the engine's host; answers are
 /// never cached across requests (a fresh module instance serves every request).
+///
+/// # Examples
+///
+/// A cluster of one namespace, as a policy's test may give it:
+///
+/// ```
+/// use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
+///
+/// struct OneNamespace;
+///
+/// impl Cluster for OneNamespace {
+///     fn list_nodes(&self, _: Option<&str>) -> Result<String, ClusterError> {
+///         Err(ClusterError::Unavailable("no nodes here".to_owned()))
+///     }
+///     fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+///         Ok(false)
+///     }
+///     fn get_namespace(&self, name: &str, _: Freshness) -> Result<String, ClusterError> {
+///         match name {
+///             "team-a" => Ok(r#"{"metadata": {"name": "team-a"}}"#.to_owned()),
+///             _ => Err(ClusterError::Failed(format!("namespace {name:?} not found"))),
+///         }
+///     }
+/// }
+///
+/// let cluster: &dyn Cluster = &OneNamespace;
+/// assert!(cluster.get_namespace("team-a", Freshness::Cached).unwrap().contains("team-a"));
+/// let error = cluster.get_namespace("team-b", Freshness::Fresh).unwrap_err();
+/// assert_eq!(error.to_string(), "asking the cluster failed: namespace \"team-b\" not found");
+/// ```
 pub trait Cluster {
     /// Every node, or those matching `label_selector` (Kubernetes selector syntax), as the text
     /// of a Kubernetes `List` (`{"items": [Node, ...]}`), read with [`nodes_of_list`].
@@ -83,6 +121,18 @@ pub trait Cluster {
 }
 
 /// A host that can answer nothing, with the reason given in every error.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::cluster::{ClusterError, Freshness};
+/// use taintguard::{Cluster, NoCluster};
+///
+/// let cluster = NoCluster("this engine answers nothing");
+/// let error = cluster.get_namespace("default", Freshness::Cached).unwrap_err();
+/// assert_eq!(error, ClusterError::Unavailable("this engine answers nothing".to_owned()));
+/// assert_eq!(error.to_string(), "the cluster cannot be asked here: this engine answers nothing");
+/// ```
 pub struct NoCluster(pub &'static str);
 
 impl Cluster for NoCluster {
@@ -163,12 +213,14 @@ pub mod recorded {
 
     use super::*;
 
+    /// Recorded answers, and the questions asked.
     #[derive(Default)]
     pub struct Recorded {
         /// The answer to every `list_nodes`.
         pub nodes: Option<Result<String, ClusterError>>,
         /// `(user, verb)` pairs RBAC allows; `can_i_error` instead answers every question.
         pub grants: Vec<(&'static str, &'static str)>,
+        /// The error every `can_i` answers, when set.
         pub can_i_error: Option<ClusterError>,
         /// The Namespaces `get_namespace` finds, as `(name, object text)`.
         pub namespaces: Vec<(&'static str, String)>,

@@ -20,9 +20,10 @@
 
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
-
 // Untrusted requests are read here; memory safety is the compiler's to prove, never a comment's.
 #![forbid(unsafe_code)]
+// The core is the SDK policy authors read: each public item says what it is and why.
+#![warn(missing_docs)]
 
 // What `#[derive(SettingsFields)]` writes names this crate `::taintguard`, here as in the
 // policies.

@@ -30,6 +30,7 @@ pub struct Asks {
 }
 
 impl Asks {
+    /// Nothing: what [`Policy::ASKS`] is unless a policy says otherwise.
     pub const NOTHING: Asks = Asks {
         nodes: false,
         access: false,
@@ -39,6 +40,44 @@ impl Asks {
 
 /// One admission policy: the settings it reads and how it judges a request. This is what a
 /// policy author writes; [`run`] runs it on the text an engine hands over.
+///
+/// # Examples
+///
+/// ```
+/// use serde::Serialize;
+/// use taintguard::admission::AdmissionRequest;
+/// use taintguard::settings::{PolicySettings, SettingsFields};
+/// use taintguard::{run, Cluster, Half, NoCluster, Policy, Verdict};
+///
+/// /// Refuses new Namespaces unless its settings allow them.
+/// struct NoNamespaces;
+///
+/// #[derive(Default, SettingsFields, Serialize)]
+/// #[serde(deny_unknown_fields, default)]
+/// struct Settings {
+///     allow: bool,
+/// }
+/// impl PolicySettings for Settings {}
+///
+/// impl Policy for NoNamespaces {
+///     const NAME: &'static str = "no-namespaces";
+///     type Settings = Settings;
+///
+///     fn evaluate(r: &AdmissionRequest<'_>, s: &Settings, _: Half, _: &dyn Cluster) -> Verdict {
+///         if r.is_core("Namespace") && !s.allow {
+///             return Verdict::reject(403, "namespaces are made by the platform team");
+///         }
+///         Verdict::accept()
+///     }
+/// }
+///
+/// let request = r#"{"kind": {"group": "", "version": "v1", "kind": "Namespace"},
+///     "operation": "CREATE", "userInfo": {"username": "alice"}}"#;
+/// let judge = |settings| run::<NoNamespaces>(request, settings, Half::Mutating, &NoCluster("-"));
+/// let refused = judge("{}");
+/// assert_eq!(refused.message(), Some("no-namespaces: namespaces are made by the platform team"));
+/// assert!(judge(r#"{"allow": true}"#).accepted());
+/// ```
 pub trait Policy {
     /// The policy's name, as used in messages and artifact names.
     const NAME: &'static str;
@@ -65,6 +104,18 @@ pub trait Policy {
 /// # Errors
 ///
 /// The first bad field, named (see [`settings::parse`]).
+///
+/// # Examples
+///
+/// ```
+/// use taint_preservation::{Mode, TaintPreservation};
+/// use taintguard::read_settings;
+///
+/// let settings = read_settings::<TaintPreservation>(r#"{"mode": "deny"}"#).unwrap();
+/// assert_eq!(settings.mode, Mode::Deny);
+/// let error = read_settings::<TaintPreservation>(r#"{"mood": "deny"}"#).unwrap_err();
+/// assert_eq!(error.path, "mood");
+/// ```
 pub fn read_settings<P: Policy>(text: &str) -> Result<P::Settings, SettingsError> {
     settings::parse(text)
 }
@@ -96,6 +147,22 @@ pub fn run<P: Policy>(request: &str, settings: &str, half: Half, cluster: &dyn C
 /// # Errors
 ///
 /// Bad settings, a malformed request, or a mutated object no engine could read back.
+///
+/// # Examples
+///
+/// ```
+/// use taint_preservation::TaintPreservation;
+/// use taintguard::{try_run, Half, NoCluster};
+///
+/// let judge = |request, settings| {
+///     try_run::<TaintPreservation>(request, settings, Half::Validating, &NoCluster("-"))
+/// };
+/// let error = judge("[]", "{}").unwrap_err();
+/// assert!(error.starts_with("taint-preservation: malformed admission request"));
+/// // Settings are read first: their errors win.
+/// let error = judge("[]", r#"{"mode": 1}"#).unwrap_err();
+/// assert!(error.starts_with("taint-preservation: invalid settings field `mode`"));
+/// ```
 pub fn try_run<P: Policy>(
     request: &str,
     settings: &str,

@@ -49,11 +49,19 @@ pub enum Decision {
     /// policy's writer knew it, is how many levels `object` nests at most, and spares that
     /// check its walk of the object.
     Mutate {
+        /// The object to admit, as JSON text.
         object: String,
+        /// How many levels `object` nests at most, when its writer knew.
         nesting: Option<usize>,
     },
     /// Refused. `code` is HTTP-style: 403 refused, 400 malformed input or settings.
-    Reject { code: u16, message: String },
+    Reject {
+        /// 403 refused, 400 malformed input or settings.
+        code: u16,
+        /// Why, in the policy's words: [`run`](crate::policy::run) puts the policy's name
+        /// before it.
+        message: String,
+    },
 }
 
 impl PartialEq for Decision {
@@ -81,6 +89,7 @@ impl Eq for Decision {}
 /// and refusals alike).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
+    /// Admitted as sent, admitted as another object, or refused.
     pub decision: Decision,
     /// Shown to the requester (kubectl prints them).
     pub warnings: Vec<String>,
@@ -89,11 +98,36 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// Admits the request as sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::Verdict;
+    ///
+    /// let verdict = Verdict::accept();
+    /// assert!(verdict.accepted());
+    /// assert_eq!(verdict.mutated_object(), None);
+    /// assert!(verdict.warnings.is_empty());
+    /// ```
     pub fn accept() -> Verdict {
         Verdict::from(Decision::Accept)
     }
 
     /// Admits `object` (JSON text, see [`Decision::Mutate`]) instead of the object sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::Verdict;
+    ///
+    /// let object = r#"{"metadata":{"name":"web","labels":{"team":"a"}}}"#;
+    /// let verdict = Verdict::mutate(object.to_owned());
+    /// assert!(verdict.accepted());
+    /// assert_eq!(verdict.mutated_object(), Some(object));
+    /// // An engine that cannot mutate admits the request as sent.
+    /// assert_eq!(verdict.without_mutation().mutated_object(), None);
+    /// ```
     pub fn mutate(object: String) -> Verdict {
         Verdict::mutate_nesting(object, None)
     }
@@ -114,6 +148,19 @@ impl Verdict {
         Verdict::from(Decision::Mutate { object, nesting })
     }
 
+    /// Refuses the request: `code` as [`Decision::Reject`] says (403 refused, 400 malformed
+    /// input or settings), `message` why.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::Verdict;
+    ///
+    /// let verdict = Verdict::reject(403, "the taint gpu:NoSchedule is protected");
+    /// assert!(!verdict.accepted());
+    /// assert_eq!(verdict.code(), Some(403));
+    /// assert_eq!(verdict.message(), Some("the taint gpu:NoSchedule is protected"));
+    /// ```
     pub fn reject(code: u16, message: impl Into<String>) -> Verdict {
         Verdict::from(Decision::Reject {
             code,
@@ -129,6 +176,7 @@ impl Verdict {
         self
     }
 
+    /// Whether the request is admitted, as sent or as another object.
     pub fn accepted(&self) -> bool {
         !matches!(self.decision, Decision::Reject { .. })
     }
