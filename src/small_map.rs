@@ -10,10 +10,10 @@ use std::hash::Hash;
 /// against keys chosen to collide.
 const SMALL: usize = 16;
 
-/// A map that is a vector while small and a hash map past [`SMALL`] entries.
+/// A map that is a vector while small and a hash map past `SMALL` (16) entries.
 #[derive(Debug)]
 pub enum SmallMap<K, V> {
-    /// Each entry with its key's [`fingerprint`]: a lookup compares keys only where the
+    /// Each entry with its key's `fingerprint`: a lookup compares keys only where the
     /// fingerprints agree. On a Node update with ten taints, taint-preservation's identity sets
     /// took a sixth of its wasm instructions whether they hashed with SipHash or compared keys
     /// byte by byte (wasm's `memcmp` is a byte loop); fingerprints took that off

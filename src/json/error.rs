@@ -49,7 +49,7 @@ pub fn describe_in(outer: &str, inner: &str, error: &serde_json::Error) -> Strin
     with_path(message(error), &path_at(outer, at))
 }
 
-/// `message`, naming `path` after it (` (at `spec.taints[2].key`)`) unless it is the top level.
+/// `message`, naming `path` after it (``(at `spec.taints[2].key`)``) unless it is the top level.
 pub fn with_path(message: String, path: &str) -> String {
     match path {
         "" => message,

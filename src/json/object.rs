@@ -195,7 +195,7 @@ impl<'a> Object<'a> {
     }
 
     /// At most how many levels of arrays and objects the object's text nests, itself the first,
-    /// as its reader told: each member kept as text nests at most [`scan::SHALLOW`] levels
+    /// as its reader told: each member kept as text nests at most `scan::SHALLOW` levels
     /// unless it nests deeper, which makes this `usize::MAX`, as does a member an engine's own
     /// reader read ([`Object::parse_reading`]). A mutation written from the object nests no
     /// deeper than this or than what it writes in, which engines then read back without a walk
