@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use taintguard_wasm_metadata::metadata::Metadata;
+use taintguard_wasm_metadata::metadata::{policy_folders, Metadata};
 
 const TITLE: &str = "io.kubewarden.policy.title";
 const DESCRIPTION: &str = "io.kubewarden.policy.description";
@@ -104,24 +104,13 @@ fn run() -> Result<(), String> {
     let policies = package.join("../../policies");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
     println!("cargo::rerun-if-changed={}", policies.display());
-    let folders =
-        std::fs::read_dir(&policies).map_err(|e| format!("{}: {e}", policies.display()))?;
-    let mut names = Vec::new();
-    for folder in folders {
-        let folder = folder
-            .map_err(|e| format!("{}: {e}", policies.display()))?
-            .path();
-        let path = folder.join("metadata.yml");
-        if !path.is_file() {
-            continue;
-        }
+    let names = policy_folders(&policies)?;
+    for name in &names {
+        let path = policies.join(name).join("metadata.yml");
         println!("cargo::rerun-if-changed={}", path.display());
-        let name = folder.file_name().ok_or("a policy folder has a name")?;
-        let target = out.join(name).with_extension("rs");
+        let target = out.join(format!("{name}.rs"));
         std::fs::write(&target, facts(&path)?).map_err(|e| format!("{}: {e}", target.display()))?;
-        names.push(name.to_string_lossy().into_owned());
     }
-    names.sort();
     let manifest = package.join("Cargo.toml");
     println!("cargo::rerun-if-changed={}", manifest.display());
     let target = out.join("policies.rs");

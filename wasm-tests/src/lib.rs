@@ -22,14 +22,8 @@ pub fn repo_root() -> PathBuf {
 /// The policies: the folders of `policies/` that carry a `metadata.yml`, as build.sh's
 /// `policies` finds them, sorted. Each has its artifacts in `dist/` once `./build.sh` ran.
 pub fn policies() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("policies"))
+    taintguard_wasm_metadata::metadata::policy_folders(&repo_root().join("policies"))
         .expect("policies/ is readable")
-        .map(|entry| entry.expect("policies/ is readable").path())
-        .filter(|dir| dir.join("metadata.yml").is_file())
-        .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// `dist/<file>`, where `./build.sh` writes the built artifacts.

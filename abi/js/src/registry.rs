@@ -105,14 +105,7 @@ mod tests {
     /// them.
     fn folders() -> Vec<String> {
         let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
-        let mut names: Vec<String> = std::fs::read_dir(policies)
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .filter(|dir| dir.join("metadata.yml").is_file())
-            .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+        taintguard_wasm_metadata::metadata::policy_folders(&policies).unwrap()
     }
 
     #[test]

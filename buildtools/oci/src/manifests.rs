@@ -774,12 +774,8 @@ mod tests {
     #[test]
     fn questions_of_the_policy_folders() {
         let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
-        let folders = std::fs::read_dir(&policies).unwrap();
-        for folder in folders.map(|entry| entry.unwrap().path()) {
-            if !folder.join("metadata.yml").is_file() {
-                continue;
-            }
-            let policy = folder.file_name().unwrap().to_str().unwrap();
+        let folders = taintguard_wasm_metadata::metadata::policy_folders(&policies).unwrap();
+        for policy in &folders {
             let text = questions_ui(&policies, policy).unwrap().unwrap();
             assert!(text.contains("\nquestions:\n"), "{policy}");
         }

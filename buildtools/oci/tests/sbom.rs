@@ -52,12 +52,8 @@ fn compiled_for(target: &str) -> BTreeSet<(String, String)> {
 fn each_sbom_lists_exactly_the_crates_linked() {
     let dist = repo().join("dist");
     // The policy folders, as build.sh's `policies` finds them: those with a metadata.yml.
-    let policies: Vec<String> = std::fs::read_dir(repo().join("policies"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|dir| dir.join("metadata.yml").is_file())
-        .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
+    let policies =
+        taintguard_wasm_metadata::metadata::policy_folders(&repo().join("policies")).unwrap();
     let mut checked = 0;
     for entry in std::fs::read_dir(&dist).unwrap() {
         let path = entry.unwrap().path();

@@ -284,16 +284,14 @@ fn every_policy_folder_has_a_settings_form() {
         .collect();
     let tested: Vec<&str> = policy_readers().iter().map(|(name, _)| *name).collect();
     assert_eq!(names, tested);
-    for entry in std::fs::read_dir(policies()).unwrap() {
-        let dir = entry.unwrap().path();
-        if dir.join("metadata.yml").is_file() {
-            assert!(
-                dirs.contains(&dir),
-                "{} has no {}",
-                dir.display(),
-                taintguard_settings_ui::SOURCE
-            );
-        }
+    for policy in taintguard_wasm_metadata::metadata::policy_folders(&policies()).unwrap() {
+        let dir = policies().join(policy);
+        assert!(
+            dirs.contains(&dir),
+            "{} has no {}",
+            dir.display(),
+            taintguard_settings_ui::SOURCE
+        );
     }
 }
 

@@ -8,9 +8,36 @@
 //! embedded bytes the same from build to build.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// The policies of the folder `policies`: its folders that carry a `metadata.yml`, by name and
+/// sorted, as build.sh's `policies` finds them (policies/README.md). Every tool and test that
+/// must know every policy asks this.
+///
+/// # Errors
+///
+/// `policies` or one of its entries cannot be read, named.
+pub fn policy_folders(policies: &Path) -> Result<Vec<String>, String> {
+    let unreadable = |e: std::io::Error| format!("{}: {e}", policies.display());
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(policies).map_err(unreadable)? {
+        let folder = entry.map_err(unreadable)?.path();
+        if folder.join("metadata.yml").is_file() {
+            names.push(
+                folder
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    names.sort();
+    Ok(names)
+}
 
 /// The execution mode Kubewarden assumes when `metadata.yml` names none.
 pub const DEFAULT_EXECUTION_MODE: &str = "kubewarden-wapc";

@@ -11,10 +11,9 @@ fn examples() -> Vec<PathBuf> {
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
     let mut found = Vec::new();
     // Every policy folder (one that carries a metadata.yml, as build.sh's `policies` finds them).
-    for folder in std::fs::read_dir(&policies).unwrap() {
-        let folder = folder.unwrap().path();
-        let dir = folder.join("examples/requests");
-        if !folder.join("metadata.yml").is_file() || !dir.is_dir() {
+    for policy in taintguard_wasm_metadata::metadata::policy_folders(&policies).unwrap() {
+        let dir = policies.join(policy).join("examples/requests");
+        if !dir.is_dir() {
             continue;
         }
         for entry in std::fs::read_dir(&dir).unwrap() {

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{json, Value};
+use taintguard_wasm_metadata::metadata::policy_folders;
 use wasm_tests::examples::json_files;
 use wasm_tests::kubewarden::{admission_response, WapcPolicy};
 use wasm_tests::{dist, repo_root};
@@ -45,15 +46,7 @@ fn policy_verdicts(name: &str) -> Result<Vec<Value>, String> {
 
 fn run(out: &str) -> Result<usize, String> {
     let mut all = Vec::new();
-    let policies = repo_root().join("policies");
-    let mut names: Vec<String> = std::fs::read_dir(&policies)
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join("metadata.yml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    for name in names {
+    for name in policy_folders(&repo_root().join("policies"))? {
         all.extend(policy_verdicts(&name)?);
     }
     if let Some(parent) = Path::new(out).parent() {

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{json, Value};
+use taintguard_wasm_metadata::metadata::policy_folders;
 use wasm_tests::kubewarden::{admission_request, WapcPolicy};
 use wasm_tests::{dist, examples, repo_root};
 
@@ -38,14 +39,9 @@ fn json_files(dir: &Path) -> Result<Vec<(String, Value)>, String> {
 
 fn run() -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
-    let mut policies: Vec<_> = std::fs::read_dir(repo_root().join("policies"))
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("metadata.yml").is_file())
-        .collect();
-    policies.sort();
-    for dir in policies {
-        let policy = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let policies = repo_root().join("policies");
+    for policy in policy_folders(&policies)? {
+        let dir = policies.join(&policy);
         let wasm = dist(&format!("{policy}.wasm"));
         let bytes = std::fs::read(&wasm)
             .map_err(|e| format!("{}: {e}; run ./build.sh first", wasm.display()))?;
