@@ -439,17 +439,15 @@ pub fn render(policy_dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     ])
 }
 
-/// The policy folders of `policies` that describe their settings.
+/// The policy folders of `policies` (as every tool finds them:
+/// `taintguard_wasm_metadata::metadata::policy_folders`) that describe their settings.
 pub fn policy_dirs(policies: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut dirs = Vec::new();
-    for entry in fs::read_dir(policies).map_err(|e| format!("{}: {e}", policies.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.join(SOURCE).is_file() {
-            dirs.push(path);
-        }
-    }
-    dirs.sort();
-    Ok(dirs)
+    let folders = taintguard_wasm_metadata::metadata::policy_folders(policies)?;
+    Ok(folders
+        .into_iter()
+        .map(|name| policies.join(name))
+        .filter(|dir| dir.join(SOURCE).is_file())
+        .collect())
 }
 
 /// The generated files that differ from what is committed.
