@@ -420,9 +420,8 @@ pub fn check_toleration_injection(
     // Injection repairs nothing, so an engine that cannot mutate judges exactly alike.
     let validating = run::<TolerationInjection>(request, settings, Half::Validating, &cluster);
     let judged = |v: &Verdict| (v.accepted(), v.code(), v.message().map(str::to_owned));
-    // Without the Namespace, a validating half judges by the settings alone and says so, as a
-    // Gatekeeper-style engine holding no Namespaces does (docs/context.md); the mutating half
-    // refuses.
+    // Without the Namespace both halves refuse the Pod (500), as a Gatekeeper-style engine
+    // holding no Namespaces does (docs/context.md); with it, they judge alike.
     if namespace.is_some() && judged(&validating) != judged(&verdict) {
         return Err(format!(
             "the validating half judges {validating:?}, the mutating half {verdict:?}"

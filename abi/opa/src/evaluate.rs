@@ -133,10 +133,13 @@ fn validate<P: Policy>(request: &RawValue, settings_text: &str, cluster: &dyn Cl
 }
 
 /// OPA mode's data is the settings (Kubewarden adds its own `kubernetes` inventory form, which
-/// this build does not read): no question is answered.
+/// this build does not read): no question is answered, so a setting that needs the cluster's
+/// objects to refuse (a Pod's Namespace) refuses there.
 const NO_INVENTORY: NoCluster = NoCluster(
-    "the OPA entrypoint reads no inventory: Kubewarden's gatekeeper mode hands the policy the \
-     cluster's objects (data.inventory), OPA mode does not (docs/context.md)",
+    "the OPA entrypoint (policy/main) reads no inventory: run the policy/violation entrypoint \
+     with the cluster's objects in data.inventory, as Kubewarden's gatekeeper mode passes those \
+     of the policy's contextAwareResources and Gatekeeper those its `Config` syncs \
+     (docs/context.md)",
 );
 
 /// A Rego result set of one result: `[{"result": <result>}]`.

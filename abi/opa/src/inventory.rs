@@ -5,9 +5,12 @@
 //! `GatekeeperInventory`, which lists a kind only when the cluster has objects of it).
 //!
 //! An inventory holds objects, not answers: no SubjectAccessReview can be judged from it. What
-//! it lacks (a kind the engine was not asked to replicate) is [`ClusterError::Unavailable`], and
-//! the policy behaves as where no cluster can be asked; a name its kind does not hold is
-//! [`ClusterError::Failed`], as a GET of an object that does not exist fails.
+//! it lacks (a kind the engine was not asked to replicate, or is still replicating; a data
+//! document that cannot be read) is [`ClusterError::Unavailable`], whose reason names the
+//! configuration that replicates it; a name its kind does not hold is [`ClusterError::Failed`],
+//! as a GET of an object that does not exist fails. Policies never read an Unavailable inventory
+//! as an empty cluster where the answer decides a refusal: toleration-injection refuses the Pod
+//! whose Namespace it cannot read (500), as the waPC build does.
 
 use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
 use taintguard::json::{member_at, members};
@@ -16,35 +19,60 @@ use taintguard::label_selector::{parse_labels, SelectorQuery};
 /// The `inventory.cluster` member of an engine's data document, read only as far as a question
 /// needs.
 pub struct Inventory<'d> {
-    /// The text of `data.inventory.cluster`; `None` when the data has none (an engine that
-    /// replicates nothing, or OPA mode's data, which is the settings).
-    cluster: Option<&'d str>,
+    /// The text of `data.inventory.cluster`, or why the data holds none (an engine that
+    /// replicates nothing, OPA mode's data, which is the settings, or data that cannot be read).
+    cluster: Result<&'d str, String>,
+}
+
+/// What replicates `kind` into the inventory, for the reason an inventory lacks it.
+fn sync_hint(kind: &str) -> String {
+    format!(
+        "Gatekeeper replicates it with a `Config` (config.gatekeeper.sh/v1alpha1) whose \
+         spec.sync.syncOnly lists {{group: \"\", version: v1, kind: {kind}}}; Kubewarden's \
+         gatekeeper mode with v1/{kind} in the policy's contextAwareResources (metadata.yml); \
+         right after a restart the engine may still be syncing (docs/context.md)"
+    )
 }
 
 impl<'d> Inventory<'d> {
     /// The inventory in `data`, the data document's text. A document without one, or one that
-    /// is not JSON, holds nothing: the policy is then judged as without a cluster.
+    /// cannot be read, holds nothing, and says why.
     pub fn from_data(data: Option<&'d str>) -> Inventory<'d> {
-        let cluster = data
-            .and_then(|data| member_at(data, &["inventory", "cluster"]).ok())
-            .and_then(|found| found.value());
+        let cluster = match data {
+            None => Err("the engine passed no data document".to_owned()),
+            Some(data) => match member_at(data, &["inventory", "cluster"]) {
+                Err(e) => Err(format!(
+                    "the engine's data document cannot be read as an inventory: {e}"
+                )),
+                Ok(found) => found.value().ok_or_else(|| {
+                    "the engine's data document has no inventory (data.inventory.cluster)"
+                        .to_owned()
+                }),
+            },
+        };
         Inventory { cluster }
     }
 
     /// The objects of `kind` (in group version `v1`), by name, as the text of an object.
     fn kind(&self, kind: &str) -> Result<&'d str, ClusterError> {
-        let held = self
-            .cluster
-            .and_then(|cluster| member_at(cluster, &["v1", kind]).ok())
-            .and_then(|found| found.value());
-        held.ok_or_else(|| {
+        let cluster = (self.cluster.as_ref())
+            .map_err(|why| ClusterError::Unavailable(format!("{why}: {}", sync_hint(kind))))?;
+        let held = member_at(cluster, &["v1", kind]).map_err(|e| {
             ClusterError::Unavailable(format!(
-                "the engine's inventory (data.inventory) holds no v1 {kind} objects: name \
-                 {kind} in the policy's contextAwareResources (Kubewarden) or sync it \
-                 (Gatekeeper's Config)"
+                "the engine's inventory cannot be read: {e}: {}",
+                sync_hint(kind)
             ))
-        })
+        })?;
+        held.value().ok_or_else(|| no_objects(kind))
     }
+}
+
+/// The reason an inventory holds no objects of `kind` at all.
+fn no_objects(kind: &str) -> ClusterError {
+    ClusterError::Unavailable(format!(
+        "the engine's inventory (data.inventory) holds no v1 {kind} objects: {}",
+        sync_hint(kind)
+    ))
 }
 
 fn unreadable(kind: &str, e: impl std::fmt::Display) -> ClusterError {
@@ -92,6 +120,11 @@ impl Cluster for Inventory<'_> {
         let found = member_at(namespaces, &[name]).map_err(|e| unreadable("Namespace", e))?;
         match found.value() {
             Some(namespace) => Ok(namespace.to_owned()),
+            // `{}`: a kind listed with no objects is as good as none (every cluster has
+            // Namespaces), checked only here, off the path of a Namespace found.
+            None if namespaces.strip_prefix('{').map(str::trim_start) == Some("}") => {
+                Err(no_objects("Namespace"))
+            }
             None => Err(ClusterError::Failed(format!(
                 "the engine's inventory holds no Namespace {name:?}"
             ))),
@@ -147,22 +180,61 @@ mod tests {
             inventory.can_i(&question),
             Err(ClusterError::Unavailable(_))
         ));
-        // What the engine did not replicate: the policy is judged as without a cluster.
-        for data in [
-            None,
-            Some("{}"),
-            Some(r#"{"inventory": {"cluster": {}}}"#),
-            Some("["),
-        ] {
+        // What the engine did not replicate, or data that cannot be read: Unavailable, with the
+        // reason and the configuration that replicates the kind. Nodes listed as `{}` are none.
+        let cases: [(Option<&str>, &str, bool); 9] = [
+            (None, "no data document", true),
+            (Some("{}"), "has no inventory", true),
+            (Some(r#"{"inventory": {}}"#), "has no inventory", true),
+            (Some("["), "cannot be read as an inventory", true),
+            (
+                Some(r#"{"inventory": "x"}"#),
+                "cannot be read as an inventory",
+                true,
+            ),
+            (
+                Some(r#"{"inventory": {"cluster": []}}"#),
+                "inventory cannot be read",
+                true,
+            ),
+            (
+                Some(r#"{"inventory": {"cluster": {}}}"#),
+                "holds no v1 Namespace",
+                true,
+            ),
+            (
+                Some(r#"{"inventory": {"cluster": {"v1": {"Node": {}}}}}"#),
+                "holds no v1 Namespace",
+                false,
+            ),
+            (
+                Some(r#"{"inventory": {"cluster": {"v1": {"Namespace": { }, "Node": {}}}}}"#),
+                "holds no v1 Namespace",
+                false,
+            ),
+        ];
+        for (data, why, no_nodes) in cases {
             let empty = Inventory::from_data(data);
-            assert!(matches!(
-                empty.get_namespace("team-a", Freshness::Cached),
-                Err(ClusterError::Unavailable(m)) if m.contains("contextAwareResources")
-            ));
-            assert!(matches!(
-                empty.list_nodes(None),
-                Err(ClusterError::Unavailable(_))
-            ));
+            let error = empty.get_namespace("team-a", Freshness::Cached);
+            let Err(ClusterError::Unavailable(m)) = error else {
+                panic!("{data:?}: {error:?}");
+            };
+            for wanted in [
+                why,
+                "`Config`",
+                "kind: Namespace}",
+                "v1/Namespace in the policy's contextAwareResources",
+            ] {
+                assert!(m.contains(wanted), "{data:?}: {wanted:?} in {m}");
+            }
+            let nodes = empty.list_nodes(None);
+            match no_nodes {
+                true => assert!(
+                    matches!(&nodes, Err(ClusterError::Unavailable(m)) if m.contains("kind: Node}")),
+                    "{data:?}: {nodes:?}"
+                ),
+                false => assert_eq!(nodes.as_deref(), Ok(r#"{"items":[]}"#), "{data:?}"),
+            }
         }
     }
 }

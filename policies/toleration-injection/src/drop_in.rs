@@ -2,11 +2,10 @@
 //! `pod_toleration_restriction/`) bounded by this policy's restrictions and aliases, and the
 //! mutation a Pod UPDATE gets from it.
 
-use taintguard::policy::Half;
 use taintguard::verdict::Verdict;
 
 use crate::judging::Judging;
-use crate::pod_toleration_restriction::{Namespaces, Outcome, PluginToleration, Pod};
+use crate::pod_toleration_restriction::{Outcome, PluginToleration, Pod};
 use crate::restriction;
 use crate::settings::AliasKey;
 use crate::verdicts::{describe_plugin, mutation};
@@ -14,9 +13,9 @@ use crate::workload::Kind;
 
 impl Judging<'_> {
     /// What PodTolerationRestriction makes of a Pod (nothing for other kinds, or with it off);
-    /// the refusal of a Pod its whitelist does not allow. Engines that cannot mutate read the
-    /// Namespace where they hold it; where they hold none, the Pod is held to the cluster-wide
-    /// whitelist alone. `create`: the request is a CREATE, which the plugin's defaults apply to.
+    /// the refusal of a Pod its whitelist does not allow, or whose Namespace the engine cannot
+    /// read (an engine that cannot mutate reads it where it holds it: a Gatekeeper-style
+    /// inventory). `create`: the request is a CREATE, which the plugin's defaults apply to.
     pub fn plugin_outcome(&self, create: bool) -> Result<Outcome, Verdict> {
         let plugin = &self.settings.pod_toleration_restriction;
         let workload = self.subject.workload;
@@ -34,12 +33,7 @@ impl Judging<'_> {
             create,
             forbidden: &forbidden,
         };
-        // Engines that cannot mutate answer from what they hold (a Gatekeeper-style inventory).
-        let namespaces = match self.engine.half {
-            Half::Mutating => Namespaces::Asked(self.engine.cluster),
-            Half::Validating => Namespaces::WhereHeld(self.engine.cluster),
-        };
-        let outcome = plugin.judge_pod(&pod, namespaces)?;
+        let outcome = plugin.judge_pod(&pod, self.engine.cluster)?;
         let exempt = |t: &PluginToleration| self.own(&t.as_core());
         let twins = |t: &PluginToleration| self.alias_twins(t);
         match outcome.whitelist_refusal(&pod, exempt, twins) {

@@ -1275,7 +1275,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
 /// `podTolerationRestriction` asks the cluster for the Pod's Namespace only when it is on, from
 /// the engine's cache unless `namespaceReads` asks for fresh reads. The validating half reads it
 /// where the engine holds it (an inventory) and says what it cannot add; where the engine holds
-/// none, it holds the Pod to the cluster whitelist alone, and says so.
+/// none, it refuses the Pod (500) as the mutating half does: never the cluster whitelist alone.
 #[test]
 fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
     use taintguard::cluster::recorded::Recorded;
@@ -1360,14 +1360,6 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             (Some(code), _) => code.to_string(),
             (None, Some(_)) => "mutated".to_owned(),
             (None, None)
-                if verdict
-                    .warnings
-                    .iter()
-                    .any(|w| w.contains("cannot read the Pod's Namespace")) =>
-            {
-                "warned".to_owned()
-            }
-            (None, None)
                 if verdict.warnings.iter().any(|w| {
                     w.contains("cannot mutate: the Pod lacks dedicated=team-a:NoSchedule")
                 }) =>
@@ -1378,20 +1370,33 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
         };
         assert_eq!(got, want, "{label}: {}", verdict.said());
     }
-    // An engine that holds no Namespaces at all: the cluster whitelist alone, said.
-    let none = taintguard::NoCluster("this engine replicates no objects");
-    for (tolerations, want) in [(json!([]), None), (gpu, Some(403))] {
-        let req = request("CREATE", "alice", "team-a", &pod(tolerations));
-        let verdict = run::<TolerationInjection>(&req, &on.to_string(), Half::Validating, &none);
-        assert_eq!(verdict.code(), want, "{}", verdict.said());
-        if want.is_none() {
-            assert!(
-                verdict.warnings.iter().any(|w| w.contains(
-                    "cannot read the Pod's Namespace (this engine replicates no objects)"
-                )),
-                "{}",
-                verdict.said()
-            );
+    // An engine that holds no Namespaces at all (a Gatekeeper-style inventory without the sync
+    // of v1/Namespace, OPA mode, the JavaScript package without a cluster): refused, in either
+    // half, whatever the cluster-wide whitelist would say, and the reason passed on.
+    let none = taintguard::NoCluster("the inventory holds no v1 Namespace objects: sync it");
+    for (half, tolerations) in [
+        (Half::Validating, json!([])),
+        (Half::Validating, gpu.clone()),
+        (
+            Half::Validating,
+            json!([{"key": "dedicated", "operator": "Exists"}]),
+        ),
+        (
+            Half::Mutating,
+            json!([{"key": "dedicated", "operator": "Exists"}]),
+        ),
+    ] {
+        let req = request("CREATE", "alice", "team-a", &pod(tolerations.clone()));
+        let verdict = run::<TolerationInjection>(&req, &on.to_string(), half, &none);
+        let label = format!("{half:?} {tolerations}: {}", verdict.said());
+        assert_eq!(verdict.code(), Some(500), "{label}");
+        let message = verdict.message().unwrap_or_default();
+        for wanted in [
+            "annotations of namespace \"team-a\" cannot be read",
+            "the inventory holds no v1 Namespace objects: sync it",
+            "refused rather than judged without them",
+        ] {
+            assert!(message.contains(wanted), "{wanted:?}: {label}");
         }
     }
 }

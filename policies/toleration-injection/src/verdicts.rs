@@ -107,15 +107,9 @@ fn with_reason(mut described: String, why: &str) -> String {
     described
 }
 
-/// What an engine that cannot mutate says of PodTolerationRestriction's work: why it did not
-/// read the Pod's Namespace, or what the Pod lacks that the waPC build would add.
+/// What an engine that cannot mutate says of PodTolerationRestriction's work: what the Pod
+/// lacks that the waPC build would add.
 pub fn not_merged(plugin: &Outcome) -> Option<String> {
-    if let Some(why) = plugin.unread() {
-        return Some(format!(
-            "podTolerationRestriction: this engine cannot read the Pod's Namespace ({why}); the \
-             Pod is held to podTolerationRestriction.whitelist alone and gets no default toleration"
-        ));
-    }
     if plugin.adds_nothing() {
         return None;
     }

@@ -13,7 +13,7 @@ mod guard;
 mod qos;
 mod settings;
 
-use taintguard::cluster::{Cluster, ClusterError};
+use taintguard::cluster::Cluster;
 use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::{quoted, Verdict};
 
@@ -74,56 +74,32 @@ pub struct Outcome {
     replaced: Vec<(usize, PluginToleration)>,
     whitelist: Vec<PluginToleration>,
     scope: Scope,
-    /// Why the Pod's Namespace was not read, where the engine holds no answer
-    /// ([`Namespaces::WhereHeld`]): the Pod is then held to the cluster-wide whitelist alone.
-    unread: Option<String>,
     /// The additions a restriction forbids (each described with the restriction), not made:
     /// made, the policy would refuse its own output on the Pod's next write.
     withheld: Vec<String>,
 }
 
-/// How the engine answers for the Pod's Namespace.
-#[derive(Clone, Copy)]
-pub enum Namespaces<'c> {
-    /// Asked of the cluster; a Namespace that cannot be read refuses the Pod (500): the waPC
-    /// build's host calls, the JavaScript package's given cluster.
-    Asked(&'c dyn Cluster),
-    /// Read where the engine holds it (a Gatekeeper-style engine's inventory); where it holds
-    /// no Namespaces at all, the Pod is held to the cluster-wide whitelist alone, and the
-    /// outcome says why. A Namespace its Namespaces lack refuses the Pod, as when asked.
-    WhereHeld(&'c dyn Cluster),
-}
-
 impl PodTolerationRestriction {
     /// What the plugin adds to `pod` and the whitelist it holds it to, reading the Pod's
-    /// Namespace as `namespaces` says.
+    /// Namespace from `cluster`.
     ///
     /// # Errors
     ///
-    /// The refusal of a Pod whose Namespace or spec cannot be read (500 and 400).
-    pub fn judge_pod(&self, pod: &Pod<'_>, namespaces: Namespaces<'_>) -> Result<Outcome, Verdict> {
+    /// The refusal of a Pod whose spec cannot be read (400), or whose Namespace cannot be
+    /// (500), whatever the reason: the host call failed, the Namespace does not exist, or the
+    /// engine holds no Namespaces at all (a Gatekeeper-style inventory without the sync of
+    /// `v1/Namespace`, OPA mode, the JavaScript package without a cluster). A Pod judged
+    /// without its namespace's whitelist would be judged by the cluster-wide one alone, which
+    /// the namespace's may narrow: failing open.
+    pub fn judge_pod(&self, pod: &Pod<'_>, cluster: &dyn Cluster) -> Result<Outcome, Verdict> {
         let own = read_pod_tolerations(pod.tolerations).map_err(|e| {
             malformed(
                 pod,
                 &format!("spec.tolerations: {}", taintguard::json::error::message(&e)),
             )
         })?;
-        let (cluster, required) = match namespaces {
-            Namespaces::Asked(cluster) => (cluster, true),
-            Namespaces::WhereHeld(cluster) => (cluster, false),
-        };
-        let text = match cluster.get_namespace(pod.namespace, self.namespace_reads) {
-            Ok(text) => text,
-            Err(ClusterError::Unavailable(why)) if !required => {
-                return Ok(Outcome {
-                    tolerations: own,
-                    whitelist: self.whitelist_in_force(self.whitelist.clone()),
-                    unread: Some(why),
-                    ..Outcome::default()
-                });
-            }
-            Err(e) => return Err(namespace_refusal(pod, &e.to_string())),
-        };
+        let text = (cluster.get_namespace(pod.namespace, self.namespace_reads))
+            .map_err(|e| namespace_refusal(pod, &e.to_string()))?;
         let [defaults, whitelist] = namespace_annotations(pod, &text)?;
         let mut extra = if pod.create {
             self.defaults(pod, defaults)?
@@ -155,7 +131,6 @@ impl PodTolerationRestriction {
             replaced,
             whitelist: self.whitelist_in_force(whitelist),
             scope,
-            unread: None,
             withheld,
         })
     }
@@ -209,11 +184,6 @@ impl Outcome {
     /// The Pod's own tolerations an appended one replaces, with their indices in its list.
     pub fn replaced(&self) -> &[(usize, PluginToleration)] {
         &self.replaced
-    }
-
-    /// Why the Pod's Namespace was not read, where the engine holds no Namespaces.
-    pub fn unread(&self) -> Option<&str> {
-        self.unread.as_deref()
     }
 
     /// The additions a restriction forbids, each described with it: not made.
