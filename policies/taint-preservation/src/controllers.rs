@@ -8,6 +8,7 @@
 
 use super::findings::Finding;
 use super::judging::{Gathered, Judging};
+use super::owners::OwnerRecord;
 use super::settings::{ControllerRecord, RecordFormat};
 use taintguard::principal::Identity;
 use taintguard::small_map::SmallSet;
@@ -89,6 +90,7 @@ impl Judging<'_> {
     /// has no stored records.
     pub(super) fn controller_records(
         &self,
+        owners: &OwnerRecord,
         gathered: &mut Gathered<'_>,
     ) -> Result<ByController<'_>, String> {
         let mut owned = ByController::default();
@@ -106,7 +108,14 @@ impl Judging<'_> {
             if writer {
                 let listed = record.listed(stored.as_deref());
                 for taint in old.taints.iter().filter(|t| listed.lists(t)) {
-                    owned.stored.insert(taint.identity(), ());
+                    match self.owned_by_another(owners, taint) {
+                        Some(owner) => gathered
+                            .warnings
+                            .extend(self.disowned_warning(key, taint, owner)),
+                        None => {
+                            owned.stored.insert(taint.identity(), ());
+                        }
+                    }
                 }
                 owned.listed.push(listed);
             } else if self.new.annotation(key)? != stored {
@@ -118,6 +127,34 @@ impl Judging<'_> {
             }
         }
         Ok(owned)
+    }
+
+    /// The principal the owner record names for `taint` when that is neither the requester nor
+    /// another identity of its controller. A controller's record grants only the taints its
+    /// writer added and those nobody is recorded to own (docs/records.md, "What a controller's
+    /// record grants"): listing a person's taint, which node-feature-discovery does for any
+    /// `NodeFeatureRule` that names it, is no deed to it.
+    fn owned_by_another<'o>(&self, owners: &'o OwnerRecord, taint: &Taint<'_>) -> Option<&'o str> {
+        owners
+            .owner(taint)
+            .filter(|owner| *owner != self.who.username && !self.same_controller(owner))
+    }
+
+    /// A warning when the request removes or changes a taint its writer's record `key` lists
+    /// but `owner` owns: the record is ignored for that taint, so the change is judged as
+    /// anyone's.
+    fn disowned_warning(&self, key: &str, taint: &Taint<'_>, owner: &str) -> Option<String> {
+        let written = (self.new.taints.iter()).find(|t| t.identity() == taint.identity());
+        if written.is_some_and(|t| t.value == taint.value) {
+            return None;
+        }
+        Some(format!(
+            "the controller record {key} lists {}, but the taint owner record names {} its \
+             owner: the record grants {} nothing for that taint",
+            taint.describe(),
+            quoted("", owner),
+            self.who.describe()
+        ))
     }
 
     /// The change to a `controllerRecords` entry's `owner` that names the requester: a service

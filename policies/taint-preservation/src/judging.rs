@@ -7,6 +7,7 @@
 use super::findings::Finding;
 use super::node::NodeView;
 use super::settings::{Mode, Settings};
+use super::NodeWrite;
 use taintguard::admission::{AdmissionRequest, Operation};
 use taintguard::principal::Principal;
 use taintguard::verdict::Verdict;
@@ -33,6 +34,8 @@ pub(super) struct Judging<'a> {
     pub mode: Mode,
     /// What the requester may do beyond the per-rule lists (the settings, or RBAC).
     pub permission: Permission,
+    /// The Node, or only what its status subresource stores.
+    pub write: NodeWrite,
     /// The stored Node; `None` for a CREATE.
     pub old: Option<NodeView<'a>>,
     /// The Node as the request writes it.
@@ -65,8 +68,9 @@ impl<'a> Judging<'a> {
         settings: &'a Settings,
         mode: Mode,
     ) -> Result<Judging<'a>, String> {
+        let write = NodeWrite::of(request).unwrap_or(NodeWrite::Node);
         let object = request.object.as_ref().ok_or("the request has no object")?;
-        let new = NodeView::read(object, "object")?;
+        let mut new = NodeView::read(object, "object")?;
         let old = match request.operation {
             Operation::Update => Some(NodeView::read(
                 request
@@ -77,6 +81,11 @@ impl<'a> Judging<'a> {
             )?),
             _ => None,
         };
+        // What a status write stores: the API server puts the stored spec back
+        // (`nodeStatusStrategy.PrepareForUpdate`), so only its metadata is judged.
+        if let (NodeWrite::Status, Some(old)) = (write, &old) {
+            new.keep_spec_of(old);
+        }
         let node_name = new
             .name
             .as_ref()
@@ -94,9 +103,27 @@ impl<'a> Judging<'a> {
                 taints: listed,
                 cordon: listed,
             },
+            write,
             old,
             new,
             node_name,
         })
+    }
+
+    /// Whether the request leaves every record annotation as stored (a CREATE has none stored).
+    ///
+    /// # Errors
+    ///
+    /// Annotations the views cannot read.
+    pub fn records_unchanged(&self) -> Result<bool, String> {
+        let Some(old) = &self.old else {
+            return Ok(false);
+        };
+        for key in self.settings.record_annotations() {
+            if old.annotation(key)? != self.new.annotation(key)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }

@@ -79,14 +79,41 @@ fn judge_request(
     mode: Mode,
     cluster: &dyn Cluster,
 ) -> Verdict {
-    if !request.is_core("Node")
-        || !matches!(request.operation, Operation::Create | Operation::Update)
-    {
+    if NodeWrite::of(request).is_none() {
         return Verdict::accept();
     }
     judge_with_rbac(request, settings, mode, cluster).unwrap_or_else(|message| {
         Verdict::reject(400, format!("malformed Node request: {message}"))
     })
+}
+
+/// What a request the policy judges writes: a Node, or what the `status` subresource stores of
+/// it. Every other request (a DELETE, a CONNECT, another subresource, another kind) is no write
+/// of taints, cordons or records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NodeWrite {
+    /// `nodes`: the whole Node.
+    Node,
+    /// `nodes/status`: the API server keeps the stored `spec` and stores the request's
+    /// `metadata`, records included (docs/records.md).
+    Status,
+}
+
+impl NodeWrite {
+    /// What `request` writes, if it is a write the policy judges.
+    pub(crate) fn of(request: &AdmissionRequest<'_>) -> Option<NodeWrite> {
+        let node = request.kind.group.as_str().is_empty() && request.kind.kind.as_str() == "Node";
+        let write = match request.sub_resource.as_ref().map(|s| s.as_str()) {
+            None => NodeWrite::Node,
+            Some("status") => NodeWrite::Status,
+            Some(_) => return None,
+        };
+        match request.operation {
+            Operation::Update => node.then_some(write),
+            Operation::Create => (node && write == NodeWrite::Node).then_some(write),
+            _ => None,
+        }
+    }
 }
 
 /// The settings lists decide first. When they do not permit what the request does and RBAC is
@@ -99,6 +126,11 @@ fn judge_with_rbac(
     cluster: &dyn Cluster,
 ) -> Result<Verdict, String> {
     let mut judging = Judging::read(request, settings, mode)?;
+    // A status write that leaves every record as stored (kubelet's, node-problem-detector's)
+    // is none of the policy's business: no patch, no warning, no question asked.
+    if judging.write == NodeWrite::Status && judging.records_unchanged()? {
+        return Ok(Verdict::accept());
+    }
     let first = judging.judge()?;
     if !settings.rbac.enabled || first.wants == Permission::default() {
         return Ok(first.verdict);
@@ -209,7 +241,7 @@ impl Judging<'_> {
             None => OwnerRecord::default(),
         };
         let mut gathered = Gathered::default();
-        let by_controller = self.controller_records(&mut gathered)?;
+        let by_controller = self.controller_records(&owners_before, &mut gathered)?;
         if let Some(old) = &self.old {
             let key = self.settings.one_shot_record_annotation.as_str();
             let removals = RemovalRecord::parse(old.annotation(key)?.as_deref());

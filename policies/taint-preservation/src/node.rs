@@ -82,6 +82,14 @@ impl<'a> NodeView<'a> {
         })
     }
 
+    /// Reads `old`'s spec in place of this view's own: what the API server stores for a write
+    /// of the `status` subresource, whatever spec its body carried.
+    pub fn keep_spec_of(&mut self, old: &NodeView<'a>) {
+        self.spec = old.spec;
+        self.unschedulable = old.unschedulable;
+        self.taints.clone_from(&old.taints);
+    }
+
     /// `spec.unschedulable: true`, the cordon.
     pub fn cordoned(&self) -> bool {
         non_null(self.unschedulable) == Some("true")

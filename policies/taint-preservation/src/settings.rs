@@ -439,4 +439,23 @@ impl Settings {
         }
         self.protected_taints.iter().find(|r| r.matches(taint))
     }
+
+    /// Every annotation the policy judges as a record: its own (taint owners, one-shot removals,
+    /// the cordon owner, where enabled) and each controller's. A write through `nodes/status`
+    /// that changes none of them is left alone (docs/records.md); the generated
+    /// `matchConditions` compare exactly these keys.
+    pub fn record_annotations(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = Vec::with_capacity(3 + self.controller_records.len());
+        keys.extend(self.taint_owners.key());
+        keys.push(self.one_shot_record_annotation.as_str());
+        if self.cordon.enabled {
+            keys.push(self.cordon.owner_annotation.as_str());
+        }
+        keys.extend(
+            self.controller_records
+                .iter()
+                .map(|r| r.annotation.as_str()),
+        );
+        keys
+    }
 }

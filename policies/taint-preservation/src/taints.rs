@@ -131,7 +131,7 @@ impl<'a> Judging<'a> {
     /// `controllerRecords` entry names as its writer (by user or service account; a recorded
     /// username carries no groups), as a controller installed once with kustomize and once with
     /// Helm is known by two.
-    fn same_controller(&self, username: &str) -> bool {
+    pub(super) fn same_controller(&self, username: &str) -> bool {
         let other = Principal::new(username, &[]);
         (self.settings.controller_records.iter())
             .any(|record| record.owner.allows(&self.who) && record.owner.allows(&other))

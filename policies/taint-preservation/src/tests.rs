@@ -1387,10 +1387,10 @@ fn ownership_and_readiness_cases() {
             Want::Mutated(owned(n(&[DEDICATED, NFD_GPU_H100]), &nfd_owns)),
         ),
         (
-            "nfd-master removes a taint a person added that its record lists: the removal is kept in its name",
+            "nfd-master removes a taint a person added that its record lists: put back, the person keeps it",
             restore.clone(),
             request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &[(NFD_ENTRY, ALICE.0)]), "feature.node.kubernetes.io/gpu:NoSchedule")), &nfd_lists(owned(n(&[]), &[(NFD_ENTRY, ALICE.0)]), "feature.node.kubernetes.io/gpu:NoSchedule")),
-            Want::Mutated(owners_record(nfd_lists(n(&[]), "feature.node.kubernetes.io/gpu:NoSchedule"), &[], &nfd_owns)),
+            Want::Mutated(nfd_lists(owned(n(&[NFD_GPU]), &[(NFD_ENTRY, ALICE.0)]), "feature.node.kubernetes.io/gpu:NoSchedule")),
         ),
         (
             "then nfd-master's JSON patch of its record drops the taint from it",
@@ -1590,6 +1590,168 @@ fn a_full_record_says_who_may_still_change_the_taint() {
         assert!(
             warning.is_some_and(|w| w.contains(who)),
             "{record:?}: {:?}",
+            verdict.warnings
+        );
+    }
+}
+
+const NODE_PROBLEM_DETECTOR: (&str, &[&str]) = (
+    "system:serviceaccount:kube-system:node-problem-detector",
+    &["system:serviceaccounts"],
+);
+
+/// A write of `nodes/status`: the API server stores its metadata and keeps the stored spec.
+fn status_request(who: (&str, &[&str]), old: &Value, new: &Value) -> String {
+    let mut r: Value = serde_json::from_str(&request("UPDATE", who, Some(old), new)).unwrap();
+    r["subResource"] = json!("status");
+    r["resource"]["resource"] = json!("nodes");
+    r.to_string()
+}
+
+/// `node` with a changed condition, as kubelet's and node-problem-detector's status writes make.
+fn condition(mut node: Value, kind: &str, status: &str) -> Value {
+    node["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": kind, "status": status}));
+    node
+}
+
+/// The records' trust boundary (docs/records.md): a write of `nodes/status` is judged on the
+/// records it changes, and only on them; one that changes none is left alone whatever it
+/// carries. A controller's record grants the taints its writer added and those nobody is
+/// recorded to own, never another principal's.
+#[test]
+fn status_writes_and_controller_records_grant_nothing_unjudged() {
+    let n = |taints: &[&str]| node(taints, None, None, "a");
+    let restore = json!({});
+    let deny = json!({"mode": "deny"});
+    let npd = NODE_PROBLEM_DETECTOR;
+    let alice_owns_gpu = [(NFD_ENTRY, ALICE.0)];
+    let cases: Vec<(&str, Value, String, Want)> = vec![
+        (
+            "kubelet's status update: no record changes, left alone",
+            restore.clone(),
+            status_request(KUBELET, &n(&[DEDICATED]), &condition(n(&[DEDICATED]), "Ready", "False")),
+            Want::Untouched,
+        ),
+        (
+            "node-problem-detector's condition patch in deny mode: left alone",
+            deny.clone(),
+            status_request(npd, &owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, KURED.0)]), &condition(owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, KURED.0)]), "KernelDeadlock", "True")),
+            Want::Untouched,
+        ),
+        (
+            "a status write carrying a stale spec, records unchanged: left alone (the spec is not stored)",
+            restore.clone(),
+            status_request(NODE_CONTROLLER, &n(&[DEDICATED]), &n(&[])),
+            Want::Untouched,
+        ),
+        (
+            "a forged owner entry through nodes/status is undone",
+            restore.clone(),
+            status_request(npd, &n(&[DEDICATED]), &owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, npd.0)])),
+            Want::Mutated(n(&[DEDICATED])),
+        ),
+        (
+            "a forged owner entry beside a stale spec: only the record is put back",
+            restore.clone(),
+            status_request(npd, &n(&[DEDICATED]), &owned(n(&[]), &[(DEDICATED_ENTRY, npd.0)])),
+            Want::Mutated(n(&[])),
+        ),
+        (
+            "a forged removal entry through nodes/status is undone",
+            restore.clone(),
+            status_request(npd, &owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, KURED.0)]), &kured_removed(n(&[KURED_TAINT]))),
+            Want::Mutated(owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, KURED.0)])),
+        ),
+        (
+            "a forged cordon owner through nodes/status is undone",
+            restore.clone(),
+            status_request(npd, &node(&[], Some(true), Some(ALICE.0), "a"), &node(&[], Some(true), Some(npd.0), "a")),
+            Want::Mutated(node(&[], Some(true), Some(ALICE.0), "a")),
+        ),
+        (
+            "a forged one-shot removal record through nodes/status is undone",
+            restore.clone(),
+            status_request(npd, &n(&[]), &recorded(n(&[]), EBS_RECORD)),
+            Want::Mutated(n(&[])),
+        ),
+        (
+            "a forged controller record through nodes/status is undone",
+            restore.clone(),
+            status_request(npd, &n(&[DEDICATED]), &nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)),
+            Want::Mutated(n(&[DEDICATED])),
+        ),
+        (
+            "a forged owner entry through nodes/status in deny mode is refused",
+            deny.clone(),
+            status_request(npd, &n(&[DEDICATED]), &owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, npd.0)])),
+            Want::Denied(&["node-problem-detector", "may not rewrite the taint owner record of node worker-1"]),
+        ),
+        (
+            "a permitted principal may edit a record through nodes/status",
+            restore.clone(),
+            status_request(ADMIN, &n(&[DEDICATED]), &owned(n(&[DEDICATED]), &[(DEDICATED_ENTRY, ALICE.0)])),
+            Want::Untouched,
+        ),
+        (
+            "a controller's own record written through nodes/status by its writer stands",
+            restore.clone(),
+            status_request(NFD_MASTER, &n(&[NFD_GPU]), &nfd_lists(n(&[NFD_GPU]), NFD_ENTRY)),
+            Want::Untouched,
+        ),
+        (
+            "nfd-master removes a person's taint its record lists: put back, the person stays its owner",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU, DEDICATED]), &alice_owns_gpu), NFD_ENTRY)), &nfd_lists(owned(n(&[DEDICATED]), &alice_owns_gpu), NFD_ENTRY)),
+            Want::Mutated(nfd_lists(owned(n(&[DEDICATED, NFD_GPU]), &alice_owns_gpu), NFD_ENTRY)),
+        ),
+        (
+            "nfd-master changes a person's taint its record lists, in deny mode: refused",
+            deny.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &alice_owns_gpu), NFD_ENTRY)), &nfd_lists(owned(n(&[NFD_GPU_H100]), &alice_owns_gpu), NFD_ENTRY)),
+            Want::Denied(&["nfd-master", "change protected taint feature.node.kubernetes.io/gpu"]),
+        ),
+        (
+            "nfd-master removes its own taint its record lists: stands, the removal kept in its name",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &[(NFD_ENTRY, NFD_MASTER.0)]), NFD_ENTRY)), &nfd_lists(owned(n(&[]), &[(NFD_ENTRY, NFD_MASTER.0)]), NFD_ENTRY)),
+            Want::Mutated(nfd_lists(owners_record(n(&[]), &[], &[(NFD_ENTRY, NFD_MASTER.0)]), NFD_ENTRY)),
+        ),
+        (
+            "nfd-master removes a taint from before the install its record lists: stands, as before",
+            restore.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[NFD_GPU]), NFD_ENTRY)), &nfd_lists(n(&[]), NFD_ENTRY)),
+            Want::Mutated(nfd_lists(owners_record(n(&[]), &[], &[(NFD_ENTRY, NFD_MASTER.0)]), NFD_ENTRY)),
+        ),
+    ];
+    run_cases(cases);
+}
+
+/// The warnings say which record was refused, and whose taint a controller's record listed.
+#[test]
+fn refused_records_are_named() {
+    let n = |taints: &[&str]| node(taints, None, None, "a");
+    let alice_owns_gpu = [(NFD_ENTRY, ALICE.0)];
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "a status write's forged record",
+            status_request(NODE_PROBLEM_DETECTOR, &n(&[DEDICATED]), &nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)),
+            "may not rewrite the controller's taint record nfd.node.kubernetes.io/taints of node worker-1",
+        ),
+        (
+            "a controller record listing a person's taint",
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &alice_owns_gpu), NFD_ENTRY)), &nfd_lists(owned(n(&[]), &alice_owns_gpu), NFD_ENTRY)),
+            "the controller record nfd.node.kubernetes.io/taints lists feature.node.kubernetes.io/gpu=a100:NoSchedule, but the taint owner record names \"alice@example.com\" its owner",
+        ),
+    ];
+    for (name, req, want) in cases {
+        let verdict =
+            run::<TaintPreservation>(req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
+        assert!(
+            verdict.warnings.iter().any(|w| w.contains(want)),
+            "{name}: {want:?} not in {:?}",
             verdict.warnings
         );
     }
