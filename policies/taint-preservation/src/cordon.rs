@@ -56,7 +56,15 @@ impl Judging<'_> {
                 (CordonOwner::Is(Some(self.who.username.to_owned())), false)
             }
             (true, false) => self.uncordon(&owners, findings),
-            (true, true) if owners.written != owners.stored && !self.permission.cordon => {
+            // The record changed while the cordon did not: on a cordoned node it decides who
+            // may lift the cordon, and on an uncordoned one nothing but a forgery or a stale
+            // copy writes it (docs/records.md).
+            (was, now)
+                if was == now
+                    && self.old.is_some()
+                    && owners.written != owners.stored
+                    && !self.permission.cordon =>
+            {
                 findings.push(Finding::OwnerRewritten {
                     owner: owners.stored.clone(),
                 });
