@@ -147,7 +147,10 @@ export interface TestFiles {
 }
 
 export interface TestRun {
-  /** The report: a line per case and the counts, or JUnit XML. */
+  /**
+   * The report: a line per case and the counts, JUnit XML, or JSON (the counts and each case
+   * with its outcome and every request's verdict: allowed, code, patch, warnings).
+   */
   output: string;
   passed: number;
   failed: number;
@@ -158,7 +161,7 @@ export interface TestRun {
  * `taintguard test`: runs the test suites (YAML files with `kind: TestSuite`) found under
  * `paths` through this package's build of each policy. Throws when no suite is found.
  */
-export function runTests(paths: string[], output: "text" | "junit", files: TestFiles): TestRun;
+export function runTests(paths: string[], output: "text" | "junit" | "json", files: TestFiles): TestRun;
 "#;
 
 /// Objects go through JSON text: the core reads text, and `JSON.stringify` is the one
@@ -276,9 +279,10 @@ pub fn run_tests(paths: JsValue, output: &str, files: JsValue) -> Result<JsValue
     let output = match output {
         "text" => taintguard_suite::Output::Text,
         "junit" => taintguard_suite::Output::Junit,
+        "json" => taintguard_suite::Output::Json,
         other => {
             return Err(JsError::new(&format!(
-                "output: {other:?}; expected \"text\" or \"junit\""
+                "output: {other:?}; expected \"text\", \"junit\" or \"json\""
             )))
         }
     };

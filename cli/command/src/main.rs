@@ -58,7 +58,9 @@ enum Command {
 
 #[derive(Args)]
 struct TestArgs {
-    /// `junit` writes a JUnit XML report to standard output, and the counts to standard error.
+    /// `junit` writes a JUnit XML report to standard output, `json` a JSON report with every
+    /// request's verdict (allowed, code, patch, warnings); either writes the counts to standard
+    /// error.
     #[arg(long, value_enum, default_value_t = OutputArg::Text)]
     output: OutputArg,
     /// Files or folders holding suites.
@@ -70,6 +72,7 @@ struct TestArgs {
 enum OutputArg {
     Text,
     Junit,
+    Json,
 }
 
 /// Who makes the request: a user (with groups) or a service account; nobody without either.
@@ -173,13 +176,14 @@ fn test(args: &TestArgs) -> Result<ExitCode, String> {
     let output = match args.output {
         OutputArg::Text => Output::Text,
         OutputArg::Junit => Output::Junit,
+        OutputArg::Json => Output::Json,
     };
     let mut modules = Modules::default();
     let tested = taintguard_suite::test(&Disk, &args.paths, output, &mut |suite| {
         Ok(Box::new(modules.judge(suite)?) as Box<dyn Judge>)
     })?;
     print!("{}", tested.output);
-    if output == Output::Junit {
+    if output != Output::Text {
         eprintln!("{}", tested.totals);
     }
     Ok(if tested.totals.failed == 0 {

@@ -174,12 +174,83 @@ fn builds_that_disagree_are_taintguards_failure() {
     let (code, stdout, _) = taintguard(&["test", "tests/suites/disagreeing.yml"]);
     assert_eq!(code, Some(1), "{stdout}");
     assert!(
-        stdout.starts_with("FAIL [taintguard bug]  disagreeing / a stale patch in deny mode"),
+        stdout.starts_with("FAIL [builds disagree]  disagreeing / a stale patch in deny mode"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("this is taintguard's bug, not the suite's"),
+        stdout.contains("the fault is taintguard's, not the suite's"),
         "{stdout}"
+    );
+    assert!(!stdout.contains("taintguard bug"), "{stdout}");
+}
+
+/// Without the Pod's Namespace every build refuses (500), the gatekeeper build with an inventory
+/// that holds no Namespaces too: each case is judged by both, and they agree.
+#[test]
+fn without_namespaces_both_builds_refuse_the_pod() {
+    let suite =
+        "../../policies/toleration-injection/examples/pod-toleration-restriction/no-namespaces.yml";
+    let (code, stdout, stderr) = taintguard(&["test", suite]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let (last, cases) = lines.split_last().unwrap();
+    assert_eq!(*last, "6 passed, 0 failed", "{stdout}");
+    for line in cases {
+        assert!(
+            line.starts_with("pass  ") && line.ends_with("(waPC + gatekeeper)"),
+            "{stdout}"
+        );
+    }
+}
+
+/// `--output json`: every request's verdict, as engines are compared (allowed, code, patch,
+/// warnings), the counts on standard error.
+#[test]
+fn the_json_report_gives_every_requests_verdict() {
+    let (code, stdout, stderr) = taintguard(&["test", "--output", "json", "tests/suites"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(stderr.trim(), "1 passed, 6 failed, 1 skipped");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (&report["passed"], &report["failed"], &report["skipped"]),
+        (&Value::from(1), &Value::from(6), &Value::from(1))
+    );
+    let case = |name: &str| {
+        let cases = report["cases"].as_array().unwrap();
+        cases.iter().find(|c| c["case"] == name).unwrap().clone()
+    };
+    let cases: [(&str, &str, usize); 4] = [
+        ("wrong verdict", "fail", 1),
+        ("second step fails", "fail", 2),
+        ("skipped on purpose", "skip", 0),
+        ("a stale patch in deny mode", "disagree", 1),
+    ];
+    for (name, outcome, requests) in cases {
+        let got = case(name);
+        assert_eq!(got["outcome"], outcome, "{name}: {got:#}");
+        assert_eq!(
+            got["verdicts"].as_array().unwrap().len(),
+            requests,
+            "{name}"
+        );
+        for verdict in got["verdicts"].as_array().unwrap() {
+            let keys: Vec<&String> = verdict.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["allowed", "code", "patch", "warnings"], "{name}");
+        }
+    }
+    let mutated = &case("wrong verdict")["verdicts"][0];
+    assert_eq!(mutated["allowed"], true, "{mutated}");
+    assert_eq!(mutated["code"], Value::Null, "{mutated}");
+    assert!(
+        mutated["patch"].as_array().is_some_and(|p| !p.is_empty()),
+        "{mutated}"
+    );
+    assert!(mutated["warnings"].is_array(), "{mutated}");
+    let refused = &case("a stale patch in deny mode")["verdicts"][0];
+    assert_eq!(
+        (&refused["allowed"], &refused["code"], &refused["patch"]),
+        (&Value::Bool(false), &Value::from(403), &Value::Null),
+        "{refused}"
     );
 }
 

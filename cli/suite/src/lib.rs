@@ -26,7 +26,7 @@ pub mod what_if;
 use std::path::PathBuf;
 
 use files::Files;
-use report::{junit, text_line, Totals};
+use report::{json, junit, text_line, Totals};
 use run::{run_suite, CaseResult, Judge};
 use suite::Suite;
 
@@ -37,6 +37,9 @@ pub enum Output {
     Text,
     /// A JUnit XML report.
     Junit,
+    /// A JSON report: every case with its outcome and each request's verdict (allowed, code,
+    /// patch, warnings), for comparing engines.
+    Json,
 }
 
 /// What `taintguard test` prints and whether every case passed.
@@ -92,6 +95,7 @@ pub fn test(
     let output = match output {
         Output::Text => format!("{text}{totals}\n"),
         Output::Junit => junit(&results),
+        Output::Json => json(&results),
     };
     Ok(Tested { output, totals })
 }

@@ -1,7 +1,10 @@
 //! What `taintguard test` prints: a line per case (with its differences under a failure) and a
-//! closing count, or a JUnit XML report for CI systems.
+//! closing count, a JUnit XML report for CI systems, or a JSON report with every request's
+//! verdict, by which two engines' runs are compared.
 
 use std::fmt::Write as _;
+
+use serde_json::{json, Value};
 
 use crate::run::{CaseResult, Outcome};
 
@@ -48,7 +51,7 @@ pub fn text_line(result: &CaseResult) -> String {
     let (mark, lines): (&str, &[String]) = match &result.outcome {
         Outcome::Passed => ("pass", &[]),
         Outcome::Failed(lines) => ("FAIL", lines),
-        Outcome::Disagreed(lines) => ("FAIL [taintguard bug]", lines),
+        Outcome::Disagreed(lines) => ("FAIL [builds disagree]", lines),
         Outcome::Skipped(reason) => return format!("skip  {name}: {reason}"),
     };
     let mut out = format!("{mark}  {name}{checked}");
@@ -56,6 +59,40 @@ pub fn text_line(result: &CaseResult) -> String {
         let _ = write!(out, "\n        {line}");
     }
     out
+}
+
+/// A JSON report: the counts, and each case with its outcome (`pass`, `fail`, `disagree`,
+/// `skip`), the lines under it, and what the engine answered each request it sent
+/// ([`crate::run::summary`]).
+pub fn json(results: &[CaseResult]) -> String {
+    let totals = Totals::of(results);
+    let cases: Vec<Value> = results
+        .iter()
+        .map(|result| {
+            let (outcome, lines): (&str, &[String]) = match &result.outcome {
+                Outcome::Passed => ("pass", &[]),
+                Outcome::Failed(lines) => ("fail", lines),
+                Outcome::Disagreed(lines) => ("disagree", lines),
+                Outcome::Skipped(reason) => ("skip", std::slice::from_ref(reason)),
+            };
+            json!({
+                "suite": result.suite,
+                "file": result.file.display().to_string(),
+                "case": result.case,
+                "outcome": outcome,
+                "lines": lines,
+                "gatekeeperChecked": result.gatekeeper_checked,
+                "verdicts": result.verdicts,
+            })
+        })
+        .collect();
+    let report = json!({
+        "passed": totals.passed,
+        "failed": totals.failed,
+        "skipped": totals.skipped,
+        "cases": cases,
+    });
+    format!("{report:#}\n")
 }
 
 /// A JUnit XML report: a test suite per suite file, a test case per case.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::expect::{differences, verdict};
 use crate::review::{admission_request, review, Operation, Parts};
@@ -63,7 +63,9 @@ pub enum Outcome {
     Passed,
     /// The policy's answers did not meet the expectations: each line a difference.
     Failed(Vec<String>),
-    /// The two builds of the policy disagreed: taintguard's failure, not the suite's.
+    /// The two builds of the policy judged a request differently where docs/testing.md says
+    /// they agree: taintguard's failure, not the suite's. (Where the documentation says they
+    /// differ, the gatekeeper build is not compared, and the case is judged by its expectations.)
     Disagreed(Vec<String>),
     Skipped(String),
 }
@@ -78,6 +80,9 @@ pub struct CaseResult {
     pub requests: usize,
     /// Requests the gatekeeper build also judged.
     pub gatekeeper_checked: usize,
+    /// What the engine answered each request the case sent, in order, as [`summary`] gives it:
+    /// the verdicts two engines' reports are compared by.
+    pub verdicts: Vec<Value>,
 }
 
 impl CaseResult {
@@ -90,6 +95,7 @@ impl CaseResult {
             outcome: Outcome::Failed(vec![error]),
             requests: 0,
             gatekeeper_checked: 0,
+            verdicts: Vec::new(),
         }
     }
 }
@@ -105,6 +111,7 @@ pub fn run_suite(judge: &mut dyn Judge, suite: &Suite) -> Vec<CaseResult> {
                 case,
                 requests: 0,
                 gatekeeper_checked: 0,
+                verdicts: Vec::new(),
             };
             let skip = case.skip.clone().or_else(|| run.judge.cannot_run(case));
             let outcome = match skip {
@@ -118,6 +125,7 @@ pub fn run_suite(judge: &mut dyn Judge, suite: &Suite) -> Vec<CaseResult> {
                 outcome,
                 requests: run.requests,
                 gatekeeper_checked: run.gatekeeper_checked,
+                verdicts: run.verdicts,
             }
         })
         .collect()
@@ -128,6 +136,31 @@ struct CaseRun<'a> {
     case: &'a Case,
     requests: usize,
     gatekeeper_checked: usize,
+    verdicts: Vec<Value>,
+}
+
+/// What an engine answered `review` (`response`, in the shape of Kubewarden's
+/// `ValidationResponse`), as engines are compared: whether it was allowed, the code, the
+/// JSONPatch of the mutation from the object sent (`null`: none) and the warnings (`[]`: none).
+/// Messages are left out: where the cluster could not answer, each engine gives its own reason.
+pub fn summary(review: &Value, response: &Value) -> Value {
+    let patch = match &response["mutated_object"] {
+        Value::Null => Value::Null,
+        mutated => {
+            let patch = json_patch::diff(&admission_request(review)["object"], mutated);
+            serde_json::to_value(patch).unwrap_or(Value::Null)
+        }
+    };
+    let warnings = match &response["warnings"] {
+        Value::Null => json!([]),
+        warnings => warnings.clone(),
+    };
+    json!({
+        "allowed": response["accepted"],
+        "code": response["code"],
+        "patch": patch,
+        "warnings": warnings,
+    })
 }
 
 /// Why a request's run stopped the case.
@@ -221,6 +254,7 @@ impl CaseRun<'_> {
             .judge
             .validate(review, &self.case.settings, &self.case.cluster)
             .map_err(|e| fail(format!("the policy failed: {e}")))?;
+        self.verdicts.push(summary(review, &response));
         // The gatekeeper build cannot mutate, nor ask what an inventory does not hold (RBAC, a
         // kwctl session's answers): where the policy did either, the two need not agree
         // (docs/testing.md). Namespaces and nodes it reads from the inventory, as the waPC
@@ -238,8 +272,9 @@ impl CaseRun<'_> {
         let disagreed = |line: String| {
             Stop::Disagreed(vec![
                 line,
-                "the waPC and gatekeeper builds of one policy must judge alike; this is \
-                 taintguard's bug, not the suite's: please report it"
+                "docs/testing.md says the waPC and gatekeeper builds judge this request alike \
+                 (it lists where they differ): the fault is taintguard's, not the suite's; \
+                 please report it"
                     .to_owned(),
             ])
         };

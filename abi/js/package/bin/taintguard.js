@@ -8,12 +8,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { runTests } = require('../node/taintguard.js');
 
-const USAGE = `usage: taintguard test [--output text|junit] [PATH]...
+const USAGE = `usage: taintguard test [--output text|junit|json] [PATH]...
 
 Runs every test suite (a YAML file with \`kind: TestSuite\`) found under the paths (default: .)
 through this package's build of each policy: a line per case, the differences under each failure,
 and \`N passed, N failed\`; exits 1 on any failure, 2 when nothing could be tested. --output junit
-writes a JUnit XML report to standard output instead. A suite's \`cluster:\` answers the policy's
+writes a JUnit XML report to standard output instead, --output json a JSON report with every
+request's verdict (allowed, code, patch, warnings). A suite's \`cluster:\` answers the policy's
 cluster questions; cases that replay a kwctl session are skipped (only a waPC host replays one).`;
 
 /** Why the arguments cannot be run: usage on stderr, exit 2. */
@@ -30,8 +31,8 @@ function parse(argv) {
     if (arg === '-h' || arg === '--help') return { help: true };
     if (arg === '--output' || arg.startsWith('--output=')) {
       const value = arg === '--output' ? rest[++i] : arg.slice('--output='.length);
-      if (value !== 'text' && value !== 'junit') {
-        throw new UsageError(`--output ${JSON.stringify(value ?? '')}: expected text or junit`);
+      if (value !== 'text' && value !== 'junit' && value !== 'json') {
+        throw new UsageError(`--output ${JSON.stringify(value ?? '')}: expected text, junit or json`);
       }
       output = value;
     } else if (arg === '--') {
@@ -93,8 +94,8 @@ function main(argv) {
     return 2;
   }
   process.stdout.write(run.output);
-  // The JUnit report is the whole of stdout; the counts still reach a person on stderr.
-  if (args.output === 'junit') {
+  // The JUnit or JSON report is the whole of stdout; the counts still reach a person on stderr.
+  if (args.output !== 'text') {
     const skipped = run.skipped > 0 ? `, ${run.skipped} skipped` : '';
     process.stderr.write(`${run.passed} passed, ${run.failed} failed${skipped}\n`);
   }
