@@ -40,12 +40,22 @@ fn variant(
     settings: Value,
     selector: Value,
 ) -> Result<Deployed, String> {
-    let doc = read_yaml(
-        &repo
-            .join("policies")
-            .join(policy)
-            .join("cluster-admission-policy.yaml"),
-    )?;
+    let manifest = format!("{policy}/cluster-admission-policy.yaml");
+    from_manifest(repo, &manifest, name, gatekeeper, settings, selector)
+}
+
+/// One deployed variant of the ClusterAdmissionPolicy `policies/<manifest>` for the module
+/// named by the manifest's folder.
+fn from_manifest(
+    repo: &Path,
+    manifest: &str,
+    name: &str,
+    gatekeeper: bool,
+    settings: Value,
+    selector: Value,
+) -> Result<Deployed, String> {
+    let doc = read_yaml(&repo.join("policies").join(manifest))?;
+    let policy = manifest.split('/').next().unwrap_or_default();
     let mut spec = doc["spec"].clone();
     spec["objectSelector"] = selector;
     serve_kubernetes_1_20(&mut spec);
@@ -112,6 +122,17 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             repo,
             "taint-preservation",
             "taint-preservation",
+            false,
+            tp_settings.clone(),
+            variant_selector("In", &["restore"]),
+        )?,
+        // The records' guard on nodes/status, beside the restore variant with its settings
+        // (docs/records.md). Kubernetes 1.20 has no matchConditions, so every status write of
+        // those nodes reaches it, as on any cluster before 1.28.
+        from_manifest(
+            repo,
+            "taint-preservation/cluster-admission-policy-status.yaml",
+            "taint-preservation-status",
             false,
             tp_settings.clone(),
             variant_selector("In", &["restore"]),

@@ -78,6 +78,11 @@ pub const FSX_CSI_NODE: Actor = Actor {
     user: "system:serviceaccount:kube-system:fsx-csi-node-sa",
     groups: SA_GROUPS,
 };
+/// node-problem-detector's DaemonSet: it patches node conditions through `nodes/status`.
+pub const NODE_PROBLEM_DETECTOR: Actor = Actor {
+    user: "system:serviceaccount:kube-system:node-problem-detector",
+    groups: SA_GROUPS,
+};
 pub const ALICE: Actor = Actor {
     user: "alice@example.com",
     groups: &["platform"],
@@ -101,6 +106,7 @@ pub const ACTORS: &[Actor] = &[
     NFD_HELM_IN_NFD,
     READINESS_CONTROLLER,
     FSX_CSI_NODE,
+    NODE_PROBLEM_DETECTOR,
     ALICE,
     TENANT,
 ];

@@ -15,6 +15,7 @@ mod kwctl;
 mod labels;
 mod pod_toleration_restriction;
 mod policies;
+mod records;
 mod scenarios;
 mod shapes;
 

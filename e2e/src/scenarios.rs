@@ -156,6 +156,14 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::pod_toleration_restriction::gatekeeper_reads_the_inventory,
     },
     Scenario {
+        name: "records: each record forged through nodes/status is undone and grants nothing",
+        run: crate::records::status_forgeries,
+    },
+    Scenario {
+        name: "records: kubelet's and node-problem-detector's status writes pass the guard untouched",
+        run: crate::records::status_writes_pass,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
     },
@@ -1087,5 +1095,6 @@ fn failure_policy(env: &mut Env) -> Result<(), String> {
     let stored = k.get("node", "inc2", None)?;
     check(stored["status"]["capacity"]["pods"] == json!("110"), || {
         format!("status not stored: {}", stored["status"])
-    })
+    })?;
+    crate::records::status_writes_pass_while_down(env, "inc2")
 }

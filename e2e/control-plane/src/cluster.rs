@@ -481,6 +481,48 @@ impl Cluster {
         ])
     }
 
+    /// [`Cluster::api`] as `user` in `groups`, impersonated by the admin, for what kubectl 1.20
+    /// cannot send as another identity (a `nodes/status` patch): the response's headers, the API
+    /// server's `Warning`s among them, and its body.
+    ///
+    /// # Errors
+    ///
+    /// curl fails, or the API server answers with an error (its body in the message).
+    pub fn api_as(
+        &self,
+        user: &str,
+        groups: &[&str],
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> Result<(String, String), String> {
+        let url = format!("https://127.0.0.1:{}{path}", self.api_port);
+        let mut args: Vec<String> = [
+            "-sS",
+            "--fail-with-body",
+            "--include",
+            "--cacert",
+            &self.path("certs/apiserver.crt"),
+            "-H",
+            &format!("Authorization: Bearer {}", self.token),
+            "-H",
+            &format!("Content-Type: {content_type}"),
+            "-H",
+            &format!("Impersonate-User: {user}"),
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        for group in groups {
+            args.extend(["-H".to_owned(), format!("Impersonate-Group: {group}")]);
+        }
+        args.extend(["-X", method, "--data-binary", body, &url].map(str::to_owned));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let text = curl(&args)?;
+        let (headers, body) = text.split_once("\r\n\r\n").unwrap_or(("", &text));
+        Ok((headers.to_owned(), body.to_owned()))
+    }
+
     /// How many `verb` requests (`GET`, `LIST`, ...) for the core group's `resource` the API server
     /// has answered with 200 since it started, summed from its `apiserver_request_total` metric:
     /// what a policy's reads cost the API server, whoever sent them.
