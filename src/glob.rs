@@ -97,6 +97,39 @@ impl fmt::Display for GlobError {
     }
 }
 
+/// `text` written as a glob that matches `text` and nothing else: each metacharacter (`*`, `?`,
+/// `[`, and `\` itself) escaped with `\`. For settings advice in messages that names a
+/// principal, a namespace or a key in a list of globs (`owner.users`, `permitted.users`): a
+/// username `ops-*` suggested as is would grant every `ops-` user. Borrowed when `text` has no
+/// metacharacter, which is nearly always. Quote it for a message with
+/// [`crate::verdict::quoted`], whose `\\` reads back as `\` in JSON and YAML's double quotes.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::glob::{escape, Glob};
+///
+/// assert_eq!(escape("alice@example.com"), "alice@example.com");
+/// assert_eq!(escape("ops-*"), r"ops-\*");
+/// let only = Glob::new(&escape("ops-[admin]?")).unwrap();
+/// assert!(only.matches("ops-[admin]?"));
+/// assert!(!only.matches("ops-a!"));
+/// ```
+pub fn escape(text: &str) -> Cow<'_, str> {
+    const META: [char; 4] = ['*', '?', '[', '\\'];
+    if !text.contains(META) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 4);
+    for c in text.chars() {
+        if META.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
 impl Glob {
     /// The glob `pattern` stands for.
     ///
@@ -356,6 +389,56 @@ fn match_tokens(tokens: &[Token], text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An escaped name, as settings advice quotes it, matches that name and nothing else,
+    /// whatever glob characters it holds.
+    #[test]
+    fn an_escaped_name_matches_only_itself() {
+        let names = [
+            "alice@example.com",
+            "ops-*",
+            "*",
+            "a?b",
+            "team[1]",
+            "team[!1]",
+            "back\\slash",
+            "trailing\\",
+            "x]y",
+            "[",
+            "system:serviceaccount:ns:*",
+            "ünï*?",
+        ];
+        let others = [
+            "ops-",
+            "ops-x",
+            "ops-**",
+            "a",
+            "axb",
+            "team1",
+            "team[1",
+            "back\\\\slash",
+            "backslash",
+            "trailing",
+            "x",
+            "xy",
+            "",
+            "ünï",
+            "ünïx?",
+        ];
+        for name in names {
+            let escaped = escape(name);
+            let glob = Glob::new(&escaped).unwrap_or_else(|e| panic!("{name:?}: {e}"));
+            assert!(glob.matches(name), "{name:?} as {escaped:?}");
+            for other in others.iter().chain(&names).filter(|o| **o != name) {
+                assert!(
+                    !glob.matches(other),
+                    "{name:?} as {escaped:?} matches {other:?}"
+                );
+            }
+            let plain = !name.contains(['*', '?', '[', '\\']);
+            assert_eq!(matches!(escaped, Cow::Borrowed(_)), plain, "{name:?}");
+        }
+    }
 
     #[test]
     fn common_shapes_build_what_the_tokenizer_builds() {

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use taint_preservation::settings::ControllerRecord;
 use taint_preservation::stored::{record_with_owners, taint_owners, Owner, StoredTaint};
 use taint_preservation::{Settings, TaintPreservation};
+use taintguard::glob;
 use taintguard::principal::Principal;
 
 use crate::expect::verdict;
@@ -126,10 +127,12 @@ fn record_writer(record: &ControllerRecord, manager: &str) -> Result<String, Str
     })
 }
 
-/// `record`'s entry with `account` added to its writers, as the settings would hold it.
+/// `record`'s entry with `account` added to its writers, as the settings would hold it: a glob
+/// that names that account alone.
 fn naming(record: &ControllerRecord, account: &str) -> Result<String, String> {
     let mut entry = serde_json::to_value(record).map_err(|e| e.to_string())?;
     let accounts = &mut entry["owner"]["serviceAccounts"];
+    let account = glob::escape(account);
     match accounts.as_array_mut() {
         Some(list) => list.push(json!(account)),
         None => *accounts = json!([account]),
@@ -353,8 +356,9 @@ impl Report<'_> {
         if self.probe.removal_stands(node, (key, effect), who)? {
             return Ok(", which the settings permit to remove it\n");
         }
+        // A glob that names that account alone.
         let rule = json!({"key": key, "effects": [effect],
-                          "permitted": {"serviceAccounts": [account]}});
+                          "permitted": {"serviceAccounts": [glob::escape(account)]}});
         if !self.rules.contains(&rule) {
             self.rules.push(rule);
         }
