@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,26 +75,43 @@ test("the repository's example suites pass, cluster cases included; only kwctl s
 });
 
 // Parity with the workspace's `taintguard test`, which runs the waPC modules in the host stack
-// policy-server links and answers their cluster calls from the same suites: every case it runs
-// passes here too, each case a session replay aside, so the package's verdicts meet the same
-// expectations, the cluster's answers included.
-test("every case the workspace's taintguard test passes, the package passes", (t) => {
+// policy-server links and answers their cluster calls from the same suites: both write the JSON
+// report, and every case must end alike and every request get the same verdict (allowed, code,
+// JSONPatch, warnings) from the package as from the Kubewarden module. Cases that replay a kwctl
+// session are the only ones the package skips. Without the workspace's command the test fails:
+// a parity test that cannot compare proves nothing.
+test("the package's verdicts are the workspace's taintguard test's, request by request", () => {
   const workspace = repo('target/debug/taintguard');
-  const theirs = spawnSync(workspace, ['test', 'policies'], { cwd: repo(''), encoding: 'utf8' });
-  if (theirs.error?.code === 'ENOENT') {
-    t.skip('target/debug/taintguard is not built (./build.sh test builds it first)');
-    return;
-  }
+  assert.ok(existsSync(workspace),
+    `${workspace} is not built: cargo build -p taintguard-cli (./build.sh test builds it first)`);
+  const theirs = spawnSync(workspace, ['test', '--output', 'json', 'policies'],
+    { cwd: repo(''), encoding: 'utf8', maxBuffer: 64 << 20 });
+  assert.equal(theirs.error, undefined, `${workspace}: ${theirs.error}`);
   assert.equal(theirs.status, 0, theirs.stdout + theirs.stderr);
-  const ours = taintguard('test', 'policies');
-  const cases = (stdout, mark) => stdout.split('\n')
-    .filter((line) => line.startsWith(`${mark}  `))
-    .map((line) => line.slice(mark.length + 2).replace(/ \((waPC|gatekeeper)[^)]*\)$/, ''));
-  const skipped = new Set(cases(ours.stdout, 'skip').map((line) => line.replace(/: it replays .*$/, '')));
-  const passed = new Set(cases(ours.stdout, 'pass'));
-  const missing = cases(theirs.stdout, 'pass').filter((name) => !passed.has(name) && !skipped.has(name));
-  assert.deepEqual(missing, [], ours.stdout);
-  assert.ok(skipped.size <= 3, `${skipped.size} skipped: ${[...skipped].join('; ')}`);
+  const ours = taintguard('test', '--output', 'json', 'policies');
+  assert.equal(ours.code, 0, ours.stdout + ours.stderr);
+  const cases = (stdout) => new Map(JSON.parse(stdout).cases.map((c) => [`${c.suite} / ${c.case}`, c]));
+  const [wapc, pkg] = [cases(theirs.stdout), cases(ours.stdout)];
+  assert.deepEqual([...pkg.keys()], [...wapc.keys()], 'the same cases, in the same order');
+  let requests = 0;
+  let skipped = 0;
+  for (const [name, want] of wapc) {
+    const got = pkg.get(name);
+    if (got.outcome === 'skip' && want.outcome !== 'skip') {
+      assert.match(got.lines[0], /replays a kwctl session/, name);
+      skipped += 1;
+      continue;
+    }
+    assert.equal(got.outcome, want.outcome, name);
+    assert.deepStrictEqual(got.verdicts, want.verdicts, name);
+    requests += want.verdicts.length;
+  }
+  assert.ok(skipped <= 3, `${skipped} skipped`);
+  assert.ok(requests >= 100, `only ${requests} requests compared`);
+  const kinds = [...wapc.values()].flatMap((c) => c.verdicts);
+  assert.ok(kinds.some((v) => v.patch), 'no mutation compared');
+  assert.ok(kinds.some((v) => v.code === 500), 'no refusal for want of the cluster compared');
+  assert.ok(kinds.some((v) => v.warnings.length), 'no warning compared');
 });
 
 test('a failing case exits 1 and says how its answer differs', () => {
@@ -134,7 +151,7 @@ test('nothing to test exits 2: no suite under a path, or a path that is not ther
 test('arguments: --help, an unknown flag, an unknown command', () => {
   const help = taintguard('--help');
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /^usage: taintguard test \[--output text\|junit\] \[PATH\]\.\.\./);
+  assert.match(help.stdout, /^usage: taintguard test \[--output text\|junit\|json\] \[PATH\]\.\.\./);
   for (const args of [['test', '--verbose'], ['test', '--output', 'xml'], ['check'], []]) {
     const run = taintguard(...args);
     assert.equal(run.code, 2, args.join(' '));
