@@ -282,6 +282,32 @@ pub(crate) fn keep_records(old: &Value, new: &mut Value) {
     }
 }
 
+/// A forgery that looks valid: `node`'s owner record names `requester` the owner of every taint
+/// the node carries, and its cordon owner record (`owner_key`) names `requester` too.
+fn deed(node: &mut Value, requester: &str, owner_key: &str) {
+    let entries: Map<String, Value> = (node.pointer("/spec/taints").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some((
+                format!("{}:{}", t["key"].as_str()?, t["effect"].as_str()?),
+                json!(requester),
+            ))
+        })
+        .collect();
+    let Some(metadata) = node.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(annotations) = annotations.as_object_mut() {
+        annotations.insert(
+            DEFAULT_TAINT_OWNERS_ANNOTATION.to_owned(),
+            json!(Value::Object(entries).to_string()),
+        );
+        annotations.insert(owner_key.to_owned(), json!(requester));
+    }
+}
+
 /// The controllers' records of their own taints, with how each lists them: taint-preservation's
 /// default `controllerRecords`.
 fn controller_records() -> Vec<(String, RecordFormat)> {
@@ -446,17 +472,27 @@ pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<Case> {
         "kind".into(),
         json!({"group": "", "version": "v1", "kind": "Node"}),
     );
-    if u.ratio(1, 10)? {
+    if u.ratio(1, 6)? {
         request.insert("subResource".into(), json!("status"));
     }
     request.insert("name".into(), json!("worker-1"));
     request.insert("operation".into(), json!(operation));
     request.insert("userInfo".into(), user_info(u)?);
+    let status = request.contains_key("subResource");
     let mut object = node(u, new_taints, &owner)?;
     if operation != "CREATE" && !u.ratio(1, 20)? {
         let old = node(u, old_taints, &owner)?;
-        // Most writers leave the records as they read them; the rest write their own.
-        if u.arbitrary()? {
+        // Most writers leave the records as they read them; the rest write their own. A status
+        // write is mostly a forgery: the stored Node with well-formed records of its own.
+        if status && u.arbitrary()? {
+            let mut forged = old.clone();
+            keep_records(&object, &mut forged);
+            if u.arbitrary()? {
+                let requester = request["userInfo"]["username"].as_str().unwrap_or_default();
+                deed(&mut forged, requester, &owner);
+            }
+            object = forged;
+        } else if u.arbitrary()? {
             keep_records(&old, &mut object);
         }
         request.insert("oldObject".into(), old);

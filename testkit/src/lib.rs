@@ -183,6 +183,7 @@ fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Check
 pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TaintPreservation>(request, settings, &CaseCluster(None))?;
     records_grant_no_removal(request, settings, &verdict)?;
+    status_writes_grant_nothing(request, settings, &verdict)?;
     let Ok(parsed_settings) = read_settings::<TaintPreservation>(settings) else {
         return Ok(());
     };
@@ -257,16 +258,35 @@ fn protected_taints_survive(
         .unwrap_or_default();
     let old_tree = texts.old_object.value().and_then(|t| Tree::parse(t).ok());
     let listed = controller_listed(old_tree.as_ref(), settings, &who);
+    // Who the record, read as the policy reads it, names the owner of each stored taint: a
+    // controller's record grants none of another principal's (docs/records.md).
+    let recorded: Vec<(String, String, String)> = (texts.old_object.value())
+        .and_then(|node| taint_preservation::stored::taint_owners(node, settings).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|t| match t.owner {
+            taint_preservation::stored::Owner::Recorded(owner) => Some((t.key, t.effect, owner)),
+            _ => None,
+        })
+        .collect();
+    let same_controller = |owner: &str| {
+        let other = taintguard::principal::Principal::new(owner, &[]);
+        (settings.controller_records.iter()).any(|r| r.owner.allows(&who) && r.owner.allows(&other))
+    };
     let owns = |key: &str, effect: &str| {
         // The adder of a live entry, or the owner of a removal entry.
         let entry = owners.get(&format!("{key}:{effect}"));
         let owner = !who.username.is_empty()
             && entry.and_then(|e| e.as_str().or_else(|| e.get("owner")?.as_str()))
                 == Some(who.username);
+        let another = (recorded.iter())
+            .find(|(k, e, _)| k == key && e == effect)
+            .is_some_and(|(_, _, o)| o != who.username && !same_controller(o));
         owner
-            || listed
-                .iter()
-                .any(|(k, e)| k == key && e.as_ref().is_none_or(|e| e == effect))
+            || (!another
+                && listed
+                    .iter()
+                    .any(|(k, e)| k == key && e.as_ref().is_none_or(|e| e == effect)))
     };
     for (i, (key, effect, value)) in old.iter().enumerate() {
         let taint = Taint {
@@ -408,6 +428,91 @@ fn records_grant_no_removal(request: &str, settings: &str, verdict: &Verdict) ->
             "the requester's own record writes granted the removal of {granted:?}: without them {without:?}"
         ))
     }
+}
+
+/// A record written through `nodes/status` by a requester that may not write it grants nothing
+/// on the next write (docs/records.md): the Node the API server stores after the status write
+/// (its `metadata` as admitted, the stored `spec`), then written by the same requester without
+/// any taint and uncordoned, loses no taint and no cordon it would keep had the status write
+/// left every record as stored. Permitted principals and controllers' record writers may write
+/// records, so their status writes are not checked here.
+fn status_writes_grant_nothing(request: &str, settings: &str, verdict: &Verdict) -> Checked {
+    let Ok(parsed) = serde_json::from_str::<serde_json::Value>(request) else {
+        return Ok(());
+    };
+    let (Some(old), Some(object)) = (parsed.get("oldObject"), parsed.get("object")) else {
+        return Ok(());
+    };
+    let Ok(policy_settings) = read_settings::<TaintPreservation>(settings) else {
+        return Ok(());
+    };
+    let Ok(admission) = AdmissionRequest::parse(request) else {
+        return Ok(());
+    };
+    let who = admission.principal();
+    let writes_records = policy_settings.permitted.allows(&who)
+        || (policy_settings.controller_records.iter()).any(|r| r.owner.allows(&who));
+    if parsed["subResource"] != "status"
+        || parsed["operation"] != "UPDATE"
+        || !verdict.accepted()
+        || writes_records
+        || !object.is_object()
+        || !old.is_object()
+    {
+        return Ok(());
+    }
+    let admitted = match verdict.mutated_object() {
+        Some(text) => serde_json::from_str(text).map_err(|e| e.to_string())?,
+        None => object.clone(),
+    };
+    let stored = |metadata_of: &serde_json::Value| {
+        let mut node = metadata_of.clone();
+        node["spec"] = old["spec"].clone();
+        node
+    };
+    let mut as_stored = admitted.clone();
+    gen::keep_records(old, &mut as_stored);
+    let owner = policy_settings.cordon.owner_annotation.as_str();
+    if let (Some(kept), Some(annotations)) = (
+        old.pointer("/metadata/annotations")
+            .and_then(|a| a.as_object()),
+        as_stored
+            .pointer_mut("/metadata/annotations")
+            .and_then(|a| a.as_object_mut()),
+    ) {
+        match kept.get(owner) {
+            Some(value) => annotations.insert(owner.to_owned(), value.clone()),
+            None => annotations.remove(owner),
+        };
+    }
+    let next = |node: serde_json::Value| {
+        let mut written = node.clone();
+        written["spec"]["taints"] = serde_json::json!([]);
+        written["spec"]["unschedulable"] = serde_json::Value::Null;
+        let mut next = parsed.clone();
+        next.as_object_mut().map(|r| r.remove("subResource"));
+        next["oldObject"] = node;
+        next["object"] = written;
+        let text = next.to_string();
+        let verdict = run::<TaintPreservation>(&text, settings, Half::Mutating, &CaseCluster(None));
+        let cordoned = verdict.accepted()
+            && (verdict.mutated_object())
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+                .is_some_and(|n| n["spec"]["unschedulable"] == true);
+        (removed_taints(&text, &verdict), cordoned, verdict)
+    };
+    let (after_forgery, kept_cordon, forged) = next(stored(&admitted));
+    let (as_before, would_keep_cordon, _) = next(stored(&as_stored));
+    let granted: Vec<_> = (after_forgery.iter())
+        .filter(|taint| !as_before.contains(taint))
+        .collect();
+    if !granted.is_empty() || (would_keep_cordon && !kept_cordon) {
+        return Err(format!(
+            "a status write's records granted the next write {granted:?} (cordon kept: \
+             {kept_cordon}, else {would_keep_cordon}): {forged:?}"
+        ));
+    }
+    Ok(())
 }
 
 pub fn check_toleration_injection(
