@@ -34,8 +34,6 @@ pub(super) struct Judging<'a> {
     pub mode: Mode,
     /// What the requester may do beyond the per-rule lists (the settings, or RBAC).
     pub permission: Permission,
-    /// The Node, or only what its status subresource stores.
-    pub write: NodeWrite,
     /// The stored Node; `None` for a CREATE.
     pub old: Option<NodeView<'a>>,
     /// The Node as the request writes it.
@@ -103,27 +101,9 @@ impl<'a> Judging<'a> {
                 taints: listed,
                 cordon: listed,
             },
-            write,
             old,
             new,
             node_name,
         })
-    }
-
-    /// Whether the request leaves every record annotation as stored (a CREATE has none stored).
-    ///
-    /// # Errors
-    ///
-    /// Annotations the views cannot read.
-    pub fn records_unchanged(&self) -> Result<bool, String> {
-        let Some(old) = &self.old else {
-            return Ok(false);
-        };
-        for key in self.settings.record_annotations() {
-            if old.annotation(key)? != self.new.annotation(key)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
     }
 }

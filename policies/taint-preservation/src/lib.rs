@@ -24,6 +24,7 @@ mod controllers;
 mod cordon;
 mod findings;
 mod judging;
+pub mod match_conditions;
 mod node;
 mod owners;
 mod record;
@@ -126,9 +127,11 @@ fn judge_with_rbac(
     cluster: &dyn Cluster,
 ) -> Result<Verdict, String> {
     let mut judging = Judging::read(request, settings, mode)?;
-    // A status write that leaves every record as stored (kubelet's, node-problem-detector's)
-    // is none of the policy's business: no patch, no warning, no question asked.
-    if judging.write == NodeWrite::Status && judging.records_unchanged()? {
+    // An UPDATE that leaves every judged taint, the cordon and every record as stored (the
+    // node lifecycle controller's swaps, label writes, kubelet's and node-problem-detector's
+    // status writes) is none of the policy's business: no patch, no warning, no question asked,
+    // as the generated matchConditions keep it from the policy (`match_conditions`).
+    if judging.changes_nothing_judged()? {
         return Ok(Verdict::accept());
     }
     let first = judging.judge()?;

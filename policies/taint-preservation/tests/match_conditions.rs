@@ -1,243 +1,353 @@
-//! The `matchConditions` of `cluster-admission-policy-status.yaml`, evaluated with cel-rust as
-//! Kubernetes 1.28+ evaluates them before it calls the webhook (docs/records.md): a condition
-//! that filters out a status write the policy would act on is a hole, and this test names it.
+//! The `matchConditions` the policy's manifests ship, evaluated with cel-rust as Kubernetes 1.28+
+//! evaluates them before it calls a webhook (docs/availability.md). A condition that filters out
+//! a request the policy would refuse, patch, warn about or annotate is a hole: this test names
+//! it. The corpus is the fuzz generator's requests, every bundled example request, and the
+//! Node writes of a realistic stream, whose filtered share it prints.
 
+use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
+use taint_preservation::match_conditions::MatchCondition;
 use taint_preservation::{Settings, TaintPreservation};
-use taintguard::{run, Half, NoCluster};
+use taintguard::{read_settings, run, Half, NoCluster, Verdict};
 
-fn shipped_conditions() -> Vec<(String, String)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/cluster-admission-policy-status.yaml"
-    );
-    let doc: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+fn manifest(file: &str) -> Value {
+    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+    serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// The manifest's `spec.matchConditions` as (name, expression).
+fn shipped(doc: &Value) -> Vec<(String, String)> {
     let conditions = doc["spec"]["matchConditions"]
         .as_array()
         .expect("matchConditions");
-    conditions
-        .iter()
+    (conditions.iter())
         .map(|c| {
-            let name = c["name"].as_str().unwrap().to_owned();
-            (name, c["expression"].as_str().unwrap().to_owned())
+            (
+                c["name"].as_str().unwrap().into(),
+                c["expression"].as_str().unwrap().into(),
+            )
         })
         .collect()
 }
 
-/// Whether every condition holds for `request`, as the API server decides whether to call.
-fn sent(conditions: &[(String, String)], request: &Value) -> bool {
-    conditions.iter().all(|(name, expression)| {
-        let program = cel::Program::compile(expression)
-            .unwrap_or_else(|e| panic!("matchCondition {name} does not compile: {e}"));
-        let mut context = cel::Context::default();
-        for variable in ["object", "oldObject", "request"] {
-            let value = if variable == "request" {
-                request.clone()
-            } else {
-                request[variable].clone()
-            };
-            context.add_variable(variable, value).unwrap();
-        }
-        match program.execute(&context) {
-            Ok(cel::Value::Bool(holds)) => holds,
-            other => panic!("matchCondition {name} on {request}: {other:?}"),
-        }
-    })
+fn pairs(conditions: &[MatchCondition]) -> Vec<(String, String)> {
+    (conditions.iter())
+        .map(|c| (c.name.to_owned(), c.expression.clone()))
+        .collect()
 }
 
-fn node(annotations: Value, taints: Value, conditions: Value) -> Value {
+/// What the API server decides: `Some(true)` call the webhook, `Some(false)` skip it, `None` an
+/// evaluation error (then `failurePolicy` decides: `Fail` refuses the request, `Ignore` skips).
+fn sent(conditions: &[MatchCondition], request: &Value) -> Option<bool> {
+    let mut all = true;
+    for condition in conditions {
+        let program = cel::Program::compile(&condition.expression)
+            .unwrap_or_else(|e| panic!("matchCondition {} does not compile: {e}", condition.name));
+        let mut context = cel::Context::default();
+        context.add_variable("request", request.clone()).ok()?;
+        for variable in ["object", "oldObject"] {
+            context
+                .add_variable(variable, request[variable].clone())
+                .ok()?;
+        }
+        match program.execute(&context) {
+            Ok(cel::Value::Bool(holds)) => all &= holds,
+            _ => return None,
+        }
+    }
+    Some(all)
+}
+
+/// Whether the policy does anything but accept `request` untouched and silently.
+fn acts(verdict: &Verdict) -> bool {
+    !verdict.accepted()
+        || verdict.mutated_object().is_some()
+        || !verdict.warnings.is_empty()
+        || !verdict.audit_annotations.is_empty()
+}
+
+/// One request of the corpus: a hole is a request the policy acts on that its webhook's
+/// conditions filter out; `Err` names it.
+fn judge_one(request: &Value, settings: &str) -> Result<Option<bool>, String> {
+    let Ok(parsed) = read_settings::<TaintPreservation>(settings) else {
+        return Ok(None);
+    };
+    let status = request["subResource"] == "status";
+    let conditions = if status {
+        parsed.status_match_conditions()
+    } else {
+        parsed.match_conditions()
+    };
+    let text = request.to_string();
+    let verdicts = [Half::Mutating, Half::Validating]
+        .map(|half| run::<TaintPreservation>(&text, settings, half, &NoCluster("test")));
+    let decision = sent(&conditions, request);
+    // The guard on nodes/status ships with Ignore: an error skips it. The main webhook ships
+    // with Fail: an error refuses the request, which is no hole.
+    let filtered = match decision {
+        Some(sent) => !sent,
+        None => status,
+    };
+    if filtered && verdicts.iter().any(acts) {
+        return Err(format!(
+            "a hole: {request} with settings {settings} is filtered out, but the policy answers {:?}",
+            verdicts[0]
+        ));
+    }
+    Ok(decision)
+}
+
+#[test]
+fn the_manifests_ship_the_conditions_their_settings_generate() {
+    for (file, generate) in [
+        (
+            "cluster-admission-policy.yaml",
+            Settings::match_conditions as fn(&Settings) -> _,
+        ),
+        (
+            "cluster-admission-policy-status.yaml",
+            Settings::status_match_conditions,
+        ),
+    ] {
+        let doc = manifest(file);
+        let settings: Settings =
+            read_settings::<TaintPreservation>(&doc["spec"]["settings"].to_string()).unwrap();
+        assert_eq!(
+            shipped(&doc),
+            pairs(&generate(&settings)),
+            "{file}: its matchConditions are not the ones its settings generate \
+             (Settings::match_conditions, docs/availability.md)"
+        );
+    }
+}
+
+/// The fuzz generator's hostile requests, with generated settings: no hole.
+#[test]
+fn no_generated_request_the_policy_acts_on_is_filtered_out() {
+    let (mut sent, mut filtered, mut errors) = (0, 0, 0);
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    for _ in 0..3000 {
+        let bytes: Vec<u8> = (0..1024)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let Ok(case) = taintguard_testkit::gen::taint_preservation(&mut Unstructured::new(&bytes))
+        else {
+            continue;
+        };
+        let Ok(mut request) = serde_json::from_str::<Value>(&case.request) else {
+            continue;
+        };
+        // A typed object omits an empty map: the API server never shows `annotations: null`.
+        for member in ["object", "oldObject"] {
+            if let Some(metadata) = request[member]["metadata"].as_object_mut() {
+                metadata.retain(|key, value| key != "annotations" || !value.is_null());
+            }
+        }
+        // The API server evaluates conditions on typed objects: each has metadata (a name at
+        // least), and an UPDATE has both. The generator's others are no request it sends.
+        let stored_shape = |member: &str| {
+            request
+                .get(member)
+                .is_none_or(|o| o["metadata"].is_object())
+        };
+        let update_without_old =
+            request["operation"] == "UPDATE" && request.get("oldObject").is_none();
+        if !stored_shape("object") || !stored_shape("oldObject") || update_without_old {
+            continue;
+        }
+        match judge_one(&request, &case.settings) {
+            Ok(Some(true)) => sent += 1,
+            Ok(Some(false)) => filtered += 1,
+            Ok(None) => errors += 1,
+            Err(hole) => panic!("{hole}"),
+        }
+    }
+    println!("generated requests: {sent} sent, {filtered} filtered, {errors} errors");
+    assert!(
+        sent > 0 && filtered > 0,
+        "the corpus exercises both outcomes"
+    );
+}
+
+/// Every bundled example request, with every bundled settings file: no hole.
+#[test]
+fn no_bundled_example_the_policy_acts_on_is_filtered_out() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let mut settings = vec!["{}".to_owned()];
+    for entry in std::fs::read_dir(format!("{dir}/settings"))
+        .unwrap()
+        .flatten()
+    {
+        settings.push(std::fs::read_to_string(entry.path()).unwrap());
+    }
+    let mut judged = 0;
+    for entry in std::fs::read_dir(format!("{dir}/requests"))
+        .unwrap()
+        .flatten()
+    {
+        let review: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
+        for settings in &settings {
+            judge_one(&review["request"], settings).unwrap_or_else(|hole| panic!("{hole}"));
+            judged += 1;
+        }
+    }
+    assert!(judged > 20, "{judged}");
+}
+
+fn node(taints: Value, unschedulable: bool, annotations: Value, ready: &str) -> Value {
     let mut node = json!({"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": "worker-1", "labels": {"kubernetes.io/hostname": "worker-1"}},
-        "spec": {"taints": taints}, "status": {"conditions": conditions}});
-    if !annotations.is_null() {
-        node["metadata"]["annotations"] = annotations;
+        "metadata": {"name": "worker-1", "labels": {"kubernetes.io/hostname": "worker-1"},
+                     "annotations": annotations},
+        "spec": {"podCIDR": "10.244.1.0/24", "taints": taints},
+        "status": {"conditions": [{"type": "Ready", "status": ready}]}});
+    if unschedulable {
+        node["spec"]["unschedulable"] = json!(true);
     }
     node
 }
 
-fn status_write(user: &str, old: Value, new: Value) -> Value {
-    json!({"uid": "1", "kind": {"group": "", "version": "v1", "kind": "Node"},
-        "resource": {"group": "", "version": "v1", "resource": "nodes"}, "subResource": "status",
+fn update(user: &str, sub_resource: Option<&str>, old: Value, new: Value) -> Value {
+    let mut request = json!({"uid": "1", "kind": {"group": "", "version": "v1", "kind": "Node"},
+        "resource": {"group": "", "version": "v1", "resource": "nodes"},
         "name": "worker-1", "operation": "UPDATE",
         "userInfo": {"username": user, "groups": ["system:authenticated"]},
-        "object": new, "oldObject": old})
-}
-
-#[test]
-fn the_conditions_name_exactly_the_default_records() {
-    let conditions = shipped_conditions();
-    let expression = &conditions[0].1;
-    let settings = Settings::default();
-    let keys = settings.record_annotations();
-    for key in &keys {
-        assert!(
-            expression.contains(&format!("'{key}'")),
-            "{key} is not compared"
-        );
+        "object": new, "oldObject": old});
+    if let Some(sub) = sub_resource {
+        request["subResource"] = json!(sub);
     }
-    assert_eq!(
-        expression.matches("', '").count() + 1,
-        keys.len(),
-        "{expression}"
-    );
+    request
 }
 
-/// Every status write the policy acts on (a patch, a refusal, a warning) passes the conditions;
-/// the writes kubelet and node-problem-detector make never do.
+/// Node writes as a cluster sends them, weighted by how often: the node lifecycle controller's
+/// taint swaps, label and annotation writes, kubelet's and node-problem-detector's status
+/// writes, and now and then a cordon, a person's taint, a stale whole-list patch and a forged
+/// record. None the policy acts on is filtered out; the share filtered is printed.
 #[test]
-fn no_status_write_the_policy_acts_on_is_filtered_out() {
-    let conditions = shipped_conditions();
-    let dedicated = json!([{"key": "example.com/dedicated", "effect": "NoSchedule"}]);
-    let ready = json!([{"type": "Ready", "status": "True"}]);
-    let not_ready = json!([{"type": "Ready", "status": "False"}]);
-    let plain = json!({"node.alpha.kubernetes.io/ttl": "0"});
-    let with = |key: &str, value: &str| {
-        let mut a = plain.clone();
-        a[key] = json!(value);
-        a
+fn a_realistic_stream_mostly_never_reaches_the_policy() {
+    let dedicated = json!({"key": "example.com/dedicated", "value": "gpu", "effect": "NoSchedule"});
+    let unreachable = json!([{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-11-29T09:00:00Z"}]);
+    let owners =
+        json!({"taintguard.io/taint-owners": "{\"example.com/dedicated:NoSchedule\":\"alice\"}"});
+    let forged =
+        json!({"taintguard.io/taint-owners": "{\"example.com/dedicated:NoSchedule\":\"npd\"}"});
+    let with = |extra: &Value| {
+        let mut list = vec![dedicated.clone()];
+        list.extend(extra.as_array().into_iter().flatten().cloned());
+        Value::Array(list)
     };
+    let healthy = node(with(&json!([])), false, owners.clone(), "True");
+    let lost = node(with(&unreachable), false, owners.clone(), "Unknown");
+    let mut labelled = healthy.clone();
+    labelled["metadata"]["labels"]["topology.kubernetes.io/zone"] = json!("eu-west-1a");
+    let controller = "system:serviceaccount:kube-system:node-controller";
     let npd = "system:serviceaccount:kube-system:node-problem-detector";
-    let forged_owner = with(
-        "taintguard.io/taint-owners",
-        r#"{"example.com/dedicated:NoSchedule":"x"}"#,
-    );
-    // (name, writer, old annotations, new annotations, new taints, whether the policy must see it)
-    let cases: Vec<(&str, &str, Value, Value, Value, bool)> = vec![
+    // (weight, request, whether the policy must see it)
+    let stream: Vec<(u32, Value, bool)> = vec![
         (
-            "kubelet's condition",
-            "system:node:worker-1",
-            plain.clone(),
-            plain.clone(),
-            dedicated.clone(),
-            false,
-        ),
-        (
-            "a Node without annotations",
-            "system:node:worker-1",
-            Value::Null,
-            Value::Null,
-            dedicated.clone(),
-            false,
-        ),
-        (
-            "a status write with a stale spec",
-            npd,
-            plain.clone(),
-            plain.clone(),
-            json!([]),
-            false,
-        ),
-        (
-            "a forged owner entry",
-            npd,
-            plain.clone(),
-            forged_owner.clone(),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "a forged owner entry on a Node without annotations",
-            npd,
-            Value::Null,
-            forged_owner.clone(),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "an owner record deleted",
-            npd,
-            forged_owner.clone(),
-            plain.clone(),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "an owner record emptied",
-            npd,
-            forged_owner,
-            with("taintguard.io/taint-owners", ""),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "a forged cordon owner",
-            npd,
-            with("taintguard.io/cordoned-by", "alice"),
-            with("taintguard.io/cordoned-by", npd),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "a forged one-shot record",
-            npd,
-            plain.clone(),
-            with(
-                "taintguard.io/removed-startup-taints",
-                "ebs.csi.aws.com/agent-not-ready:NoExecute",
+            40,
+            update(
+                "system:node:worker-1",
+                Some("status"),
+                healthy.clone(),
+                node(with(&json!([])), false, owners.clone(), "False"),
             ),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "a forged NFD record",
-            npd,
-            plain.clone(),
-            with(
-                "nfd.node.kubernetes.io/taints",
-                "example.com/dedicated:NoSchedule",
-            ),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "a forged Cluster API record",
-            npd,
-            plain.clone(),
-            with(
-                "cluster.x-k8s.io/taints-from-machine",
-                "example.com/dedicated:NoSchedule",
-            ),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "a forged Talos record",
-            npd,
-            plain.clone(),
-            with("talos.dev/owned-taints", r#"["example.com/dedicated"]"#),
-            dedicated.clone(),
-            true,
-        ),
-        (
-            "another annotation changed",
-            npd,
-            plain.clone(),
-            with("example.com/other", "x"),
-            dedicated.clone(),
             false,
+        ),
+        (
+            20,
+            update(
+                npd,
+                Some("status"),
+                healthy.clone(),
+                node(with(&json!([])), false, owners.clone(), "True"),
+            ),
+            false,
+        ),
+        (
+            10,
+            update(controller, None, healthy.clone(), lost.clone()),
+            false,
+        ),
+        (
+            10,
+            update(controller, None, lost.clone(), healthy.clone()),
+            false,
+        ),
+        (
+            10,
+            update(
+                "system:serviceaccount:kube-system:cloud-node-manager",
+                None,
+                healthy.clone(),
+                labelled,
+            ),
+            false,
+        ),
+        (
+            3,
+            update(
+                "alice",
+                None,
+                healthy.clone(),
+                node(with(&json!([])), true, owners.clone(), "True"),
+            ),
+            true,
+        ),
+        (
+            3,
+            update(
+                "alice",
+                None,
+                healthy.clone(),
+                node(
+                    with(&json!([{"key": "example.com/maintenance", "effect": "NoSchedule"}])),
+                    false,
+                    owners.clone(),
+                    "True",
+                ),
+            ),
+            true,
+        ),
+        (
+            2,
+            update(
+                controller,
+                None,
+                healthy.clone(),
+                node(unreachable.clone(), false, owners.clone(), "Unknown"),
+            ),
+            true,
+        ),
+        (
+            1,
+            update(
+                npd,
+                Some("status"),
+                healthy.clone(),
+                node(with(&json!([])), false, forged, "True"),
+            ),
+            true,
         ),
     ];
-    for (name, user, old_annotations, new_annotations, new_taints, acts) in cases {
-        let old = node(old_annotations, dedicated.clone(), ready.clone());
-        let new = node(new_annotations, new_taints, not_ready.clone());
-        let request = status_write(user, old, new);
-        for settings in [json!({}), json!({"mode": "deny"})] {
-            let verdict = run::<TaintPreservation>(
-                &request.to_string(),
-                &settings.to_string(),
-                Half::Mutating,
-                &NoCluster("test"),
-            );
-            let acted = !verdict.accepted()
-                || verdict.mutated_object().is_some()
-                || !verdict.warnings.is_empty();
-            assert_eq!(acted, acts, "{name} {settings}: {verdict:?}");
-            assert!(
-                !acted || sent(&conditions, &request),
-                "a hole: {name} is filtered out"
-            );
+    let (mut total, mut filtered) = (0, 0);
+    for (weight, request, must_see) in &stream {
+        let decision = judge_one(request, "{}").unwrap_or_else(|hole| panic!("{hole}"));
+        assert_eq!(decision, Some(*must_see), "{request}");
+        total += weight;
+        if decision == Some(false) {
+            filtered += weight;
         }
-        assert_eq!(sent(&conditions, &request), acts, "{name}: sent");
     }
+    println!(
+        "realistic stream: {filtered} of {total} Node writes ({:.0}%) never reach the policy",
+        100.0 * f64::from(filtered) / f64::from(total)
+    );
 }
