@@ -181,7 +181,8 @@ mod tests {
             Err(ClusterError::Unavailable(_))
         ));
         // What the engine did not replicate, or data that cannot be read: Unavailable, with the
-        // reason and the configuration that replicates the kind. Nodes listed as `{}` are none.
+        // reason and the configuration that replicates the kind (the data, why, and whether the
+        // Nodes are Unavailable too: Nodes listed as `{}` are an empty list, Namespaces are none).
         let cases: [(Option<&str>, &str, bool); 9] = [
             (None, "no data document", true),
             (Some("{}"), "has no inventory", true),
