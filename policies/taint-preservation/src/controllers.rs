@@ -10,6 +10,7 @@ use super::findings::Finding;
 use super::judging::{Gathered, Judging};
 use super::owners::OwnerRecord;
 use super::settings::{ControllerRecord, RecordFormat};
+use taintguard::glob;
 use taintguard::principal::Identity;
 use taintguard::small_map::SmallSet;
 use taintguard::taint::Taint;
@@ -160,11 +161,18 @@ impl Judging<'_> {
     /// The change to a `controllerRecords` entry's `owner` that names the requester: a service
     /// account by `namespace/name`, anyone else by username.
     fn naming_the_requester(&self) -> String {
+        // Escaped, so that a name holding glob characters matches only itself.
         match self.who.identity() {
-            Identity::ServiceAccount { namespace, name } => {
-                format!("add \"{namespace}/{name}\" to owner.serviceAccounts")
-            }
-            _ => [&quoted("add ", self.who.username), " to owner.users"].concat(),
+            Identity::ServiceAccount { namespace, name } => [
+                &quoted("add ", &glob::escape(&format!("{namespace}/{name}"))),
+                " to owner.serviceAccounts",
+            ]
+            .concat(),
+            _ => [
+                &quoted("add ", &glob::escape(self.who.username)),
+                " to owner.users",
+            ]
+            .concat(),
         }
     }
 }

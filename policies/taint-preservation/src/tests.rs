@@ -1734,21 +1734,34 @@ fn status_writes_and_controller_records_grant_nothing_unjudged() {
 fn refused_records_are_named() {
     let n = |taints: &[&str]| node(taints, None, None, "a");
     let alice_owns_gpu = [(NFD_ENTRY, ALICE.0)];
-    let cases: &[(&str, String, &str)] = &[
+    // (name, settings, request, a warning holds)
+    let cases: &[(&str, &str, String, &str)] = &[
         (
             "a status write's forged record",
+            "{}",
             status_request(NODE_PROBLEM_DETECTOR, &n(&[DEDICATED]), &nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)),
             "may not rewrite the controller's taint record nfd.node.kubernetes.io/taints of node worker-1",
         ),
         (
             "a controller record listing a person's taint",
+            "{}",
             request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &alice_owns_gpu), NFD_ENTRY)), &nfd_lists(owned(n(&[]), &alice_owns_gpu), NFD_ENTRY)),
             "the controller record nfd.node.kubernetes.io/taints lists feature.node.kubernetes.io/gpu=a100:NoSchedule, but the taint owner record names \"alice@example.com\" its owner",
         ),
+        (
+            "a username with glob characters is suggested escaped, matching only itself",
+            r#"{"permitted": {"people": false}}"#,
+            request("UPDATE", ("ci[bot]*", &[]), Some(&n(&[DEDICATED])), &nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)),
+            r#"add "ci\\[bot]\\*" to owner.users"#,
+        ),
     ];
-    for (name, req, want) in cases {
-        let verdict =
-            run::<TaintPreservation>(req, "{}", Half::Mutating, &taintguard::NoCluster("test"));
+    for (name, settings, req, want) in cases {
+        let verdict = run::<TaintPreservation>(
+            req,
+            settings,
+            Half::Mutating,
+            &taintguard::NoCluster("test"),
+        );
         assert!(
             verdict.warnings.iter().any(|w| w.contains(want)),
             "{name}: {want:?} not in {:?}",
