@@ -563,7 +563,8 @@ build_answer_anchors() {
 run_e2e() {
   build_policies
   build_host_tools
-  cargo build -q -p taintguard-e2e
+  # The outage scenario runs `taintguard what-if` as the runbook does.
+  cargo build -q -p taintguard-e2e -p taintguard-cli
   say "end-to-end: kube-apiserver, etcd and policy-server on loopback"
   target/debug/taintguard-e2e
 }

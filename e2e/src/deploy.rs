@@ -103,6 +103,21 @@ fn serve_kubernetes_1_20(spec: &mut Value) {
     rules.extend(legacy);
 }
 
+/// taint-preservation as shipped (its manifest's spec and settings), selecting `variant`, named
+/// `taint-preservation-<variant>`: what the outage scenarios vary the failure settings of.
+pub fn taint_preservation_variant(repo: &Path, variant_name: &str) -> Result<Deployed, String> {
+    let manifest =
+        read_yaml(&repo.join("policies/taint-preservation/cluster-admission-policy.yaml"))?;
+    variant(
+        repo,
+        "taint-preservation",
+        &format!("taint-preservation-{variant_name}"),
+        false,
+        manifest["spec"]["settings"].clone(),
+        variant_selector("In", &[variant_name]),
+    )
+}
+
 pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     let tp = read_yaml(&repo.join("policies/taint-preservation/cluster-admission-policy.yaml"))?;
     let tp_settings = tp["spec"]["settings"].clone();
@@ -230,6 +245,10 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
             variant_selector("In", &["ptr-fresh"]),
         )?,
     ];
+    // The same with `failurePolicy: Ignore`, for the outage scenario (docs/availability.md).
+    let mut ignore = taint_preservation_variant(repo, "ignore")?;
+    ignore.spec["failurePolicy"] = json!("Ignore");
+    deployed.push(ignore);
     deployed.extend(crate::shapes::deployments(repo));
     Ok(deployed)
 }

@@ -13,6 +13,7 @@ mod helpers;
 mod kubectl;
 mod kwctl;
 mod labels;
+mod outage;
 mod pod_toleration_restriction;
 mod policies;
 mod records;

@@ -164,8 +164,16 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::records::status_writes_pass,
     },
     Scenario {
+        name: "hung policy-server: a Node write fails (Fail) or completes (Ignore) within the 2 s timeout",
+        run: crate::outage::hung_policy_server,
+    },
+    Scenario {
         name: "failure policy: with policy-server down Node writes fail, nodes/status passes",
         run: failure_policy,
+    },
+    Scenario {
+        name: "outage: registration and the lifecycle swap refused (Fail) or stored (Ignore); the records after, what-if, the runbook",
+        run: crate::outage::outage,
     },
 ];
 

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::artifact::Artifact;
 use crate::manifests::{self, Maintainer, MetadataSpec, Target};
+use crate::webhook::{Companion, Deployment};
 use taintguard_wasm_metadata::metadata::{DISPLAY_NAME_ANNOTATION, VERSION_ANNOTATION};
 
 /// The chart type the UI filters on: the one thing that makes a chart a policy.
@@ -65,6 +66,7 @@ pub fn render(
     questions: Option<&str>,
     target: &Target,
     readme: &str,
+    deployment: &Deployment,
 ) -> Result<Chart, String> {
     let get = |key: &str| artifact.annotation(key);
     let required = |key: &str| artifact.required_annotation(key, "the Helm chart");
@@ -108,11 +110,30 @@ pub fn render(
         annotations,
     };
 
-    let values = serde_json::json!({
+    let mut policy = serde_json::json!({"name": "", "mode": "protect", "settings": settings});
+    merge(
+        &mut policy,
+        serde_json::to_value(&deployment.webhook).map_err(|e| e.to_string())?,
+    );
+    // Each companion policy (docs/records.md): on by default, its webhook fields tunable.
+    let mut companions = serde_json::Map::new();
+    for companion in &deployment.companions {
+        let mut values = serde_json::json!({"enabled": true});
+        for field in ["failurePolicy", "timeoutSeconds", "matchConditions"] {
+            if let Some(value) = companion.spec.get(field) {
+                values[field] = value.clone();
+            }
+        }
+        companions.insert(companion.suffix.clone(), values);
+    }
+    let mut values = serde_json::json!({
         "global": {"cattle": {"systemDefaultRegistry": registry}},
         "module": {"repository": repository, "tag": target.tag},
-        "policy": {"name": "", "mode": "protect", "settings": settings},
+        "policy": policy,
     });
+    if !companions.is_empty() {
+        values["companions"] = Value::Object(companions);
+    }
     let mut files = vec![
         (
             "Chart.yaml",
@@ -135,6 +156,11 @@ pub fn render(
         ("templates/policy.yaml", policy_template(artifact)?),
         ("README.md", readme.to_owned()),
     ];
+    for companion in &deployment.companions {
+        let file: &'static str =
+            Box::leak(format!("templates/{}-policy.yaml", companion.suffix).into_boxed_str());
+        files.push((file, companion_template(artifact, companion)?));
+    }
     if let Some(questions) = questions {
         files.push(("questions.yaml", questions.to_owned()));
     }
@@ -167,7 +193,7 @@ fn policy_template(artifact: &Artifact) -> Result<String, String> {
            module: registry://{{{{ .Values.global.cattle.systemDefaultRegistry }}}}/{{{{ .Values.module.repository }}}}:{{{{ .Values.module.tag }}}}\n  \
            mode: {{{{ .Values.policy.mode }}}}\n  \
            settings: {{{{- toYaml .Values.policy.settings | nindent 4 }}}}\n\
-         {}",
+         {}{WEBHOOK_FIELDS}",
         indent(
             &manifests::to_yaml(&MetadataSpec::of(
                 artifact,
@@ -176,6 +202,69 @@ fn policy_template(artifact: &Artifact) -> Result<String, String> {
             2
         )
     ))
+}
+
+/// The webhook fields a value sets, each left out when the value is empty: `matchConditions`
+/// set to `[]` turns them off (docs/availability.md).
+const WEBHOOK_FIELDS: &str = "  {{- with .Values.policy.failurePolicy }}\n  failurePolicy: {{ . }}\n  {{- end }}\n  \
+     {{- with .Values.policy.timeoutSeconds }}\n  timeoutSeconds: {{ . }}\n  {{- end }}\n  \
+     {{- with .Values.policy.matchConditions }}\n  matchConditions: {{- toYaml . | nindent 4 }}\n  {{- end }}\n";
+
+/// A companion policy's template: its rules and the rest of its spec as the policy folder's
+/// manifest writes them, the main policy's module, mode and settings, and its own webhook values
+/// under `companions.<suffix>`; nothing when `enabled` is false.
+fn companion_template(artifact: &Artifact, companion: &Companion) -> Result<String, String> {
+    let mut fixed = companion.spec.clone();
+    if let Some(spec) = fixed.as_object_mut() {
+        for field in [
+            "module",
+            "settings",
+            "mode",
+            "mutating",
+            "failurePolicy",
+            "timeoutSeconds",
+            "matchConditions",
+        ] {
+            spec.remove(field);
+        }
+    }
+    let values = format!(".Values.companions.{}", companion.suffix);
+    let webhook = WEBHOOK_FIELDS.replace(".Values.policy.", &format!("{values}."));
+    let annotations = if companion.annotations.is_object() {
+        format!(
+            "  annotations:\n{}",
+            indent(&manifests::to_yaml(&companion.annotations)?, 4)
+        )
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "{{{{- if {values}.enabled }}}}\n\
+         # {}'s {} companion (docs/records.md), as `helm install` deploys it.\n\
+         apiVersion: policies.kubewarden.io/v1\n\
+         kind: ClusterAdmissionPolicy\n\
+         metadata:\n  \
+           name: {{{{ .Values.policy.name | default .Chart.Name }}}}-{}\n\
+         {annotations}\
+         spec:\n  \
+           module: registry://{{{{ .Values.global.cattle.systemDefaultRegistry }}}}/{{{{ .Values.module.repository }}}}:{{{{ .Values.module.tag }}}}\n  \
+           mode: {{{{ .Values.policy.mode }}}}\n  \
+           mutating: {}\n  \
+           settings: {{{{- toYaml .Values.policy.settings | nindent 4 }}}}\n\
+         {}{webhook}{{{{- end }}}}\n",
+        artifact.name,
+        companion.suffix,
+        companion.suffix,
+        artifact.metadata.mutating,
+        indent(&manifests::to_yaml(&fixed)?, 2),
+    ))
+}
+
+/// `extra`'s members written into `into`, an object.
+fn merge(into: &mut Value, extra: Value) {
+    if let (Some(into), Value::Object(extra)) = (into.as_object_mut(), extra) {
+        into.extend(extra);
+    }
 }
 
 fn indent(text: &str, spaces: usize) -> String {

@@ -14,6 +14,7 @@ mod registry;
 mod sbom;
 mod sign;
 mod verify;
+mod webhook;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -325,6 +326,7 @@ fn write_manifests(
 ) -> Result<(), String> {
     let (settings, settings_source) = manifests::default_settings(policies, &artifact.policy)?;
     let questions = manifests::questions_ui(policies, &artifact.policy)?;
+    let deployment = webhook::deployment(policies, &artifact.policy)?;
     let rendered = manifests::render(
         artifact,
         &settings,
@@ -332,6 +334,7 @@ fn write_manifests(
         questions.as_deref(),
         target,
         created_at,
+        &deployment,
     )?;
     let written = manifests::write(dist, &artifact.name, &rendered)?;
     let names: Vec<String> = written
@@ -355,6 +358,7 @@ fn write_manifests(
         questions.as_deref(),
         &tagged,
         &rendered.readme,
+        &deployment,
     )?;
     let dir = chart::write(&dist.join("charts"), &chart)?;
     eprintln!("    wrote {} (policy-catalog chart)", dir.display());

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::artifact::Artifact;
+use crate::webhook::{Deployment, Webhook};
 use taintguard_wasm_metadata::metadata::{
     Rule, DEFAULT_EXECUTION_MODE, DISPLAY_NAME_ANNOTATION, RELEASE_TAG_ANNOTATION,
     TITLE_ANNOTATION, USAGE_ANNOTATION, VERSION_ANNOTATION,
@@ -95,6 +96,9 @@ struct Spec<'a> {
     settings: &'a Value,
     #[serde(flatten)]
     from_metadata: MetadataSpec<'a>,
+    /// The failure settings and matchConditions of the policy folder's manifest.
+    #[serde(flatten)]
+    webhook: &'a Webhook,
 }
 
 /// The fields of a policy resource's spec that come from the module's metadata, in the order
@@ -179,6 +183,8 @@ fn cluster_scoped_resources(rules: &[Rule]) -> (Vec<&str>, bool) {
 
 pub struct Rendered {
     pub cluster_admission_policy: String,
+    /// `cluster-admission-policy-<suffix>.yaml` and its text, per companion policy.
+    pub companions: Vec<(String, String)>,
     pub admission_policy: String,
     pub artifacthub_pkg: String,
     /// The package's README, which Artifact Hub reads beside `artifacthub-pkg.yml`.
@@ -192,6 +198,7 @@ pub fn render(
     questions: Option<&str>,
     target: &Target,
     created_at: &str,
+    deployment: &Deployment,
 ) -> Result<Rendered, String> {
     let meta = &artifact.metadata;
     let module = target.module();
@@ -207,6 +214,7 @@ pub fn render(
             module: module.clone(),
             settings,
             from_metadata: MetadataSpec::of(artifact, context_aware),
+            webhook: &deployment.webhook,
         },
     };
     let header = |kind: &str| {
@@ -256,8 +264,17 @@ pub fn render(
         artifact.name,
         artifact.path.display()
     ) + &to_yaml(&artifacthub(artifact, questions, target, created_at)?)?;
+    let mut companions = Vec::new();
+    for companion in &deployment.companions {
+        let resource = companion.resource(&artifact.name, &module, settings, meta.mutating);
+        companions.push((
+            format!("cluster-admission-policy-{}.yaml", companion.suffix),
+            header("ClusterAdmissionPolicy") + &companion.comment + &to_yaml(&resource)?,
+        ));
+    }
     Ok(Rendered {
         cluster_admission_policy: cluster,
+        companions,
         admission_policy: namespaced,
         artifacthub_pkg,
         readme: readme(artifact),
@@ -508,7 +525,8 @@ pub fn maintainers(author: &str) -> Result<Vec<Maintainer>, String> {
         .collect()
 }
 
-/// Writes `dist/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,README.md}`.
+/// Writes `dist/<name>/{cluster-admission-policy.yaml,admission-policy.yaml,artifacthub-pkg.yml,README.md}`
+/// and each companion's `cluster-admission-policy-<suffix>.yaml`.
 pub fn write(dist: &Path, name: &str, rendered: &Rendered) -> Result<Vec<PathBuf>, String> {
     let dir = dist.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -521,8 +539,9 @@ pub fn write(dist: &Path, name: &str, rendered: &Rendered) -> Result<Vec<PathBuf
         ("artifacthub-pkg.yml", &rendered.artifacthub_pkg),
         ("README.md", &rendered.readme),
     ];
+    let companions = (rendered.companions.iter()).map(|(file, text)| (file.as_str(), text));
     let mut written = Vec::new();
-    for (file, text) in files {
+    for (file, text) in files.into_iter().chain(companions) {
         let path = dir.join(file);
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         written.push(path);
@@ -634,6 +653,7 @@ mod tests {
                 None,
                 &target(Some(&digest)),
                 "2025-01-01T00:00:00Z",
+                &Deployment::default(),
             )
             .unwrap();
             for (yaml, kind) in [
@@ -689,7 +709,16 @@ mod tests {
     #[test]
     fn tag_targets_say_they_will_be_replaced() {
         let a = artifact(&format!(r#"{{"rules":[],"mutating":false,{ANNOTATIONS}}}"#));
-        let out = render(&a, &serde_json::json!({}), "x", None, &target(None), "t").unwrap();
+        let out = render(
+            &a,
+            &serde_json::json!({}),
+            "x",
+            None,
+            &target(None),
+            "t",
+            &Deployment::default(),
+        )
+        .unwrap();
         let doc = parse(&out.cluster_admission_policy);
         assert_eq!(
             doc["spec"]["module"].as_str(),
@@ -715,6 +744,7 @@ mod tests {
             Some(questions),
             &target(None),
             "2025-01-01T00:00:00Z",
+            &Deployment::default(),
         )
         .unwrap();
         let doc = parse(&out.artifacthub_pkg);
@@ -765,6 +795,7 @@ mod tests {
             None,
             &target(None),
             "t",
+            &Deployment::default(),
         )
         .err()
         .unwrap();

@@ -163,8 +163,34 @@ fn charts_say_what_the_ui_reads() {
     }
 }
 
+/// Every document of a multi-document YAML text, by `metadata.name`.
+fn documents(text: &str) -> Vec<(String, Value)> {
+    use serde::Deserialize;
+    serde_yaml::Deserializer::from_str(text)
+        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{e}:\n{text}")))
+        .filter(|doc| !doc.is_null())
+        .map(|doc| {
+            (
+                doc["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                doc,
+            )
+        })
+        .collect()
+}
+
+/// A manifest `./build.sh` wrote beside the chart, as `helm template` must render it (the chart
+/// says the default mode out loud; the manifest leaves it to Kubewarden).
+fn without_mode(mut doc: Value) -> Value {
+    doc["spec"].as_mapping_mut().unwrap().remove("mode");
+    doc
+}
+
 /// `helm lint --strict`, and `helm template` renders the ClusterAdmissionPolicy `./build.sh`
-/// wrote, then the values a `helm install` user sets.
+/// wrote and its companions (taint-preservation's `nodes/status` guard), then the values a
+/// `helm install` user sets: name, mode, module, settings, the webhook fields, a companion off.
 #[test]
 fn helm_lints_and_renders_the_policy() {
     let dist = repo().join("dist");
@@ -174,31 +200,73 @@ fn helm_lints_and_renders_the_policy() {
         let lint = helm(&["lint", "--strict", dir]);
         assert!(lint.contains("0 chart(s) failed"), "{lint}");
 
-        let mut cap = yaml(&read(
-            &dist.join(&name).join("cluster-admission-policy.yaml"),
-        ));
-        let mut rendered = yaml(&helm(&["template", dir]));
-        // The chart says the default mode out loud; the manifest leaves it to Kubewarden.
-        assert_eq!(rendered["spec"]["mode"].as_str(), Some("protect"), "{name}");
-        rendered["spec"].as_mapping_mut().unwrap().remove("mode");
-        cap["spec"].as_mapping_mut().unwrap().remove("mode");
-        assert_eq!(rendered, cap, "{name}");
+        let mut written: Vec<(String, Value)> = Vec::new();
+        for entry in std::fs::read_dir(dist.join(&name)).unwrap().flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if file.starts_with("cluster-admission-policy") {
+                let doc = yaml(&read(&entry.path()));
+                written.push((doc["metadata"]["name"].as_str().unwrap().to_owned(), doc));
+            }
+        }
+        written.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut rendered = documents(&helm(&["template", dir]));
+        rendered.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(rendered.len(), written.len(), "{name}: {rendered:?}");
+        for ((rendered_name, got), (_, want)) in rendered.into_iter().zip(&written) {
+            assert_eq!(
+                got["spec"]["mode"].as_str(),
+                Some("protect"),
+                "{rendered_name}"
+            );
+            assert_eq!(
+                without_mode(got),
+                without_mode(want.clone()),
+                "{rendered_name}"
+            );
+        }
+        let main = written
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, d)| d)
+            .unwrap();
+        if name.starts_with("taint-preservation") {
+            assert_eq!(
+                main["spec"]["failurePolicy"].as_str(),
+                Some("Fail"),
+                "{name}"
+            );
+            assert!(main["spec"]["matchConditions"].is_sequence(), "{name}");
+            assert_eq!(
+                written.len(),
+                2,
+                "{name}: the nodes/status guard is shipped beside it"
+            );
+        }
 
-        let custom = yaml(&helm(&[
+        let custom = documents(&helm(&[
             "template",
             dir,
             "--set",
-            "policy.name=custom,policy.mode=monitor,module.tag=v9.9.9",
+            "policy.name=custom,policy.mode=monitor,module.tag=v9.9.9,policy.failurePolicy=Ignore,policy.timeoutSeconds=3",
+            "--set",
+            "companions.status.enabled=false",
             "--set-json",
             r#"policy.settings={"a":{"b":[1,"two"]}}"#,
+            "--set-json",
+            "policy.matchConditions=[]",
         ]));
+        assert_eq!(custom.len(), 1, "{name}: {custom:?}");
+        let custom = &custom[0].1;
         let want = [
             (&custom["metadata"]["name"], "custom"),
             (&custom["spec"]["mode"], "monitor"),
+            (&custom["spec"]["failurePolicy"], "Ignore"),
         ];
         for (got, want) in want {
             assert_eq!(got.as_str(), Some(want), "{name}");
         }
+        assert_eq!(custom["spec"]["timeoutSeconds"].as_u64(), Some(3), "{name}");
+        assert!(custom["spec"].get("matchConditions").is_none(), "{name}");
         assert!(custom["spec"]["module"]
             .as_str()
             .unwrap()
