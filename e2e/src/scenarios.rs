@@ -164,7 +164,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::records::status_writes_pass,
     },
     Scenario {
-        name: "hung policy-server: a Node write fails (Fail) or completes (Ignore) within the 2 s timeout",
+        name: "hung policy-server: a Node write fails (Fail, two calls) or completes (Ignore) within its 2 s timeouts",
         run: crate::outage::hung_policy_server,
     },
     Scenario {

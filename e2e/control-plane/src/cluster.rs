@@ -463,22 +463,7 @@ impl Cluster {
         content_type: &str,
         body: &str,
     ) -> Result<String, String> {
-        let url = format!("https://127.0.0.1:{}{path}", self.api_port);
-        curl(&[
-            "-sS",
-            "--fail-with-body",
-            "--cacert",
-            &self.path("certs/apiserver.crt"),
-            "-H",
-            &format!("Authorization: Bearer {}", self.token),
-            "-H",
-            &format!("Content-Type: {content_type}"),
-            "-X",
-            method,
-            "--data-binary",
-            body,
-            &url,
-        ])
+        self.call(&[], method, path, content_type, body)
     }
 
     /// [`Cluster::api`] as `user` in `groups`, impersonated by the admin, for what kubectl 1.20
@@ -497,30 +482,37 @@ impl Cluster {
         content_type: &str,
         body: &str,
     ) -> Result<(String, String), String> {
-        let url = format!("https://127.0.0.1:{}{path}", self.api_port);
-        let mut args: Vec<String> = [
-            "-sS",
-            "--fail-with-body",
-            "--include",
-            "--cacert",
-            &self.path("certs/apiserver.crt"),
-            "-H",
-            &format!("Authorization: Bearer {}", self.token),
-            "-H",
-            &format!("Content-Type: {content_type}"),
-            "-H",
-            &format!("Impersonate-User: {user}"),
-        ]
-        .map(str::to_owned)
-        .to_vec();
+        let mut extra = vec![
+            "--include".to_owned(),
+            "-H".to_owned(),
+            format!("Impersonate-User: {user}"),
+        ];
         for group in groups {
-            args.extend(["-H".to_owned(), format!("Impersonate-Group: {group}")]);
+            extra.extend(["-H".to_owned(), format!("Impersonate-Group: {group}")]);
         }
-        args.extend(["-X", method, "--data-binary", body, &url].map(str::to_owned));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let text = curl(&args)?;
+        let text = self.call(&extra, method, path, content_type, body)?;
         let (headers, body) = text.split_once("\r\n\r\n").unwrap_or(("", &text));
         Ok((headers.to_owned(), body.to_owned()))
+    }
+
+    /// curl against the API server with the admin's token, and `extra` arguments.
+    fn call(
+        &self,
+        extra: &[String],
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> Result<String, String> {
+        let url = format!("https://127.0.0.1:{}{path}", self.api_port);
+        let certificate = self.path("certs/apiserver.crt");
+        let authorization = format!("Authorization: Bearer {}", self.token);
+        let content = format!("Content-Type: {content_type}");
+        let mut args = vec!["-sS", "--fail-with-body", "--cacert", &certificate];
+        args.extend(["-H", &authorization, "-H", &content]);
+        args.extend(extra.iter().map(String::as_str));
+        args.extend(["-X", method, "--data-binary", body, &url]);
+        curl(&args)
     }
 
     /// How many `verb` requests (`GET`, `LIST`, ...) for the core group's `resource` the API server
