@@ -49,8 +49,10 @@ pub mod toleration;
 
 // 4. The contract.
 pub mod cluster;
+pub mod match_condition;
 pub mod policy;
 
 pub use cluster::{Cluster, NoCluster};
+pub use match_condition::MatchCondition;
 pub use policy::{read_settings, run, run_read, try_run, Half, Policy};
 pub use verdict::{Decision, Verdict};

@@ -11,6 +11,8 @@
 
 mod fixtures;
 pub mod gen;
+#[cfg(feature = "cel")]
+pub mod match_conditions;
 #[cfg(test)]
 mod properties;
 pub mod targets;

@@ -7,6 +7,7 @@
 
 use taintguard::json::JsonStr;
 use taintguard::taint::{Effect, Taint};
+use taintguard::MatchCondition;
 
 use super::judging::Judging;
 use super::node::NodeView;
@@ -25,14 +26,6 @@ pub const NODE_LIFECYCLE_TAINTS: &[&str] = &[
     "node.kubernetes.io/pid-pressure",
     "node.kubernetes.io/network-unavailable",
 ];
-
-/// One entry of a webhook's `matchConditions`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatchCondition {
-    pub name: &'static str,
-    /// A CEL expression over `object`, `oldObject` and `request`.
-    pub expression: String,
-}
 
 impl Settings {
     /// The keys of [`NODE_LIFECYCLE_TAINTS`] these settings leave to their controller: neither

@@ -7,9 +7,9 @@
 use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
-use taint_preservation::match_conditions::MatchCondition;
 use taint_preservation::{Settings, TaintPreservation};
-use taintguard::{read_settings, run, Half, NoCluster, Verdict};
+use taintguard::{read_settings, run, Half, MatchCondition, NoCluster};
+use taintguard_testkit::match_conditions::{acts, sent};
 
 fn manifest(file: &str) -> Value {
     let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -35,36 +35,6 @@ fn pairs(conditions: &[MatchCondition]) -> Vec<(String, String)> {
     (conditions.iter())
         .map(|c| (c.name.to_owned(), c.expression.clone()))
         .collect()
-}
-
-/// What the API server decides: `Some(true)` call the webhook, `Some(false)` skip it, `None` an
-/// evaluation error (then `failurePolicy` decides: `Fail` refuses the request, `Ignore` skips).
-fn sent(conditions: &[MatchCondition], request: &Value) -> Option<bool> {
-    let mut all = true;
-    for condition in conditions {
-        let program = cel::Program::compile(&condition.expression)
-            .unwrap_or_else(|e| panic!("matchCondition {} does not compile: {e}", condition.name));
-        let mut context = cel::Context::default();
-        context.add_variable("request", request.clone()).ok()?;
-        for variable in ["object", "oldObject"] {
-            context
-                .add_variable(variable, request[variable].clone())
-                .ok()?;
-        }
-        match program.execute(&context) {
-            Ok(cel::Value::Bool(holds)) => all &= holds,
-            _ => return None,
-        }
-    }
-    Some(all)
-}
-
-/// Whether the policy does anything but accept `request` untouched and silently.
-fn acts(verdict: &Verdict) -> bool {
-    !verdict.accepted()
-        || verdict.mutated_object().is_some()
-        || !verdict.warnings.is_empty()
-        || !verdict.audit_annotations.is_empty()
 }
 
 /// One request of the corpus: a hole is a request the policy acts on that its webhook's

@@ -28,6 +28,7 @@ mod drop_in;
 mod from_nodes;
 mod injection;
 mod judging;
+mod match_conditions;
 mod pod_toleration_restriction;
 mod restriction;
 pub mod settings;

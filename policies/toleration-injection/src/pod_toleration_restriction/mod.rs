@@ -18,6 +18,7 @@ use taintguard::json::{member_at, JsonStr, Object};
 use taintguard::verdict::{quoted, Verdict};
 
 pub use algebra::{read_pod_tolerations, PluginToleration};
+pub use annotations::{DEFAULTS, WHITELIST};
 pub use guard::judge_namespace;
 pub use settings::{DefaultTolerationSeconds, PodTolerationRestriction};
 
