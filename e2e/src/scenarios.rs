@@ -1078,6 +1078,11 @@ fn kwctl_case(
 }
 
 fn failure_policy(env: &mut Env) -> Result<(), String> {
+    // The outage scenario's Nodes, created while policy-server serves: one the shipped `Fail`
+    // webhook judges, one its `Ignore` variant does (crate::outage).
+    for (name, variant) in [("nlc-fail", "restore"), ("nlc-ignore", "ignore")] {
+        env.kubectl.apply(&node(name, variant, &[]))?;
+    }
     env.cluster.stop_policy_server();
     let k = &env.kubectl;
     let out = k.run(

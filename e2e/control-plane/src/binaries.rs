@@ -11,6 +11,9 @@ pub struct Binaries {
     pub policy_server: PathBuf,
     /// Only the gatekeeper parity check needs it.
     pub kwctl: Option<PathBuf>,
+    /// The real node lifecycle controller, for the outage scenario; beside kube-apiserver when
+    /// the installer ran with `--with-controller-manager`.
+    pub kube_controller_manager: Option<PathBuf>,
 }
 
 /// An executable file named `name` in `dir`.
@@ -68,6 +71,13 @@ impl Binaries {
             },
             policy_server: find("policy-server", "POLICY_SERVER", false, KUBEWARDEN)?,
             kwctl: find("kwctl", "KWCTL", false, KUBEWARDEN).ok(),
+            kube_controller_manager: find(
+                "kube-controller-manager",
+                "KUBEBUILDER_ASSETS",
+                true,
+                CONTROL_PLANE,
+            )
+            .ok(),
         })
     }
 }

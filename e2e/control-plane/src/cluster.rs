@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::thread::sleep;
@@ -421,6 +421,28 @@ impl Cluster {
         self.wait_running("policy-server", Duration::from_secs(180), || {
             curl(&["-sf", &readiness]).is_ok()
         })
+    }
+
+    /// Starts kube-controller-manager with only its node lifecycle controller, against the API
+    /// server as the admin, with a grace period of 6 s: a Node that never posts its status is
+    /// marked unknown and tainted `node.kubernetes.io/unreachable` 6 s after the controller first
+    /// sees it.
+    pub fn start_node_lifecycle_controller(&mut self, binary: &Path) -> Result<(), String> {
+        let args = [
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            "--controllers=nodelifecycle".to_owned(),
+            "--leader-elect=false".to_owned(),
+            "--use-service-account-credentials=false".to_owned(),
+            "--node-monitor-period=1s".to_owned(),
+            "--node-monitor-grace-period=6s".to_owned(),
+            "--node-startup-grace-period=6s".to_owned(),
+            "--port=0".to_owned(),
+            "--secure-port=0".to_owned(),
+        ];
+        self.spawn("kube-controller-manager", Command::new(binary).args(&args))?;
+        // It serves nothing to probe (both ports off): alive after a moment is started.
+        std::thread::sleep(Duration::from_secs(2));
+        self.exited("kube-controller-manager").map_or(Ok(()), Err)
     }
 
     /// Stops policy-server, for the failure-policy scenario.

@@ -123,21 +123,17 @@ impl Judging<'_> {
     /// # Errors
     ///
     /// Annotations the views cannot read.
-    pub fn changes_nothing_judged(&self) -> Result<bool, String> {
+    pub fn changes_nothing_judged<'a>(&'a self) -> Result<bool, String> {
         let Some(old) = &self.old else {
             return Ok(false);
         };
         let ignored = self.settings.ignored_taint_keys();
-        let judged = |view: &'_ NodeView<'_>| -> Vec<(String, String, String)> {
+        let judged = |view: &'a NodeView<'_>| {
             (view.taints.iter())
                 .filter(|t| !ignored.contains(&t.key.as_str()))
-                .map(|t| {
-                    let text = |s: &JsonStr<'_>| s.as_str().to_owned();
-                    (text(&t.key), text(&t.value), text(&t.effect))
-                })
-                .collect()
+                .map(|t| (t.key.as_str(), t.value.as_str(), t.effect.as_str()))
         };
-        if judged(old) != judged(&self.new) || old.cordoned() != self.new.cordoned() {
+        if !judged(old).eq(judged(&self.new)) || old.cordoned() != self.new.cordoned() {
             return Ok(false);
         }
         for key in self.settings.record_annotations() {
