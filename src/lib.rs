@@ -15,8 +15,9 @@
 //!    ([`k8s_names`]), requesters ([`principal`]), taints ([`taint`]), tolerations
 //!    ([`toleration`]), label selectors ([`label_selector`]) and the admission request
 //!    ([`admission`]).
-//! 4. **The contract**: what a policy is and is given ([`policy`]: [`Policy`], [`run`]) and what
-//!    it may ask the cluster ([`cluster`]).
+//! 4. **The contract**: what a policy is and is given ([`policy`]: [`Policy`], [`run`]), what
+//!    it may ask the cluster ([`cluster`]), and the `matchConditions` it writes for its webhook
+//!    ([`match_condition`]).
 
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]

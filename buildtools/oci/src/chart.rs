@@ -50,7 +50,7 @@ struct ChartYaml {
 /// A chart's files, by path inside the chart folder.
 pub struct Chart {
     pub name: String,
-    pub files: Vec<(&'static str, String)>,
+    pub files: Vec<(String, String)>,
 }
 
 /// The chart of `artifact`, whose module the UI deploys from `target`'s repository and tag (a
@@ -134,7 +134,7 @@ pub fn render(
     if !companions.is_empty() {
         values["companions"] = Value::Object(companions);
     }
-    let mut files = vec![
+    let files = vec![
         (
             "Chart.yaml",
             format!(
@@ -156,13 +156,15 @@ pub fn render(
         ("templates/policy.yaml", policy_template(artifact)?),
         ("README.md", readme.to_owned()),
     ];
+    let mut files: Vec<(String, String)> = (files.into_iter())
+        .map(|(file, text)| (file.to_owned(), text))
+        .collect();
     for companion in &deployment.companions {
-        let file: &'static str =
-            Box::leak(format!("templates/{}-policy.yaml", companion.suffix).into_boxed_str());
+        let file = format!("templates/{}-policy.yaml", companion.suffix);
         files.push((file, companion_template(artifact, companion)?));
     }
     if let Some(questions) = questions {
-        files.push(("questions.yaml", questions.to_owned()));
+        files.push(("questions.yaml".to_owned(), questions.to_owned()));
     }
     Ok(Chart {
         name: artifact.name.clone(),
