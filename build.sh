@@ -56,6 +56,17 @@ policies() {
   done
 }
 
+# A policy crate without metadata.yml would build and test, and ship nowhere: say so and stop.
+check_policy_folders() {
+  local dir
+  for dir in policies/*/; do
+    if [ -f "$dir/Cargo.toml" ] && [ ! -f "$dir/metadata.yml" ]; then
+      echo "build.sh: ${dir}metadata.yml is missing: a policy folder needs it (policies/README.md)" >&2
+      exit 1
+    fi
+  done
+}
+
 ensure_rust_targets() {
   local installed missing=()
   installed=$(rustup target list --installed)
@@ -569,6 +580,7 @@ run_e2e() {
   target/debug/taintguard-e2e
 }
 
+check_policy_folders
 case "${1:-build}" in
   build) build_policies; build_js; evaluate_examples; write_manifests ;;
   test) run_tests ;;

@@ -19,13 +19,15 @@ use serde_json::{Map, Value};
 ///
 /// # Errors
 ///
-/// `policies` or one of its entries cannot be read, named.
+/// `policies` or one of its entries cannot be read, named; a folder with a `Cargo.toml` and no
+/// `metadata.yml`, which would build and test and ship nowhere, named by the missing file.
 pub fn policy_folders(policies: &Path) -> Result<Vec<String>, String> {
     let unreadable = |e: std::io::Error| format!("{}: {e}", policies.display());
     let mut names = Vec::new();
     for entry in std::fs::read_dir(policies).map_err(unreadable)? {
         let folder = entry.map_err(unreadable)?.path();
-        if folder.join("metadata.yml").is_file() {
+        let metadata = folder.join("metadata.yml");
+        if metadata.is_file() {
             names.push(
                 folder
                     .file_name()
@@ -33,6 +35,12 @@ pub fn policy_folders(policies: &Path) -> Result<Vec<String>, String> {
                     .to_string_lossy()
                     .into_owned(),
             );
+        } else if folder.join("Cargo.toml").is_file() {
+            // A crate without it would build and test, and ship nowhere.
+            return Err(format!(
+                "{} is missing: a policy folder needs it (policies/README.md)",
+                metadata.display()
+            ));
         }
     }
     names.sort();
@@ -240,6 +248,37 @@ impl Metadata {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn policy_folders_are_those_with_metadata_and_a_crate_without_it_is_an_error() {
+        let root = std::env::temp_dir().join(format!("policy-folders-{}", std::process::id()));
+        // (folder, its files, listed) per case; the last case adds a crate without metadata.
+        let cases: &[(&str, &[&str], bool)] = &[
+            ("a-policy", &["Cargo.toml", "metadata.yml"], true),
+            ("metadata-only", &["metadata.yml"], true),
+            ("docs", &["README.md"], false),
+        ];
+        for (folder, files, _) in cases {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+            for file in *files {
+                std::fs::write(root.join(folder).join(file), "").unwrap();
+            }
+        }
+        let want: Vec<String> = (cases.iter())
+            .filter(|(_, _, listed)| *listed)
+            .map(|(folder, _, _)| folder.to_string())
+            .collect();
+        assert_eq!(policy_folders(&root).unwrap(), want);
+        std::fs::create_dir_all(root.join("forgotten")).unwrap();
+        std::fs::write(root.join("forgotten/Cargo.toml"), "").unwrap();
+        let error = policy_folders(&root).unwrap_err();
+        assert!(
+            error.contains("forgotten/metadata.yml is missing"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     use super::*;
 
     const RULE: &str =
