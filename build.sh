@@ -146,12 +146,13 @@ build_policies() {
   local names=() policy
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-wasip1"
-  # The build's own account of what it compiled, for the SBOM test (buildtools/oci/tests/sbom.rs).
-  mkdir -p target/sbom
-  : >target/sbom/wasm32-wasip1.jsonl
+  # The build's own account of what it compiled for each module, for the SBOM test
+  # (buildtools/oci/tests/sbom.rs): one file per module, as each is built on its own.
+  rm -rf target/sbom/wasm32-wasip1
+  mkdir -p target/sbom/wasm32-wasip1
   for policy in "${names[@]}"; do
     "${WASM_CARGO[@]}" $(module_build "$policy") --target wasm32-wasip1 \
-      >>target/sbom/wasm32-wasip1.jsonl
+      >"target/sbom/wasm32-wasip1/$policy.jsonl"
   done
   build_embed_metadata
   for policy in "${names[@]}"; do
@@ -174,10 +175,11 @@ build_gatekeeper_artifacts() {
   local names=() policy
   mapfile -t names < <(policies)
   say "building ${names[*]} for wasm32-unknown-unknown (OPA ABI: Gatekeeper and OPA engines)"
-  : >target/sbom/wasm32-unknown-unknown.jsonl
+  rm -rf target/sbom/wasm32-unknown-unknown
+  mkdir -p target/sbom/wasm32-unknown-unknown
   for policy in "${names[@]}"; do
     "${OPA_CARGO[@]}" $(module_build "$policy") --target wasm32-unknown-unknown \
-      --target-dir "$OPA_TARGET_DIR" >>target/sbom/wasm32-unknown-unknown.jsonl
+      --target-dir "$OPA_TARGET_DIR" >"target/sbom/wasm32-unknown-unknown/$policy.jsonl"
   done
   for policy in "${names[@]}"; do
     make_artifact "policies/$policy" "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${policy//-/_}.wasm" \

@@ -39,3 +39,50 @@ pub fn acts(verdict: &Verdict) -> bool {
         || !verdict.warnings.is_empty()
         || !verdict.audit_annotations.is_empty()
 }
+
+/// `count` byte strings of 1 KiB for the generators (`gen`), the same on every run: a corpus of
+/// hostile requests a soundness test can name a failure of and replay.
+pub fn corpus(count: usize) -> impl Iterator<Item = Vec<u8>> {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..count).map(move |_| {
+        (0..1024)
+            .map(|_| {
+                // xorshift64: a fixed sequence, no dependency.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect()
+    })
+}
+
+/// Every bundled example request of the policy folder `policy` (`examples/requests/*.json`,
+/// AdmissionReviews), each with `{}` and with every settings file of `examples/settings`.
+///
+/// # Panics
+///
+/// A folder or file that cannot be read, or a request that is not JSON.
+pub fn bundled_examples(policy: &std::path::Path) -> Vec<(Value, String)> {
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let files = |dir: &str| -> Vec<std::path::PathBuf> {
+        let dir = policy.join(dir);
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        paths
+    };
+    let mut settings = vec!["{}".to_owned()];
+    settings.extend(files("examples/settings").iter().map(|p| read(p)));
+    let mut examples = Vec::new();
+    for path in files("examples/requests") {
+        let review: Value = serde_json::from_str(&read(&path))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for settings in &settings {
+            examples.push((review["request"].clone(), settings.clone()));
+        }
+    }
+    examples
+}

@@ -1,7 +1,8 @@
 //! Each artifact's SBOM (`dist/<module>.spdx.json`, docs/release.md) lists exactly the crates
 //! linked into its module: checked against the build's own account of what it compiled for the
-//! module's target (`target/sbom/<target>.jsonl`, cargo's `--message-format=json` output, which
-//! `./build.sh` keeps), a source independent of the `cargo tree` resolution the SBOM is made from.
+//! module (`target/sbom/<target>/<policy>.jsonl`, the `--message-format=json` output of the cargo
+//! run that built it alone, which `./build.sh` keeps), a source independent of the `cargo tree`
+//! resolution the SBOM is made from.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -30,10 +31,15 @@ fn package(id: &str) -> (String, String) {
     }
 }
 
-/// The packages the build compiled for `target` (host units, build scripts and proc-macros, are
-/// compiled into target/<profile>/, not target/<target>/).
-fn compiled_for(target: &str) -> BTreeSet<(String, String)> {
-    let log = read(&repo().join("target/sbom").join(format!("{target}.jsonl")));
+/// The packages the build of `policy`'s module compiled for `target` (host units, build scripts
+/// and proc-macros, are compiled into target/<profile>/, not target/<target>/).
+fn compiled_for(target: &str, policy: &str) -> BTreeSet<(String, String)> {
+    let log = read(
+        &repo()
+            .join("target/sbom")
+            .join(target)
+            .join(format!("{policy}.jsonl")),
+    );
     let marker = format!("/{target}/");
     log.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -81,12 +87,15 @@ fn each_sbom_lists_exactly_the_crates_linked() {
                 )
             })
             .collect();
-        // Built together, the policies share one resolution; each module links its own crate
-        // and not the others'.
-        let linked: BTreeSet<(String, String)> = compiled_for(target)
-            .into_iter()
-            .filter(|(name, _)| name == policy || !policies.contains(name))
-            .collect();
+        // Each module is built on its own: what that build compiled is what it links, and no
+        // other policy's crate.
+        let linked = compiled_for(target, policy);
+        assert!(
+            !linked
+                .iter()
+                .any(|(name, _)| name != policy && policies.contains(name)),
+            "{file}: {linked:?}"
+        );
         assert_eq!(listed, linked, "{file}");
         assert!(
             !listed.iter().any(|(name, _)| name == "serde_derive"),

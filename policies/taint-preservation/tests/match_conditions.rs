@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use taint_preservation::{Settings, TaintPreservation};
 use taintguard::{read_settings, run, Half, MatchCondition, NoCluster};
-use taintguard_testkit::match_conditions::{acts, sent};
+use taintguard_testkit::match_conditions::{acts, bundled_examples, corpus, sent};
 
 fn manifest(file: &str) -> Value {
     let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -96,16 +96,7 @@ fn the_manifests_ship_the_conditions_their_settings_generate() {
 #[test]
 fn no_generated_request_the_policy_acts_on_is_filtered_out() {
     let (mut sent, mut filtered, mut errors) = (0, 0, 0);
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-    for _ in 0..3000 {
-        let bytes: Vec<u8> = (0..1024)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u8
-            })
-            .collect();
+    for bytes in corpus(3000) {
         let Ok(case) = taintguard_testkit::gen::taint_preservation(&mut Unstructured::new(&bytes))
         else {
             continue;
@@ -148,26 +139,11 @@ fn no_generated_request_the_policy_acts_on_is_filtered_out() {
 /// Every bundled example request, with every bundled settings file: no hole.
 #[test]
 fn no_bundled_example_the_policy_acts_on_is_filtered_out() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
-    let mut settings = vec!["{}".to_owned()];
-    for entry in std::fs::read_dir(format!("{dir}/settings"))
-        .unwrap()
-        .flatten()
-    {
-        settings.push(std::fs::read_to_string(entry.path()).unwrap());
+    let examples = bundled_examples(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    for (request, settings) in &examples {
+        judge_one(request, settings).unwrap_or_else(|hole| panic!("{hole}"));
     }
-    let mut judged = 0;
-    for entry in std::fs::read_dir(format!("{dir}/requests"))
-        .unwrap()
-        .flatten()
-    {
-        let review: Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
-        for settings in &settings {
-            judge_one(&review["request"], settings).unwrap_or_else(|hole| panic!("{hole}"));
-            judged += 1;
-        }
-    }
+    let judged = examples.len();
     assert!(judged > 20, "{judged}");
 }
 

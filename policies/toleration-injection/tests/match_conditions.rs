@@ -9,7 +9,7 @@ use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
 use taintguard::{read_settings, run, Half, MatchCondition, NoCluster};
-use taintguard_testkit::match_conditions::{acts, sent};
+use taintguard_testkit::match_conditions::{acts, bundled_examples, corpus, sent};
 use toleration_injection::{Settings, TolerationInjection};
 
 fn pairs(conditions: &[MatchCondition]) -> Vec<(String, String)> {
@@ -65,16 +65,7 @@ fn the_manifest_ships_the_conditions_its_settings_generate() {
 #[test]
 fn no_generated_request_the_policy_acts_on_is_filtered_out() {
     let (mut sent, mut filtered, mut errors) = (0, 0, 0);
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-    for _ in 0..3000 {
-        let bytes: Vec<u8> = (0..1024)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u8
-            })
-            .collect();
+    for bytes in corpus(3000) {
         let Ok(case) =
             taintguard_testkit::gen::toleration_injection(&mut Unstructured::new(&bytes))
         else {
@@ -97,26 +88,11 @@ fn no_generated_request_the_policy_acts_on_is_filtered_out() {
 /// Every bundled example request, with every bundled settings file: no hole.
 #[test]
 fn no_bundled_example_the_policy_acts_on_is_filtered_out() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
-    let mut settings = vec!["{}".to_owned()];
-    for entry in std::fs::read_dir(format!("{dir}/settings"))
-        .unwrap()
-        .flatten()
-    {
-        settings.push(std::fs::read_to_string(entry.path()).unwrap());
+    let examples = bundled_examples(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    for (request, settings) in &examples {
+        judge_one(request, settings).unwrap_or_else(|hole| panic!("{hole}"));
     }
-    let mut judged = 0;
-    for entry in std::fs::read_dir(format!("{dir}/requests"))
-        .unwrap()
-        .flatten()
-    {
-        let review: Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
-        for settings in &settings {
-            judge_one(&review["request"], settings).unwrap_or_else(|hole| panic!("{hole}"));
-            judged += 1;
-        }
-    }
+    let judged = examples.len();
     assert!(judged > 20, "{judged}");
 }
 
