@@ -624,20 +624,26 @@ pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
             pod["metadata"]["labels"][VARIANT_LABEL] = json!(variant);
             create(k, &pod)
         };
+        let burst = Instant::now();
         for _ in 0..BURST {
             if let Err(e) = next_pod() {
                 problems.push(format!("{variant}: a Pod under the wide whitelist: {e}"));
             }
         }
         let gets = namespace_gets(env)? - gets_before;
+        // Cached: one or two GETs for each 5 s period of policy-server's cache the burst spans
+        // (one period on an idle machine; a loaded one can stretch the burst past it).
+        let periods = 1 + burst.elapsed().as_secs() / 5;
         let expected = if fresh {
             BURST as f64..=BURST as f64
         } else {
-            1.0..=2.0
+            1.0..=(2 * periods) as f64
         };
         if !expected.contains(&gets) {
             problems.push(format!(
-                "{variant}: {BURST} Pods cost {gets} GETs of their Namespace, expected {expected:?}"
+                "{variant}: {BURST} Pods in {:.1} s cost {gets} GETs of their Namespace, expected \
+                 {expected:?}",
+                burst.elapsed().as_secs_f64()
             ));
         }
         k.ok(
