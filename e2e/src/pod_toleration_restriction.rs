@@ -612,9 +612,9 @@ pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
         create(k, &namespace(&ns, &[(WHITELIST, wide)]))
             .map_err(|e| format!("namespace {ns}: {e}"))?;
         // The API server's NamespaceLifecycle admission GETs a Namespace its informer has not
-        // seen yet: a first Pod right after the create could be counted for it. Past a moment,
-        // the informer has it and only the policy GETs it.
-        std::thread::sleep(Duration::from_secs(1));
+        // seen yet: a first Pod right after the create could be counted for it. Past a moment
+        // (longer on a loaded machine), the informer has it and only the policy GETs it.
+        std::thread::sleep(Duration::from_secs(3));
         let gets_before = namespace_gets(env)?;
         let mut serial = 0;
         let mut next_pod = || {
