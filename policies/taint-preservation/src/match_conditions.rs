@@ -28,11 +28,22 @@ pub const NODE_LIFECYCLE_TAINTS: &[&str] = &[
 ];
 
 impl Settings {
-    /// The keys of [`NODE_LIFECYCLE_TAINTS`] these settings leave to their controller: neither
-    /// protected nor one-shot, with any effect.
+    /// The keys of [`NODE_LIFECYCLE_TAINTS`] these settings leave to their controller.
     pub fn ignored_taint_keys(&self) -> Vec<&'static str> {
-        let left_alone = |key: &'static str| {
-            Effect::ALL.iter().all(|effect| {
+        NODE_LIFECYCLE_TAINTS
+            .iter()
+            .copied()
+            .filter(|key| self.leaves_alone(key))
+            .collect()
+    }
+
+    /// Whether `key` is one of [`NODE_LIFECYCLE_TAINTS`] and these settings leave it to its
+    /// controller: neither protected nor one-shot, with any effect. The one rule both the
+    /// generated conditions and the policy's own short cut apply; the settings' rules are asked
+    /// only about a lifecycle key.
+    fn leaves_alone(&self, key: &str) -> bool {
+        NODE_LIFECYCLE_TAINTS.contains(&key)
+            && Effect::ALL.iter().all(|effect| {
                 let taint = Taint {
                     key: JsonStr::borrowed(key),
                     value: JsonStr::default(),
@@ -41,12 +52,6 @@ impl Settings {
                 };
                 self.protecting_rule(&taint).is_none() && self.one_shot_rule(&taint).is_none()
             })
-        };
-        NODE_LIFECYCLE_TAINTS
-            .iter()
-            .copied()
-            .filter(|key| left_alone(key))
-            .collect()
     }
 
     /// The conditions of the policy's webhook on `nodes`: a CREATE, or an UPDATE that changes a
@@ -127,10 +132,9 @@ impl Judging<'_> {
         let Some(old) = &self.old else {
             return Ok(false);
         };
-        let ignored = self.settings.ignored_taint_keys();
         let judged = |view: &'a NodeView<'_>| {
             (view.taints.iter())
-                .filter(|t| !ignored.contains(&t.key.as_str()))
+                .filter(|t| !self.settings.leaves_alone(t.key.as_str()))
                 .map(|t| (t.key.as_str(), t.value.as_str(), t.effect.as_str()))
         };
         if !judged(old).eq(judged(&self.new)) || old.cordoned() != self.new.cordoned() {

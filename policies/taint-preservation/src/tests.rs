@@ -1595,6 +1595,8 @@ fn a_full_record_says_who_may_still_change_the_taint() {
     }
 }
 
+const UNREACHABLE_NS: &str = r#"{"key":"node.kubernetes.io/unreachable","effect":"NoSchedule"}"#;
+
 const NODE_PROBLEM_DETECTOR: (&str, &[&str]) = (
     "system:serviceaccount:kube-system:node-problem-detector",
     &["system:serviceaccounts"],
@@ -1700,6 +1702,19 @@ fn status_writes_and_controller_records_grant_nothing_unjudged() {
             restore.clone(),
             status_request(NFD_MASTER, &n(&[NFD_GPU]), &nfd_lists(n(&[NFD_GPU]), NFD_ENTRY)),
             Want::Untouched,
+        ),
+        (
+            "the node lifecycle controller's swap is left alone: its taints are not judged",
+            restore.clone(),
+            request("UPDATE", NODE_CONTROLLER, Some(&n(&[DEDICATED, UNREACHABLE_NS])), &n(&[DEDICATED, NOT_READY_NS])),
+            Want::Untouched,
+        ),
+        (
+            "settings that protect its taints take the short cut away: the same swap is judged",
+            json!({"unprotectedTaints": []}),
+            request("UPDATE", NODE_CONTROLLER, Some(&n(&[DEDICATED, UNREACHABLE_NS])), &n(&[DEDICATED, NOT_READY_NS])),
+            // Restored, and node-controller recorded as the adder of the now protected not-ready.
+            Want::Mutated(owned(n(&[DEDICATED, NOT_READY_NS, UNREACHABLE_NS]), &[("node.kubernetes.io/not-ready:NoSchedule", NODE_CONTROLLER.0)])),
         ),
         (
             "nfd-master removes a person's taint its record lists: put back, the person stays its owner",
