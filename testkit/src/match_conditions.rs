@@ -2,8 +2,54 @@
 //! later) evaluates them before it calls the webhook: what the policies' soundness tests use
 //! (docs/availability.md).
 
+use std::path::Path;
+
 use serde_json::Value;
+use taintguard::policy::{read_settings, Policy};
 use taintguard::{MatchCondition, Verdict};
+
+/// The policy resource at `path` (a policy folder's `cluster-admission-policy*.yaml`), as JSON.
+///
+/// # Panics
+///
+/// A file that cannot be read or is not YAML, named.
+pub fn manifest(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Holds the manifest at `path` to the `matchConditions` that `generate` writes from the
+/// manifest's own `spec.settings`: a policy's generator and what it ships never drift apart.
+///
+/// # Panics
+///
+/// The manifest cannot be read, `P` refuses its settings, or the conditions differ; the message
+/// names the file.
+pub fn assert_ships_its_conditions<P: Policy>(
+    path: &Path,
+    generate: impl Fn(&P::Settings) -> Vec<MatchCondition>,
+) {
+    let doc = manifest(path);
+    let settings = read_settings::<P>(&doc["spec"]["settings"].to_string())
+        .unwrap_or_else(|e| panic!("{}: spec.settings: {e}", path.display()));
+    let shipped: Vec<(&str, &str)> = (doc["spec"]["matchConditions"].as_array().into_iter())
+        .flatten()
+        .map(|c| {
+            let field = |name: &str| c[name].as_str().unwrap_or_default();
+            (field("name"), field("expression"))
+        })
+        .collect();
+    let generated = generate(&settings);
+    let generated: Vec<(&str, &str)> = (generated.iter())
+        .map(|c| (c.name, c.expression.as_str()))
+        .collect();
+    assert_eq!(
+        shipped,
+        generated,
+        "{}: its matchConditions are not the ones its settings generate (docs/availability.md)",
+        path.display()
+    );
+}
 
 /// What the API server decides for `request` (an AdmissionRequest as JSON): `Some(true)` call
 /// the webhook, `Some(false)` skip it, `None` an evaluation error (then the webhook's

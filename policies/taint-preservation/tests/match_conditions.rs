@@ -8,34 +8,10 @@ use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
 use taint_preservation::{Settings, TaintPreservation};
-use taintguard::{read_settings, run, Half, MatchCondition, NoCluster};
-use taintguard_testkit::match_conditions::{acts, bundled_examples, corpus, sent};
-
-fn manifest(file: &str) -> Value {
-    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
-    serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-/// The manifest's `spec.matchConditions` as (name, expression).
-fn shipped(doc: &Value) -> Vec<(String, String)> {
-    let conditions = doc["spec"]["matchConditions"]
-        .as_array()
-        .expect("matchConditions");
-    (conditions.iter())
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().into(),
-                c["expression"].as_str().unwrap().into(),
-            )
-        })
-        .collect()
-}
-
-fn pairs(conditions: &[MatchCondition]) -> Vec<(String, String)> {
-    (conditions.iter())
-        .map(|c| (c.name.to_owned(), c.expression.clone()))
-        .collect()
-}
+use taintguard::{read_settings, run, Half, NoCluster};
+use taintguard_testkit::match_conditions::{
+    acts, assert_ships_its_conditions, bundled_examples, corpus, sent,
+};
 
 /// One request of the corpus: a hole is a request the policy acts on that its webhook's
 /// conditions filter out; `Err` names it.
@@ -70,26 +46,15 @@ fn judge_one(request: &Value, settings: &str) -> Result<Option<bool>, String> {
 
 #[test]
 fn the_manifests_ship_the_conditions_their_settings_generate() {
-    for (file, generate) in [
-        (
-            "cluster-admission-policy.yaml",
-            Settings::match_conditions as fn(&Settings) -> _,
-        ),
-        (
-            "cluster-admission-policy-status.yaml",
-            Settings::status_match_conditions,
-        ),
-    ] {
-        let doc = manifest(file);
-        let settings: Settings =
-            read_settings::<TaintPreservation>(&doc["spec"]["settings"].to_string()).unwrap();
-        assert_eq!(
-            shipped(&doc),
-            pairs(&generate(&settings)),
-            "{file}: its matchConditions are not the ones its settings generate \
-             (Settings::match_conditions, docs/availability.md)"
-        );
-    }
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_ships_its_conditions::<TaintPreservation>(
+        &folder.join("cluster-admission-policy.yaml"),
+        Settings::match_conditions,
+    );
+    assert_ships_its_conditions::<TaintPreservation>(
+        &folder.join("cluster-admission-policy-status.yaml"),
+        Settings::status_match_conditions,
+    );
 }
 
 /// The fuzz generator's hostile requests, with generated settings: no hole.

@@ -8,15 +8,11 @@
 use arbitrary::Unstructured;
 use serde_json::{json, Value};
 
-use taintguard::{read_settings, run, Half, MatchCondition, NoCluster};
-use taintguard_testkit::match_conditions::{acts, bundled_examples, corpus, sent};
+use taintguard::{read_settings, run, Half, NoCluster};
+use taintguard_testkit::match_conditions::{
+    acts, assert_ships_its_conditions, bundled_examples, corpus, manifest, sent,
+};
 use toleration_injection::{Settings, TolerationInjection};
-
-fn pairs(conditions: &[MatchCondition]) -> Vec<(String, String)> {
-    (conditions.iter())
-        .map(|c| (c.name.to_owned(), c.expression.clone()))
-        .collect()
-}
 
 /// One request of the corpus: whether it is sent; `Err` names a hole.
 fn judge_one(request: &Value, settings: &str) -> Result<Option<bool>, String> {
@@ -40,24 +36,9 @@ fn judge_one(request: &Value, settings: &str) -> Result<Option<bool>, String> {
 
 #[test]
 fn the_manifest_ships_the_conditions_its_settings_generate() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/cluster-admission-policy.yaml");
-    let doc: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let settings: Settings =
-        read_settings::<TolerationInjection>(&doc["spec"]["settings"].to_string()).unwrap();
-    let shipped: Vec<(String, String)> = (doc["spec"]["matchConditions"].as_array())
-        .expect("matchConditions")
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().into(),
-                c["expression"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        shipped,
-        pairs(&settings.match_conditions()),
-        "its matchConditions are not the ones its settings generate (Settings::match_conditions)"
+    assert_ships_its_conditions::<TolerationInjection>(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cluster-admission-policy.yaml"),
+        Settings::match_conditions,
     );
 }
 
@@ -162,7 +143,7 @@ fn a_realistic_stream_of_pod_and_namespace_writes() {
         ),
     ];
     let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/cluster-admission-policy.yaml");
-    let doc: Value = serde_yaml::from_str(&std::fs::read_to_string(shipped).unwrap()).unwrap();
+    let doc = manifest(std::path::Path::new(shipped));
     let restricted = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/examples/settings/tenant-restriction.json"
