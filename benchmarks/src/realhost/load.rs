@@ -1,6 +1,7 @@
-//! One bounded load point: `wrk` for a fixed time with a fixed number of connections, POSTing
+//! One bounded load point: `wrk` for a fixed time with a fixed number of connections, sending
 //! one body, read back as throughput and p99 latency.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 
@@ -14,11 +15,12 @@ pub struct Point {
 }
 
 /// `connections` connections for `seconds` seconds against `url`, with one wrk thread: the load
-/// generator takes at most one core, whichever module it measures.
+/// generator takes at most one core, whichever module it measures. `script_args` go to the
+/// script's `init` (the body's file first).
 pub fn run(
     script: &Path,
     url: &str,
-    body: &Path,
+    script_args: &[&OsStr],
     connections: u32,
     seconds: u32,
 ) -> Result<Point, String> {
@@ -28,18 +30,18 @@ pub fn run(
         .arg(script)
         .arg(url)
         .arg("--")
-        .arg(body)
+        .args(script_args)
         .output()
         .map_err(|e| format!("wrk: {e} (Debian package `wrk`)"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
             "wrk {url} failed ({}): {stdout}{stderr}",
             out.status
         ));
     }
-    figures(&stdout).map_err(|e| format!("wrk {url}: {e}"))
+    figures(&stdout).map_err(|e| format!("wrk {url}: {e}\n{stderr}"))
 }
 
 /// The point in wrk's output: the line `post.lua` prints when done. Any error (connection,

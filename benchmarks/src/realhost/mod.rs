@@ -12,6 +12,7 @@
 //! GETs of Namespaces are counted.
 
 pub mod answers;
+pub mod apiserver;
 mod context;
 pub mod felt;
 mod http;
@@ -231,6 +232,8 @@ pub struct Run {
     pub not_run: Vec<(String, String)>,
     /// policy-server's start-up with both policies and with null modules.
     pub startup: felt::Startup,
+    /// The webhooks' latency as the API server measures it.
+    pub apiserver: apiserver::Outcome,
 }
 
 /// The section either ran or says in one line why not.
@@ -431,7 +434,7 @@ fn measure(
 ) -> Result<Measured, String> {
     let urls = case.ids.clone().map(|id| server.url(&id));
     let point = |url: &str, seconds| {
-        load::run(script, url, &case.body, connections, seconds)
+        load::run(script, url, &[case.body.as_os_str()], connections, seconds)
             .map_err(|e| format!("{e}\n{}", server.log_tail()))
     };
     for url in &urls {
@@ -579,6 +582,7 @@ pub fn run(
         &modules.null,
         timing.rounds,
     )?;
+    let apiserver = apiserver::run(repo, modules, timing)?;
     Ok(Outcome::Ran(Run {
         version,
         args,
@@ -587,6 +591,7 @@ pub fn run(
         cases: results,
         not_run: context.not_run,
         startup,
+        apiserver,
     }))
 }
 

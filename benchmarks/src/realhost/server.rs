@@ -42,7 +42,7 @@ pub struct Entry {
 /// policy-server's `policies.yml` (JSON is YAML), in the format of `e2e/src/policies.rs`. Every
 /// module may mutate: the floors never do, and the same configuration for all keeps the host's
 /// work per request alike.
-fn policies_yml(entries: &[Entry]) -> Result<String, String> {
+pub(super) fn policies_yml(entries: &[Entry]) -> Result<String, String> {
     let mut map = Map::new();
     for e in entries {
         // policy-server takes only absolute `file://` paths.
@@ -79,7 +79,7 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// `binary --version`'s first line.
-fn version(binary: &Path) -> Result<String, String> {
+pub(super) fn version(binary: &Path) -> Result<String, String> {
     let out = Command::new(binary)
         .arg("--version")
         .output()

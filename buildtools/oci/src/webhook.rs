@@ -1,7 +1,9 @@
 //! How a policy's webhook is deployed beyond what its metadata says: `failurePolicy`,
-//! `timeoutSeconds` and `matchConditions`, which Kubewarden's metadata has no place for, read
+//! `timeoutSeconds` and `matchConditions`, which Kubewarden's metadata has no field for, read
 //! from the policy folder's `cluster-admission-policy.yaml`, the manifest its tests hold to its
-//! settings (docs/availability.md); and the companion policies beside it,
+//! settings (docs/availability.md), the first two stated again in `metadata.yml`'s annotations
+//! ([`FAILURE_ANNOTATIONS`], so that `kwctl inspect` and Artifact Hub show them) and held equal
+//! to the manifest here; and the companion policies beside it,
 //! `cluster-admission-policy-<suffix>.yaml` (taint-preservation's `nodes/status` guard,
 //! docs/records.md), deployed with the same module and settings.
 
@@ -31,6 +33,36 @@ impl Webhook {
             match_conditions: field("matchConditions"),
         }
     }
+}
+
+/// The annotations of `metadata.yml` that state the main webhook's failure settings, and the
+/// manifest's field each must equal.
+pub const FAILURE_ANNOTATIONS: [(&str, &str); 2] = [
+    ("io.taintguard.webhook.failurePolicy", "failurePolicy"),
+    ("io.taintguard.webhook.timeoutSeconds", "timeoutSeconds"),
+];
+
+/// Each of [`FAILURE_ANNOTATIONS`] in `metadata` (the folder's `metadata.yml`) equals the
+/// manifest `spec`'s field, or both are absent.
+fn check_failure_annotations(metadata: &Value, spec: &Value, folder: &Path) -> Result<(), String> {
+    for (annotation, field) in FAILURE_ANNOTATIONS {
+        let stated = metadata["annotations"][annotation].as_str();
+        let deployed = match &spec[field] {
+            Value::Null => None,
+            Value::String(text) => Some(text.clone()),
+            other => Some(other.to_string()),
+        };
+        if stated != deployed.as_deref() {
+            return Err(format!(
+                "{}: annotation {annotation} is {}, but cluster-admission-policy.yaml's \
+                 spec.{field} is {}: state the same value in both",
+                folder.join("metadata.yml").display(),
+                stated.map_or("absent".to_owned(), |v| format!("{v:?}")),
+                deployed.map_or("absent".to_owned(), |v| format!("{v:?}")),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A policy deployed beside the main one, from `cluster-admission-policy-<suffix>.yaml`.
@@ -77,6 +109,12 @@ pub fn deployment(policies: &Path, policy: &str) -> Result<Deployment, String> {
         return Ok(Deployment::default());
     }
     let (doc, _) = read_yaml(&main)?;
+    let metadata = folder.join("metadata.yml");
+    let text =
+        std::fs::read_to_string(&metadata).map_err(|e| format!("{}: {e}", metadata.display()))?;
+    let metadata_doc: Value =
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", metadata.display()))?;
+    check_failure_annotations(&metadata_doc, &doc["spec"], &folder)?;
     let mut companions = Vec::new();
     let mut entries: Vec<_> = std::fs::read_dir(&folder)
         .map_err(|e| format!("{}: {e}", folder.display()))?
@@ -126,5 +164,60 @@ impl Companion {
             "metadata": metadata,
             "spec": spec,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::check_failure_annotations;
+
+    /// The annotations state what the manifest deploys, or nothing when it sets nothing; a
+    /// number is stated as its text.
+    #[test]
+    fn failure_annotations_must_equal_the_manifest() {
+        let metadata = |failure: Option<&str>, timeout: Option<&str>| {
+            let mut annotations = serde_json::Map::new();
+            if let Some(v) = failure {
+                annotations.insert("io.taintguard.webhook.failurePolicy".into(), json!(v));
+            }
+            if let Some(v) = timeout {
+                annotations.insert("io.taintguard.webhook.timeoutSeconds".into(), json!(v));
+            }
+            json!({"annotations": annotations})
+        };
+        let deployed = json!({"failurePolicy": "Fail", "timeoutSeconds": 5});
+        // (metadata, spec, the error names, or None for agreement)
+        let cases = [
+            (metadata(Some("Fail"), Some("5")), deployed.clone(), None),
+            (metadata(None, None), json!({}), None),
+            (
+                metadata(Some("Ignore"), Some("5")),
+                deployed.clone(),
+                Some("failurePolicy is \"Ignore\", but"),
+            ),
+            (
+                metadata(Some("Fail"), None),
+                deployed.clone(),
+                Some("timeoutSeconds is absent, but"),
+            ),
+            (
+                metadata(Some("Fail"), Some("5")),
+                json!({"failurePolicy": "Fail"}),
+                Some("spec.timeoutSeconds is absent"),
+            ),
+        ];
+        for (metadata, spec, want) in cases {
+            let got = check_failure_annotations(&metadata, &spec, std::path::Path::new("p"));
+            match want {
+                None => assert_eq!(got, Ok(()), "{metadata} {spec}"),
+                Some(text) => {
+                    let error = got.expect_err("a disagreement is an error");
+                    assert!(error.contains(text), "{error}");
+                    assert!(error.starts_with("p/metadata.yml: annotation io.taintguard.webhook."));
+                }
+            }
+        }
     }
 }
