@@ -406,8 +406,9 @@ run_tests() {
 
 # `new_policy NAME`: policies/NAME from templates/policy, every spelling of the template's name
 # (template-policy, template_policy, TemplatePolicy, Template Policy) replaced by NAME's. The
-# one line outside the folder: NAME as a dependency of the npm package (abi/js/Cargo.toml), the
-# one list Cargo cannot discover (its build fails naming a policy folder it does not link).
+# two lines outside the folder, written as the other policies' are: NAME among the workspace's
+# dependencies (Cargo.toml) and as a dependency of the npm package (abi/js/Cargo.toml), the one
+# list Cargo cannot discover (its build fails naming a policy folder it does not link).
 new_policy() {
   local name=${1:-}
   [[ $name =~ ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ ]] ||
@@ -426,9 +427,12 @@ new_policy() {
     sed -i -e "s/template-policy/$name/g" -e "s/template_policy/$snake/g" \
       -e "s/TemplatePolicy/$camel/g" -e "s/Template Policy/$title/g" "$file"
   done < <(find "policies/$name" -type f -print0)
+  # Linked as its neighbours are: a workspace dependency, and the npm package's line naming it.
+  grep -q "^$name = " Cargo.toml ||
+    sed -i "/^toleration-injection = { path/a $name = { path = \"policies/$name\" }" Cargo.toml
   local js=abi/js/Cargo.toml
   grep -q "^$name[ .]" "$js" ||
-    sed -i "/^# The policies it runs/a $name = { path = \"../../policies/$name\" }" "$js"
+    sed -i "/^# The policies it runs/a $name.workspace = true" "$js"
   say "policies/$name: cargo test -p $name, then ./build.sh (policies/README.md)"
 }
 
@@ -438,7 +442,7 @@ new_policy() {
 # SBOMs, manifests and chart), the npm package's registry and the settings-form checks must pass
 # over it, and its example suite in the real hosts and through the npm package built with it;
 # and nothing outside its folder may have
-# changed but the dependency line `new-policy` writes and Cargo.lock. Runs after the main build:
+# changed but the dependency lines `new-policy` writes and Cargo.lock. Runs after the main build:
 # it reuses its tools and compiled crates (policies/README.md, "Proof").
 policy_template_test() (
   local name=label-check repo=$PWD work dir outside started=$SECONDS
@@ -489,14 +493,15 @@ policy_template_test() (
   node dist/js/bin/taintguard.js test "policies/$name"
   # The measure: nothing outside the new folder changed but what new-policy writes.
   outside=$(git status --porcelain --untracked-files=all | grep -v "^?? policies/$name/" || true)
-  if [ "$outside" != "$(printf ' M Cargo.lock\n M abi/js/Cargo.toml')" ] ||
+  if [ "$outside" != "$(printf ' M Cargo.lock\n M Cargo.toml\n M abi/js/Cargo.toml')" ] ||
+    [ "$(git diff -U0 Cargo.toml | grep -c '^[-+][^-+]')" != 1 ] ||
     [ "$(git diff -U0 abi/js/Cargo.toml | grep -c '^[-+][^-+]')" != 1 ] ||
     [ "$(git diff --numstat Cargo.lock | cut -f2)" != 0 ]; then
-    printf 'policy template: a new policy changed more than its folder, the dependency line of abi/js/Cargo.toml and additions to Cargo.lock:\n%s\n' "$outside" >&2
-    git diff abi/js/Cargo.toml Cargo.lock >&2
+    printf 'policy template: a new policy changed more than its folder, the dependency lines of Cargo.toml and abi/js/Cargo.toml and additions to Cargo.lock:\n%s\n' "$outside" >&2
+    git diff Cargo.toml abi/js/Cargo.toml Cargo.lock >&2
     exit 1
   fi
-  printf '    outside policies/%s: the dependency line new-policy writes (abi/js/Cargo.toml), and its entry in Cargo.lock\n' "$name"
+  printf '    outside policies/%s: the dependency lines new-policy writes (Cargo.toml, abi/js/Cargo.toml), and its entry in Cargo.lock\n' "$name"
   printf '    policy template test: %s s\n' $((SECONDS - started))
 )
 

@@ -51,7 +51,8 @@ checked! {
     pub struct RbacName(Cow<'static, str>) = |name| rbac_name(&name, false).map(|()| Cow::Owned(name));
 }
 
-// The names held as `Cow`s, so that a built-in default borrows its text: their text.
+// Each name's text, as `&str`: the `Cow`s (a built-in default borrows its text) have no other
+// way to it, and for the labels' `String`s it reads as a path (`.map(LabelKey::as_str)`).
 macro_rules! as_str {
     ($($name:ident),*) => {$(
         impl $name {
@@ -62,7 +63,7 @@ macro_rules! as_str {
         }
     )*};
 }
-as_str!(AnnotationKey, ApiGroup, RbacName);
+as_str!(AnnotationKey, ApiGroup, RbacName, LabelKey, LabelValue);
 
 impl AnnotationKey {
     /// A built-in annotation key, `const` and unchecked as

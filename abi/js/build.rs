@@ -73,9 +73,10 @@ fn table(folders: &[String], manifest: &Path) -> Result<String, String> {
         .map(|folder| {
             format!(
                 "policies/{folder} is a policy folder (it has metadata.yml) that the npm package \
-                 does not link: add `{folder} = {{ path = \"../../policies/{folder}\" }}` under \
-                 [dependencies] in abi/js/Cargo.toml (`./build.sh new-policy` writes that line; \
-                 policies/README.md)"
+                 does not link: add `{folder}.workspace = true` under [dependencies] in \
+                 abi/js/Cargo.toml, and `{folder} = {{ path = \"policies/{folder}\" }}` under \
+                 [workspace.dependencies] in Cargo.toml (`./build.sh new-policy` writes both \
+                 lines; policies/README.md)"
             )
         })
         .collect();

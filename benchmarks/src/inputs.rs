@@ -294,6 +294,13 @@ fn namespaced_pod() -> Value {
     request
 }
 
+/// Every policy folder (`wasm_tests::policies`), found once for the run: an input names its
+/// policy for as long as the run lasts.
+fn policy_folders() -> &'static [String] {
+    static FOLDERS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    FOLDERS.get_or_init(wasm_tests::policies)
+}
+
 fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -360,7 +367,8 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
         namespaced.namespace = Some(team_namespace());
         inputs.push(namespaced);
     }
-    for policy in ["taint-preservation", "toleration-injection"] {
+    for policy in policy_folders() {
+        let policy = policy.as_str();
         for example in wasm_tests::examples::load(&repo.join("policies").join(policy))? {
             // A case that asks the cluster needs its session's answers, which no benchmark host
             // gives (and a recorded answer would measure the session, not the policy).

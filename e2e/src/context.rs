@@ -422,6 +422,11 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
     check(problems.is_empty(), || problems.join("\n"))
 }
 
+/// The policies, as build.sh finds them: the folders of `policies/` that hold a `metadata.yml`.
+fn policy_folders(repo: &std::path::Path) -> Result<Vec<String>, String> {
+    taintguard_wasm_metadata::metadata::policy_folders(&repo.join("policies"))
+}
+
 /// `kwctl inspect` of every artifact, and `kwctl annotate` of each waPC module with its
 /// metadata.yml, print no warning: the declared host capabilities are the ones the modules call.
 pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
@@ -436,23 +441,25 @@ pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
         );
         (!out.status.success() || text.contains("WARN")).then_some(text)
     };
-    for artifact in [
-        "taint-preservation.wasm",
-        "toleration-injection.wasm",
-        "taint-preservation.gatekeeper.wasm",
-        "toleration-injection.gatekeeper.wasm",
-    ] {
+    let policies = policy_folders(&env.repo)?;
+    let artifacts = (policies.iter()).flat_map(|policy| {
+        [
+            format!("{policy}.wasm"),
+            format!("{policy}.gatekeeper.wasm"),
+        ]
+    });
+    for artifact in artifacts {
         let out = Command::new(&kwctl)
             .env("NO_COLOR", "1")
             .arg("inspect")
-            .arg(dist.join(artifact))
+            .arg(dist.join(&artifact))
             .output()
             .map_err(|e| e.to_string())?;
         if let Some(text) = warned(&out) {
             problems.push(format!("kwctl inspect {artifact}: {text}"));
         }
     }
-    for policy in ["taint-preservation", "toleration-injection"] {
+    for policy in &policies {
         let output = env.cluster.file(&format!("annotated-{policy}.wasm"));
         let out = Command::new(&kwctl)
             .env("NO_COLOR", "1")
@@ -482,12 +489,11 @@ pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
         serde_yaml::from_str(text).map_err(|e| format!("{what}: {e}"))
     };
     let mut problems = Vec::new();
-    for module in [
-        "taint-preservation",
-        "taint-preservation.gatekeeper",
-        "toleration-injection",
-        "toleration-injection.gatekeeper",
-    ] {
+    let policies = policy_folders(&env.repo)?;
+    let modules =
+        (policies.iter()).flat_map(|policy| [policy.clone(), format!("{policy}.gatekeeper")]);
+    for module in modules {
+        let module = module.as_str();
         let policy = module.split('.').next().unwrap_or(module);
         let kwctl_out = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
             let out = Command::new(&kwctl)

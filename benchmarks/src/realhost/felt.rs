@@ -18,9 +18,6 @@ pub struct Startup {
     pub null: Vec<f64>,
 }
 
-/// The policies as their ids in a default install, with default settings.
-const POLICIES: [&str; 2] = ["taint-preservation", "toleration-injection"];
-
 /// `rounds` start-ups of `binary` in `dir`, alternately with the policies of `dist` and with
 /// `null` under the same ids and settings, each with an empty download folder, so that every
 /// start copies (`file://`, policy-server's "download") and precompiles its modules anew.
@@ -35,11 +32,14 @@ pub fn startup(
     null: &Path,
     rounds: usize,
 ) -> Result<Startup, String> {
+    // Every policy folder's module (wasm_tests::policies), under its name as in a default
+    // install, with default settings.
+    let policy_names = wasm_tests::policies();
     let entries = |module: &dyn Fn(&str) -> std::path::PathBuf| -> Vec<server::Entry> {
-        POLICIES
+        policy_names
             .iter()
             .map(|policy| server::Entry {
-                id: (*policy).to_owned(),
+                id: policy.clone(),
                 module: module(policy),
                 settings: json!({}),
                 reads_namespaces: false,
