@@ -1,10 +1,9 @@
 //! Whether every byte of a short text is in a class: the check behind names, keys and globs.
 //!
-//! Under policy-server every turn of a loop also checks the policy's timeout, about ten
-//! instructions (docs/abi.md): a byte a turn cost a name ten instructions a byte more than its
-//! check. Here a text is checked eight bytes a turn, and what is left as eight bytes ending at
-//! its end (a byte seen twice is judged alike); shorter texts with no loop at all
-//! (benchmarks/cost.md, "The timeout's checks").
+//! Under policy-server every turn of a loop also checks the policy's timeout (docs/abi.md): a
+//! byte a turn cost a name more in those checks than in its own. Here a text is checked eight
+//! bytes a turn, and what is left as eight bytes ending at its end (a byte seen twice is judged
+//! alike); shorter texts with no loop at all (benchmarks/cost.md, "The timeout's checks").
 
 /// The bytes a class holds: `true` at each.
 pub type Class = [bool; 256];

@@ -25,7 +25,8 @@ use crate::byte_class::{self, all_in, Class};
 #[derive(Clone, PartialEq, Eq)]
 pub struct Glob {
     /// The pattern as written: borrowed for the built-in globs, which settings defaults build
-    /// on every request (each request gets a fresh instance, benchmarks/cost.md).
+    /// on every request (each request gets a fresh instance): benchmarks/cost.md, "What each
+    /// change bought".
     source: Cow<'static, str>,
     kind: Kind,
 }

@@ -179,8 +179,8 @@ pub fn taint_key_character(c: char) -> bool {
 
 /// Whether every character of `key` is one a taint key may hold ([`taint_key_character`]),
 /// read by bytes from a table ([`all_in`]): no byte of a character outside ASCII is one of
-/// them. Decoded a character at a time, each through a call, a key cost 16 guest instructions
-/// a character.
+/// them. Decoded a character at a time, each through a call, a key cost a call a character
+/// (benchmarks/cost.md, "Splicing the mutated object").
 pub fn taint_key_characters(key: &str) -> bool {
     all_in(key.as_bytes(), &TAINT_KEY_BYTES)
 }

@@ -176,8 +176,9 @@ pub fn try_run<P: Policy>(
 
 /// [`run`] on a request and settings the adapter has already read, in the same pass as the
 /// engine's envelope around them: each pass over a request is most of what a small request costs
-/// (benchmarks/cost.md). The settings are checked here ([`PolicySettings::check`]); settings that
-/// do not fit together become the same 400 rejection as in [`run`].
+/// (benchmarks/cost.md, "What each change bought"). The settings are checked here
+/// ([`PolicySettings::check`]); settings that do not fit together become the same 400
+/// rejection as in [`run`].
 pub fn run_read<P: Policy>(
     request: &AdmissionRequest<'_>,
     settings: &P::Settings,
@@ -242,8 +243,8 @@ fn readable_by_engines(verdict: Verdict) -> Result<Verdict, String> {
     let Decision::Mutate { object, nesting } = &verdict.decision else {
         return Ok(verdict);
     };
-    // A bound its writer knew is checked without a walk of the object (a quarter of a 25 KB
-    // Node's restore: benchmarks/cost.md, "Short copies", the mutation's nesting).
+    // A bound its writer knew is checked without a walk of the object, which was much of a
+    // large Node's restore (benchmarks/cost.md, "Short copies", the mutation's nesting).
     if nesting.is_some_and(|n| n <= json::MAX_NESTING) {
         return Ok(verdict);
     }

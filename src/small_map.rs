@@ -15,9 +15,9 @@ const SMALL: usize = 16;
 pub enum SmallMap<K, V> {
     /// Each entry with its key's `fingerprint`: a lookup compares keys only where the
     /// fingerprints agree. On a Node update with ten taints, taint-preservation's identity sets
-    /// took a sixth of its wasm instructions whether they hashed with SipHash or compared keys
-    /// byte by byte (wasm's `memcmp` is a byte loop); fingerprints took that off
-    /// (benchmarks/cost.md).
+    /// cost as much whether they hashed with SipHash or compared keys byte by byte (wasm's
+    /// `memcmp` is a byte loop); fingerprints took that off (benchmarks/cost.md, "What each
+    /// change bought").
     Small(Vec<(u64, K, V)>),
     /// Past `SMALL` entries: a hash map, whose SipHash keeps lookups linear against keys chosen
     /// to collide.
@@ -33,14 +33,12 @@ fn fingerprint<K: SmallKey>(key: &K) -> u64 {
 
 /// How a [`SmallMap`] tells apart keys whose fingerprints agree: as `==` does, but strings are
 /// compared eight bytes at a time. `==` on strings calls wasi-libc's `memcmp` in a waPC module,
-/// a byte at a time: a taint's identity compared so took 180 guest instructions, and the
-/// identity sets' comparisons 14k of a 25 KB Node status update (benchmarks/cost.md,
-/// "Decision work, measured per function").
+/// a byte at a time, which made the identity sets' comparisons a large part of a Node status
+/// update (benchmarks/cost.md, "Decision work, measured per function").
 ///
 /// And how it fingerprints them: keys that are the same have the same print, and most that are
-/// not, not. A string's is its length and its first and last eight bytes: rustc's FxHash of a
-/// taint's identity, four bytes a step on wasm32, cost 108 guest instructions a key, a tenth of
-/// a 25 KB Node's restore (benchmarks/cost.md, "Short copies").
+/// not, not. A string's is its length and its first and last eight bytes: rustc's FxHash goes
+/// four bytes a step on wasm32 and hashes a terminator (benchmarks/cost.md, "Short copies").
 pub trait SmallKey: Eq + Hash {
     /// Whether the keys are the same, as `==` answers.
     fn same(&self, other: &Self) -> bool;

@@ -57,7 +57,8 @@ impl<'a> Taint<'a> {
     /// `key=value:Effect`, as kubectl writes taints.
     pub fn describe(&self) -> String {
         // Sized once, and the key copied as it is: `to_string` through `Display` and the
-        // buffer's growth took 300 guest instructions a taint of every restore's warnings.
+        // buffer's growth cost every taint of a restore's warnings (benchmarks/cost.md, "Short
+        // copies").
         let (key, value, effect) = (self.key.as_str(), self.value.as_str(), self.effect.as_str());
         let mut s = String::with_capacity(key.len() + value.len() + effect.len() + 2);
         s.push_str(key);

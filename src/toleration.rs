@@ -336,9 +336,8 @@ impl Toleration<'_> {
 /// A toleration's JSON from its fields as written (`key`, `operator`, `value`, `effect`), empty
 /// ones left out, as the API server writes a `v1.Toleration`.
 pub fn toleration_json(fields: [&str; 4], seconds: Option<i64>) -> String {
-    // Written by hand into a buffer sized for the text: through serde_json's serializer,
-    // the hostpath Pod's four additions cost 3.4% more of that request's wasm operators
-    // (benchmarks/cost.md).
+    // Written by hand into a buffer sized for the text: serde_json's serializer cost the
+    // hostpath Pod's additions more (benchmarks/cost.md, "What each change bought").
     let length: usize = fields.iter().map(|f| f.len()).sum();
     let mut out = String::with_capacity(length + length / 8 + 96);
     out.push('{');
@@ -351,9 +350,8 @@ pub fn toleration_json(fields: [&str; 4], seconds: Option<i64>) -> String {
             out.push(',');
         }
         out.push_str(name);
-        // Nearly every field is plain: told here, and copied without `write_str`'s call, which
-        // cost the hostpath Pod's four additions 1.3k (benchmarks/cost.md, "The limit of
-        // tuning").
+        // Nearly every field is plain: told here, and copied without `write_str`'s call
+        // (benchmarks/cost.md, "The limit of tuning").
         if crate::json::scan::plain_run_end(value.as_bytes(), 0) == value.len() {
             out.push('"');
             out.push_str(value);

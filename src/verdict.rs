@@ -6,8 +6,8 @@ use crate::byte_class::{all_in, class, Class};
 
 /// `text` followed by `name` as messages quote it: exactly what `{:?}` writes for the string.
 /// A name that is printable ASCII with neither quote nor backslash, as names nearly always are,
-/// is copied between quotes without the formatting machinery, which cost about 1.2k wasm
-/// operators more per quoted name: 1.7% of the hostpath mutation (benchmarks/cost.md).
+/// is copied between quotes without the formatting machinery, which cost more than the copy
+/// (benchmarks/cost.md, "What each change bought").
 ///
 /// # Examples
 ///
@@ -43,7 +43,8 @@ pub enum Decision {
     /// which engines copy as it is. It is JSON by construction: every piece is either text
     /// serde_json accepted when it read the request or JSON serde_json wrote, which debug
     /// builds (every test, every fuzz run) check on each verdict; release builds do not read
-    /// it a second time, as a mutation's least cost does not (benchmarks/cost.md). The
+    /// it a second time, as a mutation's least cost does not (benchmarks/cost.md, "What each
+    /// change bought"). The
     /// mutating half also checks that engines can read it back (`policy::try_run`): syntax
     /// alone allows any nesting, a `serde_json::Value` only 127 levels. `nesting`, when the
     /// policy's writer knew it, is how many levels `object` nests at most, and spares that

@@ -8,8 +8,8 @@ use super::scan;
 ///
 /// A list whose items are each read on their own (a Node's taints) was first read as
 /// `Vec<&RawValue>`, with serde_json's machinery for building values; the scanner under the
-/// request's pass finds where each item ends for a third of that (benchmarks/cost.md, "Decision
-/// work, measured per function"). It accepts what serde_json accepts (a differential test holds
+/// request's pass finds where each item ends for less (benchmarks/cost.md, "Decision work,
+/// measured per function"). It accepts what serde_json accepts (a differential test holds
 /// the two together); a text it refuses is read by serde_json, for its words.
 ///
 /// # Errors

@@ -20,12 +20,9 @@ pub fn message(error: &serde_json::Error) -> String {
 /// value it read (or at the bracket it would not read), an unknown or duplicate field just past
 /// the key, and an error found once an object is read (a missing field) past its `}`, so the
 /// value being read is the last one begun. Only errors pay for this walk. A deserializer wrapper
-/// that tracks the path as it reads (serde_path_to_error 0.1.20) was measured in its place for the
-/// request, the views' members and the settings (2026-11-26, waPC modules, policy-server 1.35 under
-/// callgrind, `./build.sh bench --instructions`): taint-preservation 337,001 -> 421,464 bytes,
-/// toleration-injection 363,196 -> 473,158 bytes (over the 400 KB budget), and every request paid
-/// for the tracking: incident 1's guest instructions 332k -> 366k, ratios to the anchors 0.01x to
-/// 0.02x lower on all ten cases. It also could not name a field given twice.
+/// that tracks the path as it reads (serde_path_to_error) made the modules larger and every
+/// request pay for the tracking, and could not name a field given twice (benchmarks/cost.md,
+/// "Tried and dropped").
 pub fn path(text: &str, error: &serde_json::Error) -> String {
     if error.line() == 0 {
         return String::new();

@@ -11,9 +11,8 @@ use super::{scan, JsonStr, Raw};
 /// a name given twice included, which the caller's serde reader then reads, or refuses in its
 /// words; other members may hold anything, and are skipped.
 ///
-/// Reading a taint's three fields with serde's derive cost 2.1k guest instructions a taint (a
-/// call per token, each key matched by the derive), a tenth of a Node status update's; this
-/// takes a quarter of that (benchmarks/cost.md, "Decision work, measured per function"). A
+/// serde's derive read a taint's three fields with a call per token, each key matched by the
+/// derive; this reads them for less (benchmarks/cost.md, "Decision work, measured per function"). A
 /// differential test holds it to serde_json: where it answers, serde reads the same strings.
 pub fn plain_strings<'a, const N: usize>(
     text: &'a str,
@@ -47,9 +46,8 @@ pub fn plain_items<'a, const N: usize>(
 
 /// The items of the JSON array `text` when each is an object [`plain_strings`] reads, its member
 /// `integer` absent or a JSON integer an `i64` holds: each item's strings and integer. A pod
-/// spec's tolerations (`tolerationSeconds`) were read by serde's derive, 1.5k guest
-/// instructions a toleration (benchmarks/cost.md, "Strings with escapes"). `None` for any
-/// other text.
+/// spec's tolerations (`tolerationSeconds`) were read by serde's derive, at more cost
+/// (benchmarks/cost.md, "Strings with escapes"). `None` for any other text.
 pub fn plain_items_with_integer<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
@@ -88,8 +86,8 @@ const OTHERS_REFUSED: bool = true;
 /// `userInfo`, its username and groups, the groups as the request keeps them. `None` for any
 /// other text, a name given twice or a `null` included, which the caller's serde reader then
 /// reads, or refuses in its words.
-/// serde's derive read a `userInfo` for 4k guest instructions, on every request (benchmarks/
-/// cost.md, "Strings with escapes").
+/// serde's derive read a `userInfo` at more cost, on every request (benchmarks/cost.md,
+/// "Strings with escapes").
 pub fn plain_string_and_list<'a>(
     text: &'a str,
     name: &str,
@@ -191,8 +189,8 @@ pub(crate) fn plain_integer(bytes: &[u8], at: usize) -> Option<(i64, usize)> {
 /// cost.md, "Decision work, measured per function").
 ///
 /// The keys come as [`JsonStr`]s, what the callers keep, and room for eight members is made at
-/// once: collected again from `&str`s and grown from empty, a Node's annotations cost 1.5k guest
-/// instructions more a request (benchmarks/cost.md, "Function tables and one buffer").
+/// once: collected again from `&str`s and grown from empty, a Node's annotations cost a second
+/// collection and the growth (benchmarks/cost.md, "Function tables and one buffer").
 pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(JsonStr<'_>, &str)>> {
     let bytes = text.as_bytes();
     let mut members = Vec::with_capacity(8);
@@ -207,8 +205,8 @@ pub(super) fn plain_keyed_members(text: &str) -> Option<Vec<(JsonStr<'_>, &str)>
 /// The first member `key` of the JSON object `text` when no key has escapes, as raw text (`null`
 /// kept; absent as `Raw(None)`), every value checked on the way; `None` for any other text, which
 /// serde reads. What follows the object is not looked at, as serde's [`super::field`] does not.
-/// A Namespace's metadata and a container's resources were found by serde at 1.9k guest
-/// instructions a lookup (benchmarks/cost.md, "PodTolerationRestriction's reads").
+/// A Namespace's metadata and a container's resources were found by serde, every member
+/// captured to find one (benchmarks/cost.md, "PodTolerationRestriction's reads").
 pub(super) fn plain_field<'a>(text: &'a str, key: &str) -> Option<Raw<'a>> {
     plain_field_at(text, scan::whitespace_end(text.as_bytes(), 0), key).map(|(found, _)| found)
 }
@@ -297,8 +295,8 @@ pub(super) fn plain_member_at<'a>(text: &'a str, path: &[&str]) -> Option<Raw<'a
 /// The members of the JSON object `text` when every key and every value is a string without
 /// escapes, borrowed: `metadata.labels` as the API server writes them, read in one pass. `None`
 /// for any other text, which the caller reads with [`super::members`] and [`JsonStr::read`]:
-/// that way flannel's two label sets cost 2.7k guest instructions, a second pass over each
-/// value and a second list (benchmarks/cost.md, "Few tolerations").
+/// that way a label set costs a second pass over each value and a second list
+/// (benchmarks/cost.md, "Few tolerations").
 pub(crate) fn plain_string_members(text: &str) -> Option<Vec<(JsonStr<'_>, JsonStr<'_>)>> {
     let bytes = text.as_bytes();
     let mut members = Vec::with_capacity(8);
@@ -337,9 +335,9 @@ pub fn plain_str(literal: &str) -> Option<&str> {
 /// The string of `literal` when it is one JSON string whose escapes, if any, are each a `\` and
 /// one character (`\"`, `\\`, `\n`...): borrowed when it has none, else decoded. `None` for any
 /// other text, a `\u` escape included, for serde to decode or refuse. An owner record is JSON
-/// kept in an annotation, so its quotes are escaped: serde decoded it for 2.7k guest instructions,
-/// a fifth of what a Node update carrying one costs beyond reading it (benchmarks/cost.md,
-/// "Strings with escapes").
+/// kept in an annotation, so its quotes are escaped: serde's decoding of it was a large part of
+/// what a Node update carrying one costs beyond reading it (benchmarks/cost.md, "Strings with
+/// escapes").
 pub fn decoded_str(literal: &str) -> Option<Cow<'_, str>> {
     let (decoded, end) = decoded_at(literal, 0)?;
     (end == literal.len()).then_some(decoded)
@@ -364,10 +362,8 @@ fn decoded_at(text: &str, at: usize) -> Option<(Cow<'_, str>, usize)> {
 /// The rest of [`decoded_at`]: the string whose characters begin at `start` and whose first
 /// escape is at `escape`, and the offset past its closing quote. Run by run between escapes, a
 /// short run pushed a byte at a time: copied, each run was a `memory.copy` through the host,
-/// and an annotation holding JSON has an escape every few bytes (the namespace-annotated Pod's
-/// two cost 8.5k guest instructions that way, 6.9k a byte at a time, which cost an owner record
-/// 3k more than copying its longer runs: benchmarks/cost.md, "PodTolerationRestriction's
-/// reads").
+/// and an annotation holding JSON has an escape every few bytes; an owner record's longer runs
+/// cost less copied (benchmarks/cost.md, "PodTolerationRestriction's reads").
 fn decoded_from(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
     // Room for the rest of the text when it is a short literal; within a larger document (an
     // object's members, `last_strings`) a little past the first escape, grown from there.
@@ -446,8 +442,7 @@ pub fn last_strings<'a, const N: usize>(
 
 /// Where the string at `at` holds its characters, between its quotes, when it is a string
 /// without escapes; its closing quote is at the range's end. Inlined: called, it set up a
-/// frame in linear memory for its answer, 175 guest instructions a toleration's string
-/// (benchmarks/cost.md, "Few tolerations").
+/// frame in linear memory for its answer on every string (benchmarks/cost.md, "Few tolerations").
 #[inline(always)]
 fn plain_string(bytes: &[u8], at: usize) -> Option<std::ops::Range<usize>> {
     if bytes.get(at) != Some(&b'"') {

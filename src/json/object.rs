@@ -16,8 +16,9 @@ use super::{JsonStr, Raw};
 /// The request's `object` and `oldObject` are read this way in the one pass over the request, so
 /// a policy's view finds the few members it needs (a Node's taints, a pod template's
 /// tolerations) without walking any part of the object again: the rest, a Node's status above
-/// all, is skipped once (benchmarks/cost.md). An edit splices the text ([`Object::write`],
-/// [`Object::write_in`]): all of it but the values it replaces is kept byte for byte.
+/// all, is skipped once (benchmarks/cost.md, "One pass over the object"). An edit splices the
+/// text ([`Object::write`], [`Object::write_in`]): all of it but the values it replaces is kept
+/// byte for byte.
 #[derive(Debug, Clone)]
 pub struct Object<'a> {
     members: Vec<(Key<'a>, Member<'a>)>,
@@ -52,8 +53,8 @@ impl Key<'_> {
 
     /// [`Key::is`] of a key with escapes, decoded first. Out of line: inlined, serde's decoding
     /// made every comparison set up its frame, and this one runs for every member of every
-    /// object read, the views' lookups included (5% of incident 1's guest instructions:
-    /// benchmarks/cost.md, "Decision work, measured per function").
+    /// object read, the views' lookups included (benchmarks/cost.md, "Decision work, measured
+    /// per function").
     #[cold]
     #[inline(never)]
     fn decoded_is(&self, name: &str) -> bool {
@@ -238,9 +239,8 @@ impl<'a> Object<'a> {
     /// The text is spliced: copied as it was read, byte for byte and spacing included, up to
     /// each value an edit replaces and past it, and up to the end of the target's last member,
     /// where the members an edit adds go. Written member by member, with a run of untouched
-    /// members per copy, the four objects on the way to a pod template's tolerations cost
-    /// flannel's DaemonSet 5.3k guest instructions (benchmarks/cost.md, "Splicing the mutated
-    /// object").
+    /// members per copy, the four objects on the way to a pod template's tolerations cost a
+    /// copy per run (benchmarks/cost.md, "Splicing the mutated object").
     pub fn write_in(&self, target: &Object<'a>, edits: &[(&str, String)]) -> Option<String> {
         let (outer, inner) = (self.text.as_ptr() as usize, target.text.as_ptr() as usize);
         let within = outer <= inner && inner + target.text.len() <= outer + self.text.len();
@@ -324,9 +324,8 @@ impl<'a, F: FnMut(&str, &'a str) -> Option<usize>> MemberReader<'a> for F {}
 /// Reads the object that begins at `at` (its `{`), the members `level` opens as objects too;
 /// the offset past its `}`. `own`, if any, is offered this object's members first, not those of
 /// the objects in it. A generic, not a `dyn`, and none for the objects inside: in a module
-/// instantiated per request, the first call through a function pointer initialises its table
-/// entry in the host, 1.1k guest instructions each (benchmarks/cost.md, "Function tables and
-/// one buffer").
+/// instantiated per request, a function pointer's first call costs the host a table
+/// initialisation (benchmarks/cost.md, "Function tables and one buffer").
 fn read<'a, R: MemberReader<'a>>(
     text: &'a str,
     at: usize,
@@ -426,8 +425,8 @@ impl<'a> Object<'a> {
 
     /// [`Object::parse_as`], with `own` offered each member of the object itself first: an
     /// engine's envelope hands its settings to serde where they begin, instead of their text
-    /// being found first and read after (a second pass over a rule's settings,
-    /// benchmarks/cost.md).
+    /// being found first and read after (a second pass over a rule's settings:
+    /// benchmarks/cost.md, "The request's own reader").
     ///
     /// # Errors
     ///

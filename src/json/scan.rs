@@ -6,8 +6,8 @@
 //! in a waPC module (its words are `usize`). Most of a request is values no policy reads (a
 //! Node's status, a pod's containers), so their skipping is most of what reading costs. Here the
 //! cursor stays a local, a string is checked eight bytes at a time, two words a turn (wasm has
-//! 64-bit integers but no SIMD here), and only a container costs more than its bytes: a third
-//! less than serde_json on a Node in a waPC module, 40% less on a document of short members
+//! 64-bit integers but no SIMD here), and only a container costs more than its bytes: less than
+//! serde_json on a Node in a waPC module, less still on a document of short members
 //! (benchmarks/cost.md, "The request's own reader").
 //!
 //! It accepts what policy-server accepts, with two exceptions (a differential test holds the two
@@ -16,8 +16,8 @@
 //! escape of four hex digits, and half of a surrogate pair only with its other half right after
 //! it; numbers in JSON's grammar; `true`, `false`, `null`. The exceptions, where this reads as
 //! serde_json skips a value: a number beyond f64's range (`1e400`) is accepted, as checking
-//! every number's range cost a Node's status 2.5% more guest instructions (benchmarks/cost.md,
-//! "What policy-server cannot read"); and any depth is. policy-server refuses both before a
+//! every number's range made every Node's status dearer to read (benchmarks/cost.md, "What
+//! policy-server cannot read"); and any depth is. policy-server refuses both before a
 //! policy runs (its depth counted from a root that differs from host to host), and no engine
 //! sends either. It does not recurse: it only tells whether a value nests past [`SHALLOW`]
 //! levels, [`value_end_deep`]. Errors carry only where the text stopped being JSON: callers ask
@@ -97,8 +97,8 @@ pub fn escaped_string_end(bytes: &[u8], mut at: usize) -> Result<(usize, bool), 
 #[inline(always)]
 pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
     // Two words a turn, and no loop for the last few bytes: under policy-server every turn of a
-    // loop also checks the policy's timeout (epoch interruption, docs/abi.md), about ten
-    // instructions each (benchmarks/cost.md, "The timeout's checks").
+    // loop also checks the policy's timeout (epoch interruption, docs/abi.md; benchmarks/cost.md,
+    // "The timeout's checks").
     while let Some(block) = bytes.get(at..at + 16) {
         let (low, high) = block.split_at(8);
         let stops = word_stops(word(low));
@@ -115,7 +115,8 @@ pub fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
 }
 
 /// [`plain_run_end`] where fewer than 16 bytes are left: out of line, as the scanner comes here
-/// only at a text's end, and inlined into each of its readers it made the modules 12 KB larger.
+/// only at a text's end, and inlined into each of its readers it made the modules larger
+/// (benchmarks/cost.md, "The timeout's checks").
 #[inline(never)]
 fn short_run_end(bytes: &[u8], mut at: usize) -> usize {
     if let Some(low) = bytes.get(at..at + 8) {
@@ -392,17 +393,16 @@ pub fn value_end(bytes: &[u8], at: usize) -> Result<usize, Malformed> {
 /// [`value_end`], which also sets `deep` when the value nests more than [`SHALLOW`] levels of
 /// arrays and objects. A mutation that copies values known to nest no deeper is read back by
 /// engines without a walk of its text (see [`super::nested_past`]). `deep` is written only when
-/// it happens: counting every level, and returning the count, cost a tenth more skipping
-/// (incident 1, per-function counts: benchmarks/cost.md, "Short copies", the mutation's
-/// nesting); this, about 1.5%.
+/// it happens: counting every level, and returning the count, cost the skipping more than this
+/// flag (benchmarks/cost.md, "Short copies", the mutation's nesting).
 ///
 /// # Errors
 ///
 /// As [`value_end`].
 #[inline(always)]
 pub fn value_end_deep(bytes: &[u8], at: usize, deep: &mut bool) -> Result<usize, Malformed> {
-    // A string, a third of the members skipped, without the walk's frame: it cost a string
-    // skipped 40 guest instructions more (benchmarks/cost.md, "Few tolerations").
+    // A string, a common member to skip, goes around the walk, whose frame every string skipped
+    // paid for (benchmarks/cost.md, "Few tolerations").
     if bytes.get(at) == Some(&b'"') {
         return string_end(bytes, at + 1);
     }
@@ -412,9 +412,8 @@ pub fn value_end_deep(bytes: &[u8], at: usize, deep: &mut bool) -> Result<usize,
 /// [`value_end_deep`] of any value, containers as well.
 ///
 /// The [`Spilled`] words are kept outside the [`Nesting`], which then stays in locals: with them
-/// in it, the whole was kept in memory and each container opened and closed stored it there,
-/// 1.5k of flannel's 20.7k guest instructions of skipping (benchmarks/cost.md, "Few
-/// tolerations").
+/// in it, the whole was kept in memory and each container opened and closed stored it there
+/// (benchmarks/cost.md, "Few tolerations").
 fn walk_end(bytes: &[u8], mut at: usize, deep: &mut bool) -> Result<usize, Malformed> {
     let mut open = Nesting { top: 0, depth: 0 };
     let mut spilled = Spilled(None);

@@ -103,8 +103,8 @@ impl<'a> Raw<'a> {
     }
 
     /// [`Raw::read`] of an `Option<JsonStr>` (a name, a namespace), without serde where the
-    /// string's escapes are plain ([`JsonStr::read`]): serde read a name for 360 guest
-    /// instructions (benchmarks/cost.md, "Few tolerations").
+    /// string's escapes are plain ([`JsonStr::read`]): serde's reader costs a name more
+    /// (benchmarks/cost.md, "Few tolerations").
     ///
     /// # Errors
     ///
@@ -303,7 +303,7 @@ pub fn write_str(out: &mut String, s: &str) {
     loop {
         // Sixteen bytes a turn (`plain_run_end`): warnings and messages are most of what a
         // response escapes, and nearly all have a quote or two in 150-300 bytes
-        // (benchmarks/cost.md).
+        // (benchmarks/cost.md, "The timeout's checks").
         let plain = super::scan::plain_run_end(bytes, at);
         out.push_str(&s[at..plain]);
         let Some(&byte) = bytes.get(plain) else {

@@ -20,8 +20,8 @@ pub const MAX_NESTING: usize = 127;
 pub fn nested_past(text: &str, max: usize) -> Option<usize> {
     let b = text.as_bytes();
     // Text cannot nest deeper than it has `[` and `{`, strings included. Counted eight bytes at
-    // a time, that clears almost every object for a fraction of the walk below (a tenth of
-    // what a small mutation costs went to the walk, benchmarks/cost.md).
+    // a time, that clears almost every object for a fraction of the walk below, which was a
+    // large share of a small mutation (benchmarks/cost.md, "What each change bought").
     if openers(b) <= max {
         return None;
     }

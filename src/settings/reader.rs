@@ -1,11 +1,10 @@
 //! The settings reader: JSON text read straight into the settings types, one pass, each value
 //! checked as it is read and every error at the path of its value.
 //!
-//! It replaced serde's derive, for speed and size both (benchmarks/cost.md, "Settings read by a
-//! reader of our own"): the hostpath rule's settings, 544 bytes, were 23.9k of that request's
-//! 105.6k guest instructions through serde's derive and are 18.5k here, and each waPC module is
-//! about 8 KB smaller. Errors no longer depend on serde's wording, which the old reader matched by
-//! its text to reword it. A settings object is a loop over its members that finds each key
+//! It replaced serde's derive, for speed and size both: settings cost fewer instructions and
+//! each waPC module is smaller (benchmarks/cost.md, "Settings read by a reader of our own").
+//! Errors no longer depend on serde's wording, which the old reader matched by its text to
+//! reword it. A settings object is a loop over its members that finds each key
 //! among the field names the struct's `#[derive(SettingsFields)]` lists (the names its serde
 //! attributes give, so `Serialize` writes what this reads), and each value is read by its
 //! type's [`ReadSettings`].
@@ -103,8 +102,8 @@ impl<'t> Reader<'t> {
     }
 
     /// `word` (`true`, `false`, `null`) at the cursor. Not the scanner's `literal_end`: called
-    /// from here too, it was no longer inlined into the scanner's walk (+0.9k guest instructions
-    /// on every request), and made always inline, it cost taint-preservation's requests 0.2k.
+    /// from here too, it was no longer inlined into the scanner's walk, and made always inline it
+    /// cost more (benchmarks/cost.md, "Settings read by a reader of our own").
     fn literal(&mut self, word: &[u8]) -> Result<(), SettingsError> {
         if !self.text.as_bytes()[self.at..].starts_with(word) {
             return Err(not_json());
@@ -174,7 +173,8 @@ impl<'t> Reader<'t> {
     }
 
     /// A string, owned: what most settings keep. Copied straight from the text when it has no
-    /// escapes: as `string` then `Cow::into_owned`, hostpath's guest was 0.6k more.
+    /// escapes: as `string` then `Cow::into_owned`, it cost more (benchmarks/cost.md, "Settings
+    /// read by a reader of our own").
     ///
     /// # Errors
     ///
@@ -200,8 +200,8 @@ impl<'t> Reader<'t> {
 
     /// The string at the cursor (its `"`) when it has no escapes, the cursor then past it;
     /// `None`, the cursor unmoved, for any other. Inlined: most settings strings are plain, and
-    /// as a call answering a `Result` through memory each cost about 100 instructions more
-    /// (benchmarks/cost.md, "Settings read by a reader of our own").
+    /// a call answering a `Result` through memory cost each of them more (benchmarks/cost.md,
+    /// "Settings read by a reader of our own").
     #[inline(always)]
     fn plain_string(&mut self) -> Option<&'t str> {
         let bytes = self.text.as_bytes();
@@ -264,7 +264,8 @@ impl<'t> Reader<'t> {
     /// Whether the array opened has another item, the cursor then at it; `read` counts the
     /// items so far (start at 0), so an item's index is `read - 1`. A loop in the caller and a
     /// call here, not a closure given to the reader: instantiated for each type read, the
-    /// closures made toleration-injection's module about 12 KB larger (benchmarks/cost.md).
+    /// closures made toleration-injection's module larger (benchmarks/cost.md, "Settings read by
+    /// a reader of our own").
     ///
     /// # Errors
     ///
@@ -436,7 +437,8 @@ impl<T: ReadSettings> ReadSettings for Vec<T> {
     fn read(reader: &mut Reader<'_>, at: At<'_>) -> Result<Self, SettingsError> {
         reader.open_array(at)?;
         // Made at the size most settings lists are when the first item comes, not grown to
-        // it: growing cost a list 140 instructions more (benchmarks/cost.md).
+        // it, which cost each list more (benchmarks/cost.md, "Settings read by a reader of our
+        // own").
         let (mut items, mut read) = (None, 0);
         while reader.next_item(&mut read)? {
             let item = T::read(reader, at.index(read - 1))?;
