@@ -2,8 +2,8 @@
 //! pulls them, and writes their deployment manifests. Run `taintguard-oci help`; the commands
 //! and their arguments are the [`Command`] enum's (clap).
 
-// clippy.toml's four-parameter rule is for the shipped code: src/, policies/, abi/ and cli/.
-#![allow(clippy::too_many_arguments)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod artifact;
 mod chart;
@@ -139,8 +139,11 @@ fn main() -> ExitCode {
             tag,
         } => {
             let key = sign::key_path(sign);
-            let insecure = transport.insecure;
-            push(&dirs, key.as_deref(), &ref_prefix, tag.as_deref(), insecure)
+            let destination = Destination {
+                ref_prefix: &ref_prefix,
+                tag: tag.as_deref(),
+            };
+            push(&dirs, key.as_deref(), &destination, transport.insecure)
         }
         Command::GenerateKeyPair { prefix } => generate_key_pair(&prefix),
         Command::Manifests {
@@ -177,26 +180,65 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
+/// Where `push` puts the modules: `REF_PREFIX/<name>:TAG`.
+struct Destination<'a> {
+    /// The repository prefix each module's name is appended to.
+    ref_prefix: &'a str,
+    /// The tag; `None` tags each module `v<io.kubewarden.policy.version>`.
+    tag: Option<&'a str>,
+}
+
+/// Pushes every module of `dirs.dist` to `destination`, signing each with the key at `key` if
+/// one is given, and rewrites its manifests to the immutable reference.
 fn push(
     dirs: &Dirs,
     key: Option<&Path>,
-    ref_prefix: &str,
-    tag: Option<&str>,
+    destination: &Destination<'_>,
     insecure: bool,
 ) -> Result<(), String> {
-    let prefix = reference::parse_prefix(ref_prefix)?;
-    if let Some(tag) = tag {
+    let prefix = reference::parse_prefix(destination.ref_prefix)?;
+    if let Some(tag) = destination.tag {
         reference::validate_tag(tag)?;
     }
-    let (dist, policies) = (&dirs.dist, &dirs.policies);
     // A key that cannot sign must fail before the first upload, not after the modules moved.
     let signer = key.map(sign::Signer::load).transpose()?;
-    let artifacts = artifact::discover(dist)?;
-    write_repository_metadata(dist, &artifacts)?;
-
+    let artifacts = artifact::discover(&dirs.dist)?;
+    write_repository_metadata(&dirs.dist, &artifacts)?;
     // Resolve every reference before the first upload, so a bad tag fails before anything moves.
+    let plan = plan_pushes(&artifacts, &prefix, destination.tag)?;
+    let session = connect(plan[0].1.resolve_registry(), insecure)?;
+    let created_at = manifests::created_at()?;
+    let publisher = Publisher {
+        runtime: runtime()?,
+        session,
+        signer,
+    };
+    for (artifact, reference, tag) in plan {
+        let digest = publisher.push_module(artifact, &reference)?;
+        let immutable = reference::immutable(&reference, &digest);
+        let repository = prefix.repository(&artifact.name);
+        publisher.sign(&repository, &digest)?;
+        publisher.push_sbom(&repository, artifact, &digest)?;
+        println!("{}\t{immutable}", artifact.path.display());
+        let target = manifests::Target {
+            repository,
+            tag,
+            digest: Some(digest),
+        };
+        write_manifests(dirs, artifact, &target, &created_at)?;
+    }
+    Ok(())
+}
+
+/// Each artifact with the reference it is pushed to and its tag (`tag`, else its version's),
+/// or the first artifact whose tag is not valid or not its version.
+fn plan_pushes<'a>(
+    artifacts: &'a [Artifact],
+    prefix: &reference::Prefix,
+    tag: Option<&str>,
+) -> Result<Vec<(&'a Artifact, oci_client::Reference, String)>, String> {
     let mut plan = Vec::new();
-    for artifact in &artifacts {
+    for artifact in artifacts {
         let tag = match tag {
             Some(tag) => tag.to_owned(),
             None => artifact.default_tag()?,
@@ -205,17 +247,36 @@ fn push(
         artifact.check_tag(&tag)?;
         plan.push((artifact, prefix.reference(&artifact.name, &tag)?, tag));
     }
+    Ok(plan)
+}
 
-    let registry_name = plan[0].1.resolve_registry().to_owned();
-    let (auth, auth_source) = registry::auth(&registry_name)?;
+/// A session with the registry `registry_name`, over the transport `insecure` allows and with
+/// the credentials found for it; says on stderr which transport and credentials it uses.
+fn connect(registry_name: &str, insecure: bool) -> Result<registry::Session, String> {
+    let (auth, auth_source) = registry::auth(registry_name)?;
     eprintln!(
         "registry {registry_name}: {}, credentials: {auth_source}",
-        registry::describe_transport(&registry_name, insecure)
+        registry::describe_transport(registry_name, insecure)
     );
-    let client = registry::client(&registry_name, insecure)?;
-    let created_at = manifests::created_at()?;
-    let runtime = runtime()?;
-    for (artifact, reference, tag) in plan {
+    let client = registry::client(registry_name, insecure)?;
+    Ok(registry::Session { client, auth })
+}
+
+/// What every upload of one `push` shares: the runtime the async client runs on, the registry
+/// session, and the key to sign with, if any.
+struct Publisher {
+    runtime: tokio::runtime::Runtime,
+    session: registry::Session,
+    signer: Option<sign::Signer>,
+}
+
+impl Publisher {
+    /// Pushes `artifact`'s module to `reference` and returns its manifest digest.
+    fn push_module(
+        &self,
+        artifact: &Artifact,
+        reference: &oci_client::Reference,
+    ) -> Result<String, String> {
         let built = layout::build(&artifact.bytes, &artifact.metadata.annotations);
         if !built.dropped_annotations.is_empty() {
             eprintln!(
@@ -224,85 +285,79 @@ fn push(
                 built.dropped_annotations.join(", ")
             );
         }
-        let digest = runtime.block_on(registry::push(&client, &auth, &reference, &built))?;
-        let immutable = reference::immutable(&reference, &digest);
+        let (client, auth) = (&self.session.client, &self.session.auth);
+        let digest = self
+            .runtime
+            .block_on(registry::push(client, auth, reference, &built))?;
         eprintln!(
             "pushed {} ({}) as {reference}",
             artifact.path.display(),
             artifact.metadata.execution_mode
         );
-        let repository = prefix.repository(&artifact.name);
-        if let Some(signer) = &signer {
-            let (at, outcome) = runtime.block_on(sign::sign_and_push(
-                &client,
-                &auth,
+        Ok(digest)
+    }
+
+    /// Signs the module `digest` in `repository` when a key is given, and says what was done.
+    fn sign(&self, repository: &str, digest: &str) -> Result<(), String> {
+        let Some(signer) = &self.signer else {
+            return Ok(());
+        };
+        let (at, outcome) = self.runtime.block_on(sign::sign_and_push(
+            &self.session,
+            signer,
+            repository,
+            digest,
+        ))?;
+        let what = match outcome {
+            sign::Outcome::Created => "signed".to_owned(),
+            sign::Outcome::Appended { kept } => {
+                format!("signed (beside {kept} signature(s) already stored)")
+            }
+            sign::Outcome::AlreadySigned => "already signed with this key".to_owned(),
+        };
+        eprintln!("    {what}: {at} ({})", signer.path.display());
+        Ok(())
+    }
+
+    /// The artifact's SBOM beside its module, as cosign attaches one: tag
+    /// `sha256-<module digest>.sbom`, signed like the module when a key is given
+    /// (docs/release.md).
+    fn push_sbom(
+        &self,
+        repository: &str,
+        artifact: &Artifact,
+        module_digest: &str,
+    ) -> Result<(), String> {
+        let path = sbom_path(artifact);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            format!(
+                "{}: {e} (./build.sh writes an SBOM beside each module)",
+                path.display()
+            )
+        })?;
+        let attachment = layout::attachment(&bytes, layout::SPDX_MEDIA_TYPE);
+        let reference: oci_client::Reference = format!(
+            "{repository}:{}",
+            layout::attachment_tag(module_digest, "sbom")
+        )
+        .parse()
+        .map_err(|e| format!("{repository}: cannot form the SBOM tag: {e}"))?;
+        let (client, auth) = (&self.session.client, &self.session.auth);
+        let digest =
+            self.runtime
+                .block_on(registry::push(client, auth, &reference, &attachment))?;
+        eprintln!("    SBOM {} as {reference}", path.display());
+        if let Some(signer) = &self.signer {
+            let (at, _) = self.runtime.block_on(sign::sign_and_push(
+                &self.session,
                 signer,
-                &repository,
+                repository,
                 &digest,
             ))?;
-            let what = match outcome {
-                sign::Outcome::Created => "signed".to_owned(),
-                sign::Outcome::Appended { kept } => {
-                    format!("signed (beside {kept} signature(s) already stored)")
-                }
-                sign::Outcome::AlreadySigned => "already signed with this key".to_owned(),
-            };
-            eprintln!("    {what}: {at} ({})", signer.path.display());
+            eprintln!("    SBOM signed: {at}");
         }
-        push_sbom(
-            &runtime,
-            &client,
-            &auth,
-            signer.as_ref(),
-            &repository,
-            artifact,
-            &digest,
-        )?;
-        println!("{}\t{immutable}", artifact.path.display());
-        let target = manifests::Target {
-            repository,
-            tag,
-            digest: Some(digest),
-        };
-        write_manifests(dist, policies, artifact, &target, &created_at)?;
+        Ok(())
     }
-    Ok(())
-}
-
-/// The artifact's SBOM beside its module, as cosign attaches one: tag
-/// `sha256-<module digest>.sbom`, signed like the module when a key is given (docs/release.md).
-fn push_sbom(
-    runtime: &tokio::runtime::Runtime,
-    client: &oci_client::Client,
-    auth: &oci_client::secrets::RegistryAuth,
-    signer: Option<&sign::Signer>,
-    repository: &str,
-    artifact: &Artifact,
-    module_digest: &str,
-) -> Result<(), String> {
-    let path = sbom_path(artifact);
-    let bytes = std::fs::read(&path).map_err(|e| {
-        format!(
-            "{}: {e} (./build.sh writes an SBOM beside each module)",
-            path.display()
-        )
-    })?;
-    let attachment = layout::attachment(&bytes, layout::SPDX_MEDIA_TYPE);
-    let reference: oci_client::Reference = format!(
-        "{repository}:{}",
-        layout::attachment_tag(module_digest, "sbom")
-    )
-    .parse()
-    .map_err(|e| format!("{repository}: cannot form the SBOM tag: {e}"))?;
-    let digest = runtime.block_on(registry::push(client, auth, &reference, &attachment))?;
-    eprintln!("    SBOM {} as {reference}", path.display());
-    if let Some(signer) = signer {
-        let (at, _) = runtime.block_on(sign::sign_and_push(
-            client, auth, signer, repository, &digest,
-        ))?;
-        eprintln!("    SBOM signed: {at}");
-    }
-    Ok(())
 }
 
 fn generate_key_pair(prefix: &str) -> Result<(), String> {
@@ -317,25 +372,17 @@ fn generate_key_pair(prefix: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes `artifact`'s manifests for `target` into `dirs.dist/<name>/` and its chart into
+/// `dirs.dist/charts/`, deployed as its folder in `dirs.policies` says.
 fn write_manifests(
-    dist: &Path,
-    policies: &Path,
+    dirs: &Dirs,
     artifact: &Artifact,
     target: &manifests::Target,
     created_at: &str,
 ) -> Result<(), String> {
-    let (settings, settings_source) = manifests::default_settings(policies, &artifact.policy)?;
-    let questions = manifests::questions_ui(policies, &artifact.policy)?;
-    let deployment = webhook::deployment(policies, &artifact.policy)?;
-    let rendered = manifests::render(
-        artifact,
-        &settings,
-        &settings_source,
-        questions.as_deref(),
-        target,
-        created_at,
-        &deployment,
-    )?;
+    let dist = &dirs.dist;
+    let folder = manifests::PolicyFolder::read(&dirs.policies, &artifact.policy)?;
+    let rendered = manifests::render(artifact, &folder, target, created_at)?;
     let written = manifests::write(dist, &artifact.name, &rendered)?;
     let names: Vec<String> = written
         .iter()
@@ -352,14 +399,7 @@ fn write_manifests(
         digest: None,
         ..target.clone()
     };
-    let chart = chart::render(
-        artifact,
-        &settings,
-        questions.as_deref(),
-        &tagged,
-        &rendered.readme,
-        &deployment,
-    )?;
+    let chart = chart::render(artifact, &folder, &tagged, &rendered.readme)?;
     let dir = chart::write(&dist.join("charts"), &chart)?;
     eprintln!("    wrote {} (policy-catalog chart)", dir.display());
     Ok(())
@@ -374,7 +414,7 @@ fn write_repository_metadata(dist: &Path, artifacts: &[Artifact]) -> Result<(), 
 }
 
 fn manifests(dirs: &Dirs, ref_prefix: Option<&str>, tag: Option<&str>) -> Result<(), String> {
-    let (dist, policies) = (&dirs.dist, &dirs.policies);
+    let dist = &dirs.dist;
     let given_prefix = ref_prefix.map(reference::parse_prefix).transpose()?;
     if let Some(tag) = tag {
         reference::validate_tag(tag)?;
@@ -405,7 +445,7 @@ fn manifests(dirs: &Dirs, ref_prefix: Option<&str>, tag: Option<&str>) -> Result
             tag,
             digest: None,
         };
-        write_manifests(dist, policies, &artifact, &target, &created_at)?;
+        write_manifests(dirs, &artifact, &target, &created_at)?;
     }
     Ok(())
 }
@@ -428,7 +468,11 @@ fn sboms(dist: &Path, packages: &[String]) -> Result<(), String> {
             trees.insert(target, sbom::tree(&workspace, target, packages)?);
         }
         let graph = sbom::parse_tree(&trees[target], &artifact.policy)?;
-        let document = sbom::document(&artifact, target, &graph, &checksums, &created);
+        let linked = sbom::Linked {
+            target,
+            graph: &graph,
+        };
+        let document = sbom::document(&artifact, &linked, &checksums, &created);
         let path = sbom_path(&artifact);
         let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())? + "\n";
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -16,6 +16,13 @@ pub const USERNAME_ENV: &str = "TAINTGUARD_REGISTRY_USERNAME";
 pub const PASSWORD_ENV: &str = "TAINTGUARD_REGISTRY_PASSWORD";
 pub const INSECURE_ENV: &str = "TAINTGUARD_REGISTRY_INSECURE";
 
+/// A client for one registry and the credentials it sends there: every request to the registry
+/// needs both.
+pub struct Session {
+    pub client: Client,
+    pub auth: RegistryAuth,
+}
+
 /// A client for one registry, plain HTTP only for loopback registries or when `insecure`.
 pub fn client(registry: &str, insecure: bool) -> Result<Client, String> {
     // reqwest is built without a bundled crypto provider; ring is the one this tool links.

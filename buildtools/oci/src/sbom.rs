@@ -187,12 +187,19 @@ fn spdx_id(krate: &Crate) -> String {
     format!("SPDXRef-Crate-{id}")
 }
 
-/// The SPDX 2.3 JSON document for `artifact`, whose module links `graph`, the registry crates'
-/// checksums from `checksums`; a crate without a declared licence is NOASSERTION.
+/// What a module links and for which build: the crate graph `cargo tree` gave for `target`.
+pub struct Linked<'a> {
+    /// The Rust target the module was built for ([`target_of`]).
+    pub target: &'a str,
+    /// The crates linked into the module and their dependencies ([`parse_tree`]).
+    pub graph: &'a Graph,
+}
+
+/// The SPDX 2.3 JSON document for `artifact`, whose module links `linked.graph`, the registry
+/// crates' checksums from `checksums`; a crate without a declared licence is NOASSERTION.
 pub fn document(
     artifact: &Artifact,
-    target: &str,
-    graph: &Graph,
+    linked: &Linked<'_>,
     checksums: &Checksums,
     created: &str,
 ) -> Value {
@@ -203,65 +210,21 @@ pub fn document(
     let source = meta
         .annotation("io.kubewarden.policy.source")
         .unwrap_or("https://github.com/taintguard/taintguard");
-    let mut packages = vec![json!({
-        "SPDXID": "SPDXRef-Module",
-        "name": artifact.name,
-        "versionInfo": version,
-        "packageFileName": artifact.path.file_name().map(|n| n.to_string_lossy().into_owned()),
-        "downloadLocation": meta.annotation("io.kubewarden.policy.ociUrl")
-            .map_or("NOASSERTION".to_owned(), |url| format!("{url}:v{version}")),
-        "filesAnalyzed": false,
-        "checksums": [{"algorithm": "SHA256", "checksumValue": module_hex}],
-        "licenseConcluded": "NOASSERTION",
-        "licenseDeclared": meta.annotation("io.kubewarden.policy.license").unwrap_or("NOASSERTION"),
-        "copyrightText": "NOASSERTION",
-        "primaryPackagePurpose": "APPLICATION",
-        "comment": format!("The {} WebAssembly module ({}), built for {target}.",
-                           artifact.name, meta.execution_mode),
-    })];
+    let mut packages = vec![module_package(artifact, linked.target, version, module_hex)];
     let mut relationships = vec![json!({
         "spdxElementId": "SPDXRef-DOCUMENT",
         "relationshipType": "DESCRIBES",
         "relatedSpdxElement": "SPDXRef-Module",
     })];
-    for krate in &graph.crates {
-        let key = (krate.name.clone(), krate.version.clone());
-        let mut package = json!({
-            "SPDXID": spdx_id(krate),
-            "name": krate.name,
-            "versionInfo": krate.version,
-            "filesAnalyzed": false,
-            "licenseConcluded": "NOASSERTION",
-            "licenseDeclared": krate.license.as_deref().unwrap_or("NOASSERTION"),
-            "copyrightText": "NOASSERTION",
-            "primaryPackagePurpose": "LIBRARY",
-        });
-        match (&krate.path, checksums.get(&key)) {
-            (None, Some(checksum)) => {
-                package["downloadLocation"] = json!(format!(
-                    "https://crates.io/api/v1/crates/{}/{}/download",
-                    krate.name, krate.version
-                ));
-                package["checksums"] = json!([{"algorithm": "SHA256", "checksumValue": checksum}]);
-                package["externalRefs"] = json!([{
-                    "referenceCategory": "PACKAGE-MANAGER",
-                    "referenceType": "purl",
-                    "referenceLocator": format!("pkg:cargo/{}@{}", krate.name, krate.version),
-                }]);
-            }
-            _ => {
-                // A crate of this repository: its source is the repository at this release.
-                package["downloadLocation"] = json!(format!("git+{source}"));
-            }
-        }
-        packages.push(package);
+    for krate in &linked.graph.crates {
+        packages.push(crate_package(krate, checksums, source));
         relationships.push(json!({
             "spdxElementId": "SPDXRef-Module",
             "relationshipType": "CONTAINS",
             "relatedSpdxElement": spdx_id(krate),
         }));
     }
-    for (from, to) in &graph.edges {
+    for (from, to) in &linked.graph.edges {
         relationships.push(json!({
             "spdxElementId": spdx_id(from),
             "relationshipType": "DEPENDS_ON",
@@ -284,6 +247,64 @@ pub fn document(
         "packages": packages,
         "relationships": relationships,
     })
+}
+
+/// The SPDX package of the module itself (`SPDXRef-Module`, the document's subject): the
+/// artifact `version` built for `target`, its checksum `module_hex`, and where it is pulled from.
+fn module_package(artifact: &Artifact, target: &str, version: &str, module_hex: &str) -> Value {
+    let meta = &artifact.metadata;
+    json!({
+        "SPDXID": "SPDXRef-Module",
+        "name": artifact.name,
+        "versionInfo": version,
+        "packageFileName": artifact.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "downloadLocation": meta.annotation("io.kubewarden.policy.ociUrl")
+            .map_or("NOASSERTION".to_owned(), |url| format!("{url}:v{version}")),
+        "filesAnalyzed": false,
+        "checksums": [{"algorithm": "SHA256", "checksumValue": module_hex}],
+        "licenseConcluded": "NOASSERTION",
+        "licenseDeclared": meta.annotation("io.kubewarden.policy.license").unwrap_or("NOASSERTION"),
+        "copyrightText": "NOASSERTION",
+        "primaryPackagePurpose": "APPLICATION",
+        "comment": format!("The {} WebAssembly module ({}), built for {target}.",
+                           artifact.name, meta.execution_mode),
+    })
+}
+
+/// The SPDX package of one linked crate: a registry crate (one `checksums` knows) with its
+/// crates.io download, checksum and purl; any other is this repository's, downloaded from
+/// `source`.
+fn crate_package(krate: &Crate, checksums: &Checksums, source: &str) -> Value {
+    let key = (krate.name.clone(), krate.version.clone());
+    let mut package = json!({
+        "SPDXID": spdx_id(krate),
+        "name": krate.name,
+        "versionInfo": krate.version,
+        "filesAnalyzed": false,
+        "licenseConcluded": "NOASSERTION",
+        "licenseDeclared": krate.license.as_deref().unwrap_or("NOASSERTION"),
+        "copyrightText": "NOASSERTION",
+        "primaryPackagePurpose": "LIBRARY",
+    });
+    match (&krate.path, checksums.get(&key)) {
+        (None, Some(checksum)) => {
+            package["downloadLocation"] = json!(format!(
+                "https://crates.io/api/v1/crates/{}/{}/download",
+                krate.name, krate.version
+            ));
+            package["checksums"] = json!([{"algorithm": "SHA256", "checksumValue": checksum}]);
+            package["externalRefs"] = json!([{
+                "referenceCategory": "PACKAGE-MANAGER",
+                "referenceType": "purl",
+                "referenceLocator": format!("pkg:cargo/{}@{}", krate.name, krate.version),
+            }]);
+        }
+        _ => {
+            // A crate of this repository: its source is the repository at this release.
+            package["downloadLocation"] = json!(format!("git+{source}"));
+        }
+    }
+    package
 }
 
 #[cfg(test)]

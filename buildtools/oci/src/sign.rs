@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest, OCI_IMAGE_MEDIA_TYPE};
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_client::Reference;
 use serde::Serialize;
 use sigstore::crypto::signing_key::ecdsa::{ECDSAKeys, EllipticCurve};
 use sigstore::crypto::signing_key::{
@@ -26,7 +25,7 @@ use sigstore::crypto::signing_key::{
 use sigstore::crypto::{CosignVerificationKey, SigStoreSigner, Signature, SigningScheme};
 
 use crate::layout::{canonical_json, sha256};
-use crate::registry::explain;
+use crate::registry::{explain, Session};
 
 /// Where `./build.sh push` finds the key when `--sign` is not given (a path to the key file).
 pub const KEY_ENV: &str = "TAINTGUARD_SIGNING_KEY";
@@ -68,55 +67,10 @@ impl Signer {
     /// PEM (`PRIVATE KEY`, as `openssl genpkey` writes). ECDSA P-256 and P-384 and Ed25519 keys
     /// are accepted, the types `kwctl verify -k` checks.
     pub fn load(path: &Path) -> Result<Signer, String> {
-        let at = |what: String| format!("signing key {}: {what}", path.display());
+        let at = |what: String| key_error(path, &what);
         let text = std::fs::read(path).map_err(|e| at(format!("cannot read it: {e}")))?;
-        // The `pem` crate is the one sigstore reads keys with.
-        let label = pem::parse(&text)
-            .map(|block| block.tag().to_owned())
-            .map_err(|_| {
-                at("not a PEM file (expected a `-----BEGIN ... PRIVATE KEY-----` block)".into())
-            })?;
-        let pair = match label.as_str() {
-            SIGSTORE_PRIVATE_KEY_PEM_LABEL | COSIGN_PRIVATE_KEY_PEM_LABEL => {
-                let password = std::env::var(PASSWORD_ENV).map_err(|_| {
-                    at(format!(
-                        "the key is encrypted; set {PASSWORD_ENV} to its password (empty if it \
-                         has none)"
-                    ))
-                })?;
-                // sigstore tries every key type in turn and reports only the last failure
-                // ("unsupported key type"), so the likely cause is named first.
-                SigStoreKeyPair::from_encrypted_pem(&text, password.as_bytes()).map_err(|e| {
-                    at(format!(
-                        "cannot decrypt it with the password in {PASSWORD_ENV}: the password is \
-                         wrong, or the key is not ECDSA P-256/P-384 or Ed25519 (sigstore: {e})"
-                    ))
-                })?
-            }
-            "PRIVATE KEY" => SigStoreKeyPair::from_pem(&text)
-                .map_err(|e| at(format!("cannot read the PKCS#8 private key: {e}")))?,
-            "PUBLIC KEY" => {
-                return Err(at(
-                    "this is a public key; sign with the private half (the `.key` file)".into(),
-                ))
-            }
-            other => {
-                return Err(at(format!(
-                    "unsupported PEM block `{other}`; use a cosign key (`taintguard-oci \
-                     generate-key-pair`, `cosign generate-key-pair`) or a PKCS#8 `PRIVATE KEY`"
-                )))
-            }
-        };
-        let scheme = match &pair {
-            SigStoreKeyPair::ECDSA(ECDSAKeys::P256(_)) => SigningScheme::ECDSA_P256_SHA256_ASN1,
-            SigStoreKeyPair::ECDSA(ECDSAKeys::P384(_)) => SigningScheme::ECDSA_P384_SHA384_ASN1,
-            SigStoreKeyPair::ED25519(_) => SigningScheme::ED25519,
-            SigStoreKeyPair::RSA(_) => {
-                return Err(at(
-                    "RSA keys are not supported; use an ECDSA P-256 key (cosign's default)".into(),
-                ))
-            }
-        };
+        let pair = read_key_pair(path, &text)?;
+        let scheme = signing_scheme(&pair).map_err(|what| at(what.to_owned()))?;
         let signer = pair
             .to_sigstore_signer(&scheme)
             .map_err(|e| at(format!("cannot sign with it: {e}")))?;
@@ -151,6 +105,63 @@ impl Signer {
                 )
             })?;
         Ok(encoded)
+    }
+}
+
+/// An error about the signing key at `path`: every one names the file.
+fn key_error(path: &Path, what: &str) -> String {
+    format!("signing key {}: {what}", path.display())
+}
+
+/// The private key pair in `text`, the contents of the key file at `path`, read as its PEM
+/// block's label says; the error says what to do about a file that holds no usable private key.
+fn read_key_pair(path: &Path, text: &[u8]) -> Result<SigStoreKeyPair, String> {
+    let at = |what: String| key_error(path, &what);
+    // The `pem` crate is the one sigstore reads keys with.
+    let label = pem::parse(text)
+        .map(|block| block.tag().to_owned())
+        .map_err(|_| {
+            at("not a PEM file (expected a `-----BEGIN ... PRIVATE KEY-----` block)".into())
+        })?;
+    match label.as_str() {
+        SIGSTORE_PRIVATE_KEY_PEM_LABEL | COSIGN_PRIVATE_KEY_PEM_LABEL => {
+            let password = std::env::var(PASSWORD_ENV).map_err(|_| {
+                at(format!(
+                    "the key is encrypted; set {PASSWORD_ENV} to its password (empty if it \
+                     has none)"
+                ))
+            })?;
+            // sigstore tries every key type in turn and reports only the last failure
+            // ("unsupported key type"), so the likely cause is named first.
+            SigStoreKeyPair::from_encrypted_pem(text, password.as_bytes()).map_err(|e| {
+                at(format!(
+                    "cannot decrypt it with the password in {PASSWORD_ENV}: the password is \
+                     wrong, or the key is not ECDSA P-256/P-384 or Ed25519 (sigstore: {e})"
+                ))
+            })
+        }
+        "PRIVATE KEY" => SigStoreKeyPair::from_pem(text)
+            .map_err(|e| at(format!("cannot read the PKCS#8 private key: {e}"))),
+        "PUBLIC KEY" => Err(at(
+            "this is a public key; sign with the private half (the `.key` file)".into(),
+        )),
+        other => Err(at(format!(
+            "unsupported PEM block `{other}`; use a cosign key (`taintguard-oci \
+             generate-key-pair`, `cosign generate-key-pair`) or a PKCS#8 `PRIVATE KEY`"
+        ))),
+    }
+}
+
+/// The scheme to sign with a key of `pair`'s type (the one `kwctl verify -k` checks it with),
+/// or why the type is refused.
+fn signing_scheme(pair: &SigStoreKeyPair) -> Result<SigningScheme, &'static str> {
+    match pair {
+        SigStoreKeyPair::ECDSA(ECDSAKeys::P256(_)) => Ok(SigningScheme::ECDSA_P256_SHA256_ASN1),
+        SigStoreKeyPair::ECDSA(ECDSAKeys::P384(_)) => Ok(SigningScheme::ECDSA_P384_SHA384_ASN1),
+        SigStoreKeyPair::ED25519(_) => Ok(SigningScheme::ED25519),
+        SigStoreKeyPair::RSA(_) => {
+            Err("RSA keys are not supported; use an ECDSA P-256 key (cosign's default)")
+        }
     }
 }
 
@@ -260,8 +271,7 @@ pub enum Outcome {
 /// Signatures already stored there (another key's, a keyless one) are kept: the new layer is
 /// appended, as cosign does.
 pub async fn sign_and_push(
-    client: &Client,
-    auth: &RegistryAuth,
+    session: &Session,
     signer: &Signer,
     repository: &str,
     digest: &str,
@@ -269,8 +279,33 @@ pub async fn sign_and_push(
     let tag_ref: Reference = format!("{repository}:{}", signature_tag(digest))
         .parse()
         .map_err(|e| format!("{repository}: cannot form the signature tag: {e}"))?;
-    let registry = tag_ref.resolve_registry().to_owned();
-    let at = |what: &str| format!("{what} {tag_ref}");
+    let (layer, layer_descriptor) = signature_layer(signer, repository, digest)?;
+    let (mut layers, outcome) = match stored_signatures(session, &tag_ref).await? {
+        Some(manifest) => {
+            if manifest.layers.iter().any(|l| {
+                l.digest == layer_descriptor.digest && l.annotations == layer_descriptor.annotations
+            }) {
+                return Ok((tag_ref, Outcome::AlreadySigned));
+            }
+            let kept = manifest.layers.len();
+            (manifest.layers, Outcome::Appended { kept })
+        }
+        None => (Vec::new(), Outcome::Created),
+    };
+    layers.push(layer_descriptor);
+    let image = SignatureImage::of(layer, layers);
+    push_signature_image(session, &tag_ref, &image).await?;
+    Ok((tag_ref, outcome))
+}
+
+/// The signature layer for the artifact `digest` in `repository`: the simple-signing payload
+/// with its signature as an annotation, and the descriptor the signature manifest lists it by
+/// (which also tells whether the same signature is already stored).
+fn signature_layer(
+    signer: &Signer,
+    repository: &str,
+    digest: &str,
+) -> Result<(ImageLayer, OciDescriptor), String> {
     let payload = payload(repository, digest);
     let signature = signer.sign(&payload)?;
     let layer = ImageLayer::new(
@@ -288,81 +323,121 @@ pub async fn sign_and_push(
         annotations: layer.annotations.clone(),
         ..OciDescriptor::default()
     };
+    Ok((layer, layer_descriptor))
+}
 
+/// The signature image already stored under `tag_ref`, `None` when the tag does not exist yet;
+/// an image index there is refused rather than overwritten.
+async fn stored_signatures(
+    session: &Session,
+    tag_ref: &Reference,
+) -> Result<Option<OciImageManifest>, String> {
+    let registry = tag_ref.resolve_registry().to_owned();
+    let (client, auth) = (&session.client, &session.auth);
     client.store_auth_if_needed(&registry, auth).await;
-    let existing = match client.pull_manifest(&tag_ref, auth).await {
-        Ok((OciManifest::Image(manifest), _)) => Some(manifest),
-        Ok((OciManifest::ImageIndex(_), _)) => {
-            return Err(format!(
-                "{tag_ref} is an image index, not a cosign signature image; not touching it"
-            ))
-        }
-        Err(oci_client::errors::OciDistributionError::ImageManifestNotFoundError(_)) => None,
+    match client.pull_manifest(tag_ref, auth).await {
+        Ok((OciManifest::Image(manifest), _)) => Ok(Some(manifest)),
+        Ok((OciManifest::ImageIndex(_), _)) => Err(format!(
+            "{tag_ref} is an image index, not a cosign signature image; not touching it"
+        )),
+        Err(oci_client::errors::OciDistributionError::ImageManifestNotFoundError(_)) => Ok(None),
         Err(oci_client::errors::OciDistributionError::RegistryError { envelope, .. })
             if envelope
                 .errors
                 .iter()
                 .any(|e| e.code == oci_client::errors::OciErrorCode::ManifestUnknown) =>
         {
-            None
+            Ok(None)
         }
-        Err(e) => return Err(explain(e, &at("reading the signatures at"), &registry)),
-    };
-    let (mut layers, outcome) = match existing {
-        Some(manifest) => {
-            if manifest.layers.iter().any(|l| {
-                l.digest == layer_descriptor.digest && l.annotations == layer_descriptor.annotations
-            }) {
-                return Ok((tag_ref, Outcome::AlreadySigned));
-            }
-            let kept = manifest.layers.len();
-            (manifest.layers, Outcome::Appended { kept })
+        Err(e) => Err(explain(
+            e,
+            &format!("reading the signatures at {tag_ref}"),
+            &registry,
+        )),
+    }
+}
+
+/// A signature image ready to push: the new signature's layer, and the config and manifest
+/// listing every signature layer kept under the tag.
+struct SignatureImage {
+    /// The new signature's payload layer, the one blob of it not already stored.
+    layer: ImageLayer,
+    /// The image config, which lists the layers' digests.
+    config: Config,
+    /// The manifest: `config` and every signature layer.
+    manifest: OciImageManifest,
+}
+
+impl SignatureImage {
+    /// The image holding `layers` (the stored signatures and the new one, whose payload is
+    /// `layer`).
+    fn of(layer: ImageLayer, layers: Vec<OciDescriptor>) -> SignatureImage {
+        // The config lists the layers' digests as a container image config does; cosign writes
+        // the same shape, and registries that inspect configs accept it.
+        let diff_ids: Vec<&str> = layers.iter().map(|l| l.digest.as_str()).collect();
+        let config_bytes = serde_json::to_vec(&serde_json::json!({
+            "architecture": "",
+            "config": {},
+            "created": "0001-01-01T00:00:00Z",
+            "history": [{"created": "0001-01-01T00:00:00Z"}],
+            "os": "",
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        }))
+        .expect("a JSON value always serialises");
+        let config = Config::new(config_bytes, CONFIG_MEDIA_TYPE.to_owned(), None);
+        let manifest = OciImageManifest {
+            config: OciDescriptor {
+                media_type: config.media_type.clone(),
+                digest: sha256(&config.data),
+                size: config.data.len() as i64,
+                ..OciDescriptor::default()
+            },
+            layers,
+            ..OciImageManifest::default()
+        };
+        SignatureImage {
+            layer,
+            config,
+            manifest,
         }
-        None => (Vec::new(), Outcome::Created),
-    };
-    layers.push(layer_descriptor);
+    }
+}
 
-    // The config lists the layers' digests as a container image config does; cosign writes the
-    // same shape, and registries that inspect configs accept it.
-    let diff_ids: Vec<&str> = layers.iter().map(|l| l.digest.as_str()).collect();
-    let config_bytes = serde_json::to_vec(&serde_json::json!({
-        "architecture": "",
-        "config": {},
-        "created": "0001-01-01T00:00:00Z",
-        "history": [{"created": "0001-01-01T00:00:00Z"}],
-        "os": "",
-        "rootfs": {"type": "layers", "diff_ids": diff_ids},
-    }))
-    .expect("a JSON value always serialises");
-    let config = Config::new(config_bytes, CONFIG_MEDIA_TYPE.to_owned(), None);
-    let manifest = OciImageManifest {
-        config: OciDescriptor {
-            media_type: config.media_type.clone(),
-            digest: sha256(&config.data),
-            size: config.data.len() as i64,
-            ..OciDescriptor::default()
-        },
-        layers,
-        ..OciImageManifest::default()
-    };
-
+/// Pushes `image` under `tag_ref`: the new payload, the config, then the manifest, so that the
+/// tag never names blobs the registry lacks.
+async fn push_signature_image(
+    session: &Session,
+    tag_ref: &Reference,
+    image: &SignatureImage,
+) -> Result<(), String> {
+    let registry = tag_ref.resolve_registry().to_owned();
+    let at = |what: &str| format!("{what} {tag_ref}");
+    let client = &session.client;
     client
-        .push_blob(&tag_ref, layer.data.clone(), &layer.sha256_digest())
+        .push_blob(
+            tag_ref,
+            image.layer.data.clone(),
+            &image.layer.sha256_digest(),
+        )
         .await
         .map_err(|e| explain(e, &at("pushing the signature payload to"), &registry))?;
     client
-        .push_blob(&tag_ref, config.data.clone(), &manifest.config.digest)
+        .push_blob(
+            tag_ref,
+            image.config.data.clone(),
+            &image.manifest.config.digest,
+        )
         .await
         .map_err(|e| explain(e, &at("pushing the signature config to"), &registry))?;
     client
         .push_manifest_raw(
-            &tag_ref,
-            canonical_json(&manifest),
+            tag_ref,
+            canonical_json(&image.manifest),
             http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE),
         )
         .await
         .map_err(|e| explain(e, &at("pushing the signature manifest to"), &registry))?;
-    Ok((tag_ref, outcome))
+    Ok(())
 }
 
 #[cfg(test)]

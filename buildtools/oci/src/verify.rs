@@ -25,88 +25,116 @@ pub struct Pulled {
 /// Every way `pulled` differs from what `artifact` should have become; empty when it matches.
 pub fn check(artifact: &Artifact, digest: &str, pulled: &Pulled) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut fail = |p: String| problems.push(p);
-
     let manifest_digest = sha256(&pulled.manifest);
     if manifest_digest != digest {
-        fail(format!(
+        problems.push(format!(
             "the manifest fetched has digest {manifest_digest}, not {digest}"
         ));
     }
     let manifest: Value = match serde_json::from_slice(&pulled.manifest) {
         Ok(v) => v,
         Err(e) => {
-            fail(format!("the manifest is not JSON: {e}"));
+            problems.push(format!("the manifest is not JSON: {e}"));
             return problems;
         }
     };
+    let module_digest = sha256(&artifact.bytes);
+    problems.extend(manifest_problems(&manifest));
+    problems.extend(config_problems(&manifest["config"]));
+    problems.extend(layer_problems(
+        &manifest["layers"],
+        artifact,
+        &module_digest,
+    ));
+    problems.extend(annotation_problems(artifact, &manifest["annotations"]));
+    problems.extend(blob_problems(&pulled.blobs, artifact, module_digest));
+    problems
+}
+
+/// How the manifest's own fields differ from an OCI image manifest's: schema version 2, and
+/// the OCI media type if it states one.
+fn manifest_problems(manifest: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
     if manifest["schemaVersion"] != 2 {
-        fail(format!(
+        problems.push(format!(
             "schemaVersion is {}, not 2",
             manifest["schemaVersion"]
         ));
     }
     if !(manifest["mediaType"].is_null() || manifest["mediaType"] == OCI_MANIFEST) {
-        fail(format!(
+        problems.push(format!(
             "manifest mediaType is {}, not {OCI_MANIFEST}",
             manifest["mediaType"]
         ));
     }
+    problems
+}
 
-    let config = &manifest["config"];
+/// How the manifest's `config` descriptor differs from the one `kwctl push` sends: the wasm
+/// config media type, and the 2-byte `{}` blob.
+fn config_problems(config: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
     if config["mediaType"] != WASM_CONFIG {
-        fail(format!(
+        problems.push(format!(
             "config mediaType is {}, not {WASM_CONFIG}",
             config["mediaType"]
         ));
     }
     if config["digest"] != EMPTY_CONFIG_DIGEST || config["size"] != 2 {
-        fail(format!(
+        problems.push(format!(
             "config is {config}, not the 2-byte `{{}}` blob {EMPTY_CONFIG_DIGEST}"
         ));
     }
+    problems
+}
 
-    let module_digest = sha256(&artifact.bytes);
-    match manifest["layers"].as_array().map(Vec::as_slice) {
-        Some([layer]) => {
-            if layer["mediaType"] != WASM_LAYER {
-                fail(format!(
-                    "layer mediaType is {}, not {WASM_LAYER}",
-                    layer["mediaType"]
-                ));
-            }
-            if layer["digest"] != module_digest.as_str() {
-                fail(format!(
-                    "layer digest is {}, not the module's {module_digest}",
-                    layer["digest"]
-                ));
-            }
-            if layer["size"] != artifact.bytes.len() {
-                fail(format!(
-                    "layer size is {}, not {}",
-                    layer["size"],
-                    artifact.bytes.len()
-                ));
-            }
-        }
-        _ => fail(format!(
-            "the manifest must have exactly one layer: {}",
-            manifest["layers"]
-        )),
+/// How the manifest's `layers` differ from the one wasm layer holding `artifact`'s module,
+/// whose digest is `module_digest`.
+fn layer_problems(layers: &Value, artifact: &Artifact, module_digest: &str) -> Vec<String> {
+    let Some([layer]) = layers.as_array().map(Vec::as_slice) else {
+        return vec![format!(
+            "the manifest must have exactly one layer: {layers}"
+        )];
+    };
+    let mut problems = Vec::new();
+    if layer["mediaType"] != WASM_LAYER {
+        problems.push(format!(
+            "layer mediaType is {}, not {WASM_LAYER}",
+            layer["mediaType"]
+        ));
     }
-
-    for problem in annotation_problems(artifact, &manifest["annotations"]) {
-        fail(problem);
+    if layer["digest"] != module_digest {
+        problems.push(format!(
+            "layer digest is {}, not the module's {module_digest}",
+            layer["digest"]
+        ));
     }
+    if layer["size"] != artifact.bytes.len() {
+        problems.push(format!(
+            "layer size is {}, not {}",
+            layer["size"],
+            artifact.bytes.len()
+        ));
+    }
+    problems
+}
 
+/// Which of the two blobs the manifest names (the `{}` config, the module layer whose digest is
+/// `module_digest`) were not fetched, or were fetched with other bytes than the original's.
+fn blob_problems(
+    blobs: &BTreeMap<String, Vec<u8>>,
+    artifact: &Artifact,
+    module_digest: String,
+) -> Vec<String> {
     let blob_checks = [
         ("config", EMPTY_CONFIG_DIGEST.to_owned(), b"{}".as_slice()),
         ("module layer", module_digest, artifact.bytes.as_slice()),
     ];
+    let mut problems = Vec::new();
     for (what, want_digest, want_bytes) in blob_checks {
-        match pulled.blobs.get(&want_digest) {
-            None => fail(format!("the {what} blob {want_digest} was not fetched")),
-            Some(bytes) if bytes != want_bytes => fail(format!(
+        match blobs.get(&want_digest) {
+            None => problems.push(format!("the {what} blob {want_digest} was not fetched")),
+            Some(bytes) if bytes != want_bytes => problems.push(format!(
                 "the {what} blob fetched ({} bytes, {}) differs from the original ({} bytes)",
                 bytes.len(),
                 sha256(bytes),

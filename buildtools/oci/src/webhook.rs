@@ -146,14 +146,27 @@ pub fn deployment(policies: &Path, policy: &str) -> Result<Deployment, String> {
     })
 }
 
+/// What a companion policy takes from the main policy it is deployed beside.
+pub struct MainPolicy<'a> {
+    /// The main policy's resource name; the companion's is `<name>-<suffix>`.
+    pub name: &'a str,
+    /// The module both policies run (`registry://...`).
+    pub module: &'a str,
+    /// The settings both policies are given.
+    pub settings: &'a Value,
+    /// Whether the main policy's metadata says it mutates.
+    pub mutating: bool,
+}
+
 impl Companion {
-    /// The companion's ClusterAdmissionPolicy for the main policy `name`, with its `module`,
+    /// The companion's ClusterAdmissionPolicy beside `main`, with its name prefix, `module`,
     /// `settings` and `mutating`.
-    pub fn resource(&self, name: &str, module: &str, settings: &Value, mutating: bool) -> Value {
+    pub fn resource(&self, main: &MainPolicy<'_>) -> Value {
         let mut spec = self.spec.clone();
-        spec["module"] = Value::String(module.to_owned());
-        spec["settings"] = settings.clone();
-        spec["mutating"] = Value::Bool(mutating);
+        spec["module"] = Value::String(main.module.to_owned());
+        spec["settings"] = main.settings.clone();
+        spec["mutating"] = Value::Bool(main.mutating);
+        let name = main.name;
         let mut metadata = serde_json::json!({"name": format!("{name}-{}", self.suffix)});
         if self.annotations.is_object() {
             metadata["annotations"] = self.annotations.clone();

@@ -185,14 +185,33 @@ fn byte_aligned(offset: u64) -> MemArg {
 /// same way, 1 to 3 as their first, middle and last byte.
 fn copy_function() -> Function {
     let mut f = Function::new([(3, ValType::I64)]);
-    let compare = |f: &mut Function, bound: u32, op: Instruction<'static>| {
-        f.instruction(&Instruction::LocalGet(LEN));
-        f.instruction(&Instruction::I32Const(bound as i32));
-        f.instruction(&op);
-    };
     // What this block does not copy and return from, `memory.copy` copies after it: the long,
     // the overlapping longer than 16 bytes, and the empty (whose addresses it still checks).
     f.instruction(&Instruction::Block(BlockType::Empty));
+    copy_up_to_sixteen(&mut f);
+    copy_up_to_short(&mut f);
+    f.instruction(&Instruction::End);
+    f.instruction(&Instruction::LocalGet(DST));
+    f.instruction(&Instruction::LocalGet(SRC));
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::MemoryCopy {
+        src_mem: 0,
+        dst_mem: 0,
+    });
+    f.instruction(&Instruction::End);
+    f
+}
+
+/// Appends `len <op> bound` to `f`: the test each size band of the copy function starts with.
+fn compare_len(f: &mut Function, bound: u32, op: Instruction<'static>) {
+    f.instruction(&Instruction::LocalGet(LEN));
+    f.instruction(&Instruction::I32Const(bound as i32));
+    f.instruction(&op);
+}
+
+/// Appends the copy of 1 to 16 bytes, which returns from the function: those copies cannot
+/// overlap harmfully, as every byte is loaded before any is stored.
+fn copy_up_to_sixteen(f: &mut Function) {
     // 1..=16 bytes: len - 1 < 16, which 0 wraps past.
     f.instruction(&Instruction::LocalGet(LEN));
     f.instruction(&Instruction::I32Const(1));
@@ -200,24 +219,29 @@ fn copy_function() -> Function {
     f.instruction(&Instruction::I32Const(16));
     f.instruction(&Instruction::I32LtU);
     f.instruction(&Instruction::If(BlockType::Empty));
-    compare(&mut f, 8, Instruction::I32GtU);
+    compare_len(f, 8, Instruction::I32GtU);
     f.instruction(&Instruction::If(BlockType::Empty));
-    words(&mut f, 1, false);
+    words(f, 1, false);
     f.instruction(&Instruction::Return);
     f.instruction(&Instruction::End);
-    compare(&mut f, 4, Instruction::I32GeU);
+    compare_len(f, 4, Instruction::I32GeU);
     f.instruction(&Instruction::If(BlockType::Empty));
-    four_to_eight(&mut f);
+    four_to_eight(f);
     f.instruction(&Instruction::Return);
     f.instruction(&Instruction::End);
-    one_to_three(&mut f);
+    one_to_three(f);
     f.instruction(&Instruction::Return);
     f.instruction(&Instruction::End);
+}
+
+/// Appends the copy of 17 to [`SHORT`] bytes of blocks that do not overlap, which returns from
+/// the function; anything else branches out of the enclosing block to `memory.copy`.
+fn copy_up_to_short(f: &mut Function) {
     // 17..=SHORT bytes of blocks apart, widest band first: each word stored as it is loaded, as
     // sixteen words held at once made the function save registers on every call. Blocks that
     // overlap (dst - src and src - dst, unsigned, both at least len when they do not) are left
     // to `memory.copy`.
-    compare(&mut f, SHORT, Instruction::I32GtU);
+    compare_len(f, SHORT, Instruction::I32GtU);
     f.instruction(&Instruction::BrIf(0));
     for (from, to) in [(DST, SRC), (SRC, DST)] {
         f.instruction(&Instruction::LocalGet(from));
@@ -229,23 +253,13 @@ fn copy_function() -> Function {
     }
     let mut hi = SHORT;
     while hi >= 32 {
-        compare(&mut f, hi / 2, Instruction::I32GtU);
+        compare_len(f, hi / 2, Instruction::I32GtU);
         f.instruction(&Instruction::If(BlockType::Empty));
-        words(&mut f, hi / 16, true);
+        words(f, hi / 16, true);
         f.instruction(&Instruction::Return);
         f.instruction(&Instruction::End);
         hi /= 2;
     }
-    f.instruction(&Instruction::End);
-    f.instruction(&Instruction::LocalGet(DST));
-    f.instruction(&Instruction::LocalGet(SRC));
-    f.instruction(&Instruction::LocalGet(LEN));
-    f.instruction(&Instruction::MemoryCopy {
-        src_mem: 0,
-        dst_mem: 0,
-    });
-    f.instruction(&Instruction::End);
-    f
 }
 
 /// Copies 4 to 8 bytes: a 32-bit word from the start and one ending at the end.

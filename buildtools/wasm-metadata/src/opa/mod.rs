@@ -7,7 +7,10 @@ mod memory;
 
 use std::collections::HashMap;
 
-use wasmparser::{DataKind, ExternalKind, FuncType, Operator, Parser, Payload, TypeRef, ValType};
+use wasmparser::{
+    DataKind, DataSectionReader, ExternalKind, FuncType, GlobalSectionReader, ImportSectionReader,
+    Operator, Parser, Payload, TypeRef, ValType,
+};
 
 /// Pages of the memory both hosts create (burrego `MemoryType::new(5, None)`, the SDK's default).
 pub const HOST_PAGES: u64 = 5;
@@ -91,94 +94,142 @@ fn i32_const(
     Ok(Some((i64::from(value), start + 1..end)))
 }
 
+/// The index spaces of a module that [`read_abi`] gathers from its sections before it resolves
+/// the exports against them (an export names a function or global by index only).
+#[derive(Default)]
+struct IndexSpaces {
+    /// The type section's function types, by type index.
+    types: Vec<FuncType>,
+    /// Each function's type index, imported functions first.
+    function_types: Vec<u32>,
+    /// Each global, imported globals first.
+    globals: Vec<Global>,
+    /// Each export's name, kind and index.
+    exports: Vec<(String, ExternalKind, u32)>,
+}
+
+/// What [`check`] and [`set_abi_globals`] need to know of `wasm`, or the first reason it cannot
+/// be read (a malformed section, a bad type, function or global index).
 pub fn read_abi(wasm: &[u8]) -> Result<Abi, String> {
     let mut abi = Abi::default();
-    let mut types: Vec<FuncType> = Vec::new();
-    let mut function_types: Vec<u32> = Vec::new();
-    let mut globals: Vec<Global> = Vec::new();
-    let mut exports = Vec::new();
+    let mut spaces = IndexSpaces::default();
     for payload in Parser::new(0).parse_all(wasm) {
         match payload.map_err(err)? {
             Payload::TypeSection(reader) => {
                 for ty in reader.into_iter_err_on_gc_types() {
-                    types.push(ty.map_err(err)?);
+                    spaces.types.push(ty.map_err(err)?);
                 }
             }
-            Payload::ImportSection(reader) => {
-                for import in reader.into_imports() {
-                    let import = import.map_err(err)?;
-                    let name = format!("{}.{}", import.module, import.name);
-                    let ty = match import.ty {
-                        TypeRef::Func(index) => {
-                            function_types.push(index);
-                            Some(types.get(index as usize).cloned().ok_or("bad type index")?)
-                        }
-                        TypeRef::Memory(m) => {
-                            abi.imported_memory =
-                                Some((m.initial, m.maximum, m.shared, m.memory64));
-                            None
-                        }
-                        TypeRef::Global(g) => {
-                            globals.push(Global {
-                                ty: g.content_type,
-                                mutable: g.mutable,
-                                value: None,
-                                immediate: None,
-                            });
-                            None
-                        }
-                        _ => None,
-                    };
-                    abi.imports.push((name, ty));
-                }
-            }
+            Payload::ImportSection(reader) => read_imports(reader, &mut spaces, &mut abi)?,
             Payload::FunctionSection(reader) => {
                 for index in reader {
-                    function_types.push(index.map_err(err)?);
+                    spaces.function_types.push(index.map_err(err)?);
                 }
             }
-            Payload::GlobalSection(reader) => {
-                for global in reader {
-                    let global = global.map_err(err)?;
-                    let constant = i32_const(&global.init_expr)?;
-                    globals.push(Global {
-                        ty: global.ty.content_type,
-                        mutable: global.ty.mutable,
-                        value: constant.as_ref().map(|c| c.0),
-                        immediate: constant.map(|c| c.1),
-                    });
-                }
-            }
+            Payload::GlobalSection(reader) => read_globals(reader, &mut spaces.globals)?,
             Payload::ExportSection(reader) => {
                 for export in reader {
                     let export = export.map_err(err)?;
-                    exports.push((export.name.to_owned(), export.kind, export.index));
+                    let named = (export.name.to_owned(), export.kind, export.index);
+                    spaces.exports.push(named);
                 }
             }
-            Payload::DataSection(reader) => {
-                for data in reader {
-                    let data = data.map_err(err)?;
-                    if let DataKind::Active {
-                        memory_index: 0,
-                        offset_expr,
-                    } = data.kind
-                    {
-                        if let Some((offset, _)) = i32_const(&offset_expr)? {
-                            abi.data.push((offset as u32 as u64, data.data.to_vec()));
-                        }
-                    }
-                }
-            }
+            Payload::DataSection(reader) => read_data(reader, &mut abi.data)?,
             _ => {}
         }
     }
-    let mut globals: Vec<Option<Global>> = globals.into_iter().map(Some).collect();
-    for (name, kind, index) in exports {
+    resolve_exports(spaces, &mut abi)?;
+    Ok(abi)
+}
+
+/// Records each import in `abi.imports` (with its type when it is a function) and adds it to
+/// the index space it opens: imported functions and globals come before the module's own.
+fn read_imports(
+    reader: ImportSectionReader<'_>,
+    spaces: &mut IndexSpaces,
+    abi: &mut Abi,
+) -> Result<(), String> {
+    for import in reader.into_imports() {
+        let import = import.map_err(err)?;
+        let name = format!("{}.{}", import.module, import.name);
+        let ty = match import.ty {
+            TypeRef::Func(index) => {
+                spaces.function_types.push(index);
+                Some(
+                    spaces
+                        .types
+                        .get(index as usize)
+                        .cloned()
+                        .ok_or("bad type index")?,
+                )
+            }
+            TypeRef::Memory(m) => {
+                abi.imported_memory = Some((m.initial, m.maximum, m.shared, m.memory64));
+                None
+            }
+            TypeRef::Global(g) => {
+                // An imported global's value is the host's: neither it nor an immediate to
+                // rewrite is known.
+                spaces.globals.push(Global {
+                    ty: g.content_type,
+                    mutable: g.mutable,
+                    value: None,
+                    immediate: None,
+                });
+                None
+            }
+            _ => None,
+        };
+        abi.imports.push((name, ty));
+    }
+    Ok(())
+}
+
+/// Adds the module's own globals to `globals`, each with its value and the place of its
+/// `i32.const` immediate when it is initialised by one.
+fn read_globals(reader: GlobalSectionReader<'_>, globals: &mut Vec<Global>) -> Result<(), String> {
+    for global in reader {
+        let global = global.map_err(err)?;
+        let constant = i32_const(&global.init_expr)?;
+        globals.push(Global {
+            ty: global.ty.content_type,
+            mutable: global.ty.mutable,
+            value: constant.as_ref().map(|c| c.0),
+            immediate: constant.map(|c| c.1),
+        });
+    }
+    Ok(())
+}
+
+/// Adds to `data` each active segment of memory 0 at a constant address: the static data the
+/// ABI globals' values are read from.
+fn read_data(reader: DataSectionReader<'_>, data: &mut Vec<(u64, Vec<u8>)>) -> Result<(), String> {
+    for segment in reader {
+        let segment = segment.map_err(err)?;
+        if let DataKind::Active {
+            memory_index: 0,
+            offset_expr,
+        } = segment.kind
+        {
+            if let Some((offset, _)) = i32_const(&offset_expr)? {
+                data.push((offset as u32 as u64, segment.data.to_vec()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Puts each exported function (with its type), global and the memory exported as `memory`
+/// into `abi` by name, or fails on an index outside its space or a global exported twice.
+fn resolve_exports(spaces: IndexSpaces, abi: &mut Abi) -> Result<(), String> {
+    let mut globals: Vec<Option<Global>> = spaces.globals.into_iter().map(Some).collect();
+    for (name, kind, index) in spaces.exports {
         match kind {
             ExternalKind::Func => {
-                let ty = function_types
+                let ty = spaces
+                    .function_types
                     .get(index as usize)
-                    .and_then(|t| types.get(*t as usize))
+                    .and_then(|t| spaces.types.get(*t as usize))
                     .ok_or_else(|| format!("export `{name}`: bad function index"))?;
                 abi.functions.insert(name, ty.clone());
             }
@@ -193,7 +244,7 @@ pub fn read_abi(wasm: &[u8]) -> Result<Abi, String> {
             _ => {}
         }
     }
-    Ok(abi)
+    Ok(())
 }
 
 impl Abi {
@@ -258,6 +309,15 @@ pub fn set_abi_globals(wasm: &[u8]) -> Result<Vec<u8>, String> {
 /// What both hosts need of an OPA-ABI module; the first problem found.
 pub fn check(wasm: &[u8]) -> Result<(), String> {
     let abi = read_abi(wasm)?;
+    check_imports(&abi)?;
+    check_memory(&abi)?;
+    check_functions(&abi)?;
+    check_abi_globals(&abi)
+}
+
+/// The first import neither host can satisfy: anything but `env.memory` and the `env`
+/// functions of [`host_function`] with their exact signatures.
+fn check_imports(abi: &Abi) -> Result<(), String> {
     for (name, ty) in &abi.imports {
         let host = name.strip_prefix("env.").and_then(|n| {
             if n == "memory" {
@@ -277,6 +337,12 @@ pub fn check(wasm: &[u8]) -> Result<(), String> {
             }
         }
     }
+    Ok(())
+}
+
+/// Whether the module's memory is the one the hosts give: imported, without a maximum, plain
+/// 32-bit unshared, at most [`HOST_PAGES`], and exported again as `memory`.
+fn check_memory(abi: &Abi) -> Result<(), String> {
     match abi.imported_memory {
         None => return Err("the module must import its memory as `env.memory`".into()),
         Some((_, Some(max), ..)) => {
@@ -297,6 +363,12 @@ pub fn check(wasm: &[u8]) -> Result<(), String> {
     if abi.memory_export != Some(0) {
         return Err("the module must export its imported memory as `memory`".into());
     }
+    Ok(())
+}
+
+/// The first of [`REQUIRED_FUNCTIONS`] the module does not export with the signature the hosts'
+/// typed lookups demand.
+fn check_functions(abi: &Abi) -> Result<(), String> {
     for (name, params, results) in REQUIRED_FUNCTIONS {
         let ty = abi
             .functions
@@ -308,6 +380,12 @@ pub fn check(wasm: &[u8]) -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Whether the ABI version globals are immutable i32 constants the hosts accept: major version
+/// exactly 1, minor version at least 2.
+fn check_abi_globals(abi: &Abi) -> Result<(), String> {
     for (name, min) in [(ABI_GLOBALS[0], 1), (ABI_GLOBALS[1], 2)] {
         match abi.globals.get(name) {
             Some(Global {
