@@ -21,7 +21,8 @@ use taintguard_suite::files::Disk;
 use taintguard_suite::review::{review, Operation, Parts, Requester, RequesterFields};
 use taintguard_suite::run::Judge;
 use taintguard_suite::suite::Cluster;
-use taintguard_suite::{object, what_if, Output};
+use taintguard_suite::{object, Output};
+use taintguard_what_if as what_if;
 
 /// Test suites for your own settings, admission requests built from your objects, and what a
 /// policy would do to a cluster, in the hosts Kubewarden runs.

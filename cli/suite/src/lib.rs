@@ -2,8 +2,8 @@
 //! [`files`]), AdmissionReviews built from the parts a user knows ([`review`], with objects as
 //! `kubectl get -o yaml` prints them: [`object`]), a suite's cluster ([`cluster`]), the run of a
 //! suite's cases and sequences through a [`run::Judge`] ([`run`]) against their expectations
-//! ([`expect`]), the reports ([`report`]), and what a policy would do to a cluster's objects
-//! ([`what_if`]), with the owners of the Nodes' protected taints ([`owners`]).
+//! ([`expect`]) and the reports ([`report`]). It knows no engine and no policy: `taintguard
+//! what-if` (cli/what-if) builds on it.
 //!
 //! The `taintguard` command (cli/command) judges in the hosts Kubewarden runs; the npm package
 //! (abi/js) in its own build. Both call [`test`].
@@ -16,12 +16,10 @@ pub mod cluster;
 pub mod expect;
 pub mod files;
 pub mod object;
-pub mod owners;
 pub mod report;
 pub mod review;
 pub mod run;
 pub mod suite;
-pub mod what_if;
 
 use std::path::PathBuf;
 

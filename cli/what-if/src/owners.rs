@@ -11,10 +11,10 @@ use taint_preservation::{Settings, TaintPreservation};
 use taintguard::glob;
 use taintguard::principal::Principal;
 
-use crate::expect::verdict;
-use crate::review::{review, Operation, Parts, Requester};
-use crate::run::Judge;
-use crate::suite::{Cluster, Verdict};
+use taintguard_suite::expect::verdict;
+use taintguard_suite::review::{review, Operation, Parts, Requester};
+use taintguard_suite::run::Judge;
+use taintguard_suite::suite::{Cluster, Verdict};
 
 /// The principal the protection probe removes each taint as: one no settings permit.
 const PROBE: &str = "taintguard-what-if/probe";

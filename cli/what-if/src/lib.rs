@@ -1,13 +1,21 @@
 //! `taintguard what-if`: what a policy would do to objects already in a cluster, judged as the
 //! audit scanner judges them (a CREATE of the stored object, with no requester unless one is
-//! given), before a platform team turns the policy on.
+//! given), before a platform team turns the policy on; over Nodes, also who owns each protected
+//! taint ([`owners`]). A crate of its own because that report reads taint-preservation's records
+//! as the policy does, and the suites (taintguard-suite) stay engine- and policy-neutral.
+
+#![forbid(unsafe_code)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
+pub mod owners;
 
 use serde_json::{json, Value};
 
-use crate::expect::verdict;
-use crate::review::{audit_review, Requester};
-use crate::run::Judge;
-use crate::suite::{Cluster, Verdict};
+use taintguard_suite::expect::verdict;
+use taintguard_suite::review::{audit_review, Requester};
+use taintguard_suite::run::Judge;
+use taintguard_suite::suite::{Cluster, Verdict};
 
 /// The objects of a `kubectl get … -o json` answer: a `List`'s items, or the one object.
 ///
