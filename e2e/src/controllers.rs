@@ -57,18 +57,21 @@ fn not_warned(out: &Out, what: &str) -> Result<(), String> {
 }
 
 fn json_patch(k: &Kubectl, who: Actor, name: &str, ops: &Value) -> Result<Out, String> {
-    k.patch_node(who, name, "json", &ops.to_string())
+    k.patch_node(who, name, NodePatch::json(&ops.to_string()))
+}
+
+/// The whole taint list a controller sends, and how.
+struct TaintList<'a> {
+    /// The patch type: `strategic` or `merge`.
+    patch_type: &'a str,
+    /// The taints the Node is to have.
+    taints: &'a [Value],
 }
 
 /// A patch of the whole taint list that carries the resourceVersion of `read`, as controllers
 /// using optimistic locking send it (`null` for an empty list).
-fn list_patch(
-    k: &Kubectl,
-    who: Actor,
-    read: &Value,
-    patch_type: &str,
-    taints: &[Value],
-) -> Result<Out, String> {
+fn list_patch(k: &Kubectl, who: Actor, read: &Value, list: TaintList) -> Result<Out, String> {
+    let TaintList { patch_type, taints } = list;
     let list = if taints.is_empty() {
         Value::Null
     } else {
@@ -77,7 +80,14 @@ fn list_patch(
     let body = json!({"metadata": {"resourceVersion": read["metadata"]["resourceVersion"]},
                       "spec": {"taints": list}});
     let name = read["metadata"]["name"].as_str().unwrap_or_default();
-    k.patch_node(who, name, patch_type, &body.to_string())
+    k.patch_node(
+        who,
+        name,
+        NodePatch {
+            patch_type,
+            body: &body.to_string(),
+        },
+    )
 }
 
 /// A kubelet registers `name` with `taints` (a CREATE), with the annotation a real kubelet
@@ -134,6 +144,7 @@ fn kured_remove(k: &Kubectl, name: &str) -> Result<Out, String> {
     json_patch(k, KURED, name, &ops)
 }
 
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kured(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-kured";
@@ -168,7 +179,7 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     )?;
     // node-controller's stale whole-list patch drops both: both are put back, the record kept.
     let stale = [taint("node.kubernetes.io/unreachable", "", "NoSchedule")];
-    let out = k.patch_node(NODE_CONTROLLER, name, "strategic", &patch(&stale))?;
+    let out = k.patch_node(NODE_CONTROLLER, name, NodePatch::strategic(&patch(&stale)))?;
     told(
         &out,
         "may not remove protected taint weave.works/kured-node-reboot:PreferNoSchedule",
@@ -207,7 +218,7 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     // kured's removal, puts the taint back. kured never retries, so it is stripped, and the
     // record never names the stale writer.
     let body = json!({"spec": {"taints": before_removal["spec"]["taints"]}}).to_string();
-    let out = k.patch_node(NODE_CONTROLLER, name, "strategic", &body)?;
+    let out = k.patch_node(NODE_CONTROLLER, name, NodePatch::strategic(&body))?;
     told(
         &out,
         "may not re-add protected taint weave.works/kured-node-reboot:PreferNoSchedule, which its \
@@ -239,7 +250,15 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
 /// own annotation.
 fn nfd_set_taints(k: &Kubectl, nfd: Actor, name: &str, taints: &[Value]) -> Result<Out, String> {
     let node = k.get("node", name, None)?;
-    let out = list_patch(k, nfd, &node, "strategic", taints)?;
+    let out = list_patch(
+        k,
+        nfd,
+        &node,
+        TaintList {
+            patch_type: "strategic",
+            taints,
+        },
+    )?;
     let path = "/metadata/annotations/nfd.node.kubernetes.io~1taints";
     let had = annotation(&node, "nfd.node.kubernetes.io/taints").is_some();
     let op = match (had, taints.is_empty()) {
@@ -301,7 +320,7 @@ pub fn nfd_in_another_namespace(env: &mut Env) -> Result<(), String> {
     nfd_passes(k, NFD_HELM_IN_NFD, name)?;
     let forged = json!({"metadata": {"annotations": {
         "nfd.node.kubernetes.io/taints": "example.com/dedicated=gpu:NoSchedule"}}});
-    let out = k.patch_node(NFD_MASTER, name, "merge", &forged.to_string())?;
+    let out = k.patch_node(NFD_MASTER, name, NodePatch::merge(&forged.to_string()))?;
     told(
         &out,
         "may not rewrite the controller's taint record nfd.node.kubernetes.io/taints of node \
@@ -354,7 +373,15 @@ pub fn nfd_before_the_install(env: &mut Env) -> Result<(), String> {
     // The NodeFeatureRule no longer matches: nfd-master's pass (`setTaints`) drops its taint
     // from the list, keeping the others, then its record's entry, the record's last.
     let read = k.get("node", name, None)?;
-    let out = list_patch(k, NFD_MASTER, &read, "strategic", &[dedicated()])?;
+    let out = list_patch(
+        k,
+        NFD_MASTER,
+        &read,
+        TaintList {
+            patch_type: "strategic",
+            taints: &[dedicated()],
+        },
+    )?;
     not_warned(
         &out,
         "nfd-master's removal of a taint from before the install",
@@ -382,7 +409,7 @@ pub fn nfd_before_the_install(env: &mut Env) -> Result<(), String> {
     // Another writer's change of NFD's record is undone.
     let forged = json!({"metadata": {"annotations": {
         "nfd.node.kubernetes.io/taints": "example.com/dedicated=gpu:NoSchedule"}}});
-    let out = k.patch_node(KURED, name, "merge", &forged.to_string())?;
+    let out = k.patch_node(KURED, name, NodePatch::merge(&forged.to_string()))?;
     told(
         &out,
         "may not rewrite the controller's taint record nfd.node.kubernetes.io/taints",
@@ -419,7 +446,7 @@ pub fn csi_agent_not_ready(env: &mut Env) -> Result<(), String> {
         || format!("removal record: {:?}", annotation(&stored, ONE_SHOT_RECORD)),
     )?;
     // A provisioner racing from its copy from before the removal writes the startup taint back.
-    let out = k.patch_node(KARPENTER, name, "merge", &patch(&[not_ready]))?;
+    let out = k.patch_node(KARPENTER, name, NodePatch::merge(&patch(&[not_ready])))?;
     told(
         &out,
         "may not re-add one-shot startup taint fsx.csi.aws.com/agent-not-ready:NoExecute; this \
@@ -442,7 +469,15 @@ pub fn node_readiness_controller(env: &mut Env) -> Result<(), String> {
         ("the condition regresses", vec![dedicated(), gate.clone()]),
     ] {
         let cached = k.get("node", name, None)?;
-        let out = list_patch(k, READINESS_CONTROLLER, &cached, "merge", &taints)?;
+        let out = list_patch(
+            k,
+            READINESS_CONTROLLER,
+            &cached,
+            TaintList {
+                patch_type: "merge",
+                taints: &taints,
+            },
+        )?;
         not_warned(&out, step)?;
         let stored = k.get("node", name, None)?;
         stored_taints_are(step, &stored, &taints)?;

@@ -31,29 +31,33 @@ fn variant_selector(operator: &str, variants: &[&str]) -> Value {
     json!({"matchExpressions": [{"key": VARIANT_LABEL, "operator": operator, "values": variants}]})
 }
 
-/// One deployed variant of `policy`'s ClusterAdmissionPolicy.
-fn variant(
-    repo: &Path,
-    policy: &str,
-    name: &str,
+/// What one deployed variant of a policy's ClusterAdmissionPolicy changes of its manifest.
+struct Variant<'a> {
+    /// The ClusterAdmissionPolicy's name.
+    name: &'a str,
+    /// Whether the gatekeeper build of the module is deployed rather than the waPC one.
     gatekeeper: bool,
+    /// The policy's settings.
     settings: Value,
+    /// The objectSelector choosing the objects this variant judges.
     selector: Value,
-) -> Result<Deployed, String> {
+}
+
+/// One deployed variant of `policy`'s ClusterAdmissionPolicy.
+fn variant(repo: &Path, policy: &str, v: Variant) -> Result<Deployed, String> {
     let manifest = format!("{policy}/cluster-admission-policy.yaml");
-    from_manifest(repo, &manifest, name, gatekeeper, settings, selector)
+    from_manifest(repo, &manifest, v)
 }
 
 /// One deployed variant of the ClusterAdmissionPolicy `policies/<manifest>` for the module
 /// named by the manifest's folder.
-fn from_manifest(
-    repo: &Path,
-    manifest: &str,
-    name: &str,
-    gatekeeper: bool,
-    settings: Value,
-    selector: Value,
-) -> Result<Deployed, String> {
+fn from_manifest(repo: &Path, manifest: &str, v: Variant) -> Result<Deployed, String> {
+    let Variant {
+        name,
+        gatekeeper,
+        settings,
+        selector,
+    } = v;
     let doc = read_yaml(&repo.join("policies").join(manifest))?;
     let policy = manifest.split('/').next().unwrap_or_default();
     let mut spec = doc["spec"].clone();
@@ -111,16 +115,34 @@ pub fn taint_preservation_variant(repo: &Path, variant_name: &str) -> Result<Dep
     variant(
         repo,
         "taint-preservation",
-        &format!("taint-preservation-{variant_name}"),
-        false,
-        manifest["spec"]["settings"].clone(),
-        variant_selector("In", &[variant_name]),
+        Variant {
+            name: &format!("taint-preservation-{variant_name}"),
+            gatekeeper: false,
+            settings: manifest["spec"]["settings"].clone(),
+            selector: variant_selector("In", &[variant_name]),
+        },
     )
 }
 
+/// Every policy the suite deploys: the variants of taint-preservation, then those of
+/// toleration-injection, the Ignore variant of the outage scenario and the deployment shapes.
 pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     let tp = read_yaml(&repo.join("policies/taint-preservation/cluster-admission-policy.yaml"))?;
     let tp_settings = tp["spec"]["settings"].clone();
+    let ti_settings = toleration_injection_settings(repo)?;
+    let mut deployed = taint_preservation_deployments(repo, tp_settings)?;
+    deployed.extend(toleration_injection_deployments(repo, ti_settings)?);
+    // The same with `failurePolicy: Ignore`, for the outage scenario (docs/availability.md).
+    let mut ignore = taint_preservation_variant(repo, "ignore")?;
+    ignore.spec["failurePolicy"] = json!("Ignore");
+    deployed.push(ignore);
+    deployed.extend(crate::shapes::deployments(repo));
+    Ok(deployed)
+}
+
+/// toleration-injection's settings as deployed: the shipped hostpath-provisioner rule, with the
+/// example tenant restriction.
+fn toleration_injection_settings(repo: &Path) -> Result<Value, String> {
     // The shipped hostpath-provisioner rule, with the example tenant restriction.
     let ti = read_yaml(&repo.join("policies/toleration-injection/cluster-admission-policy.yaml"))?;
     let mut ti_settings = ti["spec"]["settings"].clone();
@@ -128,18 +150,78 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
         &repo.join("policies/toleration-injection/examples/settings/tenant-restriction.json"),
     )?;
     ti_settings["restrictions"] = restriction["restrictions"].clone();
-    // The waPC toleration-injection judges every workload but those of its other variants and
-    // of the deployment shapes (crate::shapes), whose webhooks are the subject there.
-    let mut not_ours = vec!["gatekeeper", "nodes", "ptr", "ptr-fresh", "ptr-gatekeeper"];
-    not_ours.extend(crate::shapes::VARIANTS);
-    let mut deployed = vec![
+    Ok(ti_settings)
+}
+
+/// The variants of taint-preservation, `tp_settings` being its shipped settings: restore mode
+/// with its nodes/status guard, deny mode, RBAC, NFD and the gatekeeper build.
+fn taint_preservation_deployments(
+    repo: &Path,
+    tp_settings: Value,
+) -> Result<Vec<Deployed>, String> {
+    let mut deployed = restore_deployments(repo, &tp_settings)?;
+    deployed.extend([
         variant(
             repo,
             "taint-preservation",
+            Variant {
+                name: "taint-preservation-deny",
+                gatekeeper: false,
+                settings: json!({"mode": "deny"}),
+                selector: variant_selector("In", &["deny"]),
+            },
+        )?,
+        // RBAC as a way in (docs/context.md): the policy asks SubjectAccessReviews.
+        variant(
+            repo,
             "taint-preservation",
-            false,
-            tp_settings.clone(),
-            variant_selector("In", &["restore"]),
+            Variant {
+                name: "taint-preservation-rbac",
+                gatekeeper: false,
+                settings: json!({"rbac": {"enabled": true}}),
+                selector: variant_selector("In", &["rbac"]),
+            },
+        )?,
+        // NFD installed in namespace nfd, named as the README's worked example names it.
+        variant(
+            repo,
+            "taint-preservation",
+            Variant {
+                name: "taint-preservation-nfd",
+                gatekeeper: false,
+                settings: read_json(&repo.join(
+                    "policies/taint-preservation/examples/settings/nfd-in-namespace-nfd.json",
+                ))?,
+                selector: variant_selector("In", &["nfd"]),
+            },
+        )?,
+        variant(
+            repo,
+            "taint-preservation",
+            Variant {
+                name: "taint-preservation-gatekeeper",
+                gatekeeper: true,
+                settings: tp_settings,
+                selector: variant_selector("In", &["gatekeeper"]),
+            },
+        )?,
+    ]);
+    Ok(deployed)
+}
+
+/// taint-preservation in restore mode with `tp_settings`, its shipped settings, and the
+/// records' guard on nodes/status beside it.
+fn restore_deployments(repo: &Path, tp_settings: &Value) -> Result<Vec<Deployed>, String> {
+    Ok(vec![
+        variant(
+            repo,
+            "taint-preservation",
+            Variant {
+                name: "taint-preservation",
+                gatekeeper: false,
+                settings: tp_settings.clone(),
+                selector: variant_selector("In", &["restore"]),
+            },
         )?,
         // The records' guard on nodes/status, beside the restore variant with its settings
         // (docs/records.md). Kubernetes 1.20 has no matchConditions, so every status write of
@@ -147,108 +229,101 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
         from_manifest(
             repo,
             "taint-preservation/cluster-admission-policy-status.yaml",
-            "taint-preservation-status",
-            false,
-            tp_settings.clone(),
-            variant_selector("In", &["restore"]),
+            Variant {
+                name: "taint-preservation-status",
+                gatekeeper: false,
+                settings: tp_settings.clone(),
+                selector: variant_selector("In", &["restore"]),
+            },
         )?,
-        variant(
-            repo,
-            "taint-preservation",
-            "taint-preservation-deny",
-            false,
-            json!({"mode": "deny"}),
-            variant_selector("In", &["deny"]),
-        )?,
-        // RBAC as a way in (docs/context.md): the policy asks SubjectAccessReviews.
-        variant(
-            repo,
-            "taint-preservation",
-            "taint-preservation-rbac",
-            false,
-            json!({"rbac": {"enabled": true}}),
-            variant_selector("In", &["rbac"]),
-        )?,
-        // NFD installed in namespace nfd, named as the README's worked example names it.
-        variant(
-            repo,
-            "taint-preservation",
-            "taint-preservation-nfd",
-            false,
-            read_json(
-                &repo.join(
-                    "policies/taint-preservation/examples/settings/nfd-in-namespace-nfd.json",
-                ),
-            )?,
-            variant_selector("In", &["nfd"]),
-        )?,
-        variant(
-            repo,
-            "taint-preservation",
-            "taint-preservation-gatekeeper",
-            true,
-            tp_settings,
-            variant_selector("In", &["gatekeeper"]),
-        )?,
+    ])
+}
+
+/// The variants of toleration-injection, `ti_settings` being its settings as deployed: waPC,
+/// from the nodes' taints, gatekeeper and PodTolerationRestriction.
+fn toleration_injection_deployments(
+    repo: &Path,
+    ti_settings: Value,
+) -> Result<Vec<Deployed>, String> {
+    // The waPC toleration-injection judges every workload but those of its other variants and
+    // of the deployment shapes (crate::shapes), whose webhooks are the subject there.
+    let mut not_ours = vec!["gatekeeper", "nodes", "ptr", "ptr-fresh", "ptr-gatekeeper"];
+    not_ours.extend(crate::shapes::VARIANTS);
+    let mut deployed = vec![
         variant(
             repo,
             "toleration-injection",
-            "toleration-injection",
-            false,
-            ti_settings.clone(),
-            variant_selector("NotIn", &not_ours),
+            Variant {
+                name: "toleration-injection",
+                gatekeeper: false,
+                settings: ti_settings.clone(),
+                selector: variant_selector("NotIn", &not_ours),
+            },
         )?,
         // Tolerations from the nodes' taints (docs/context.md): the policy lists Nodes.
         variant(
             repo,
             "toleration-injection",
-            "toleration-injection-nodes",
-            false,
-            node_taints_settings(),
-            variant_selector("In", &["nodes"]),
+            Variant {
+                name: "toleration-injection-nodes",
+                gatekeeper: false,
+                settings: node_taints_settings(),
+                selector: variant_selector("In", &["nodes"]),
+            },
         )?,
         variant(
             repo,
             "toleration-injection",
-            "toleration-injection-gatekeeper",
-            true,
-            ti_settings,
-            variant_selector("In", &["gatekeeper"]),
+            Variant {
+                name: "toleration-injection-gatekeeper",
+                gatekeeper: true,
+                settings: ti_settings,
+                selector: variant_selector("In", &["gatekeeper"]),
+            },
         )?,
+    ];
+    deployed.extend(pod_toleration_restriction_deployments(repo)?);
+    Ok(deployed)
+}
+
+/// The PodTolerationRestriction variants of toleration-injection: waPC, gatekeeper, and waPC
+/// reading every Pod's Namespace.
+fn pod_toleration_restriction_deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
+    Ok(vec![
         // PodTolerationRestriction with the reference API server's plugin configuration
         // (crate::pod_toleration_restriction).
         variant(
             repo,
             "toleration-injection",
-            "toleration-injection-ptr",
-            false,
-            json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
-            variant_selector("In", &["ptr"]),
+            Variant {
+                name: "toleration-injection-ptr",
+                gatekeeper: false,
+                settings: json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
+                selector: variant_selector("In", &["ptr"]),
+            },
         )?,
         // The same in the gatekeeper build, which reads the Namespace from the inventory
         // policy-server's gatekeeper mode builds from the spec's contextAwareResources.
         variant(
             repo,
             "toleration-injection",
-            "toleration-injection-ptr-gatekeeper",
-            true,
-            json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
-            variant_selector("In", &["ptr-gatekeeper"]),
+            Variant {
+                name: "toleration-injection-ptr-gatekeeper",
+                gatekeeper: true,
+                settings: json!({"podTolerationRestriction": crate::pod_toleration_restriction::settings()}),
+                selector: variant_selector("In", &["ptr-gatekeeper"]),
+            },
         )?,
         // The same, with every Pod's Namespace read from the API server (`namespaceReads`).
         variant(
             repo,
             "toleration-injection",
-            "toleration-injection-ptr-fresh",
-            false,
-            json!({"podTolerationRestriction": crate::pod_toleration_restriction::fresh_settings()}),
-            variant_selector("In", &["ptr-fresh"]),
+            Variant {
+                name: "toleration-injection-ptr-fresh",
+                gatekeeper: false,
+                settings: json!({"podTolerationRestriction": crate::pod_toleration_restriction::fresh_settings()}),
+                selector: variant_selector("In", &["ptr-fresh"]),
+            },
         )?,
-    ];
-    // The same with `failurePolicy: Ignore`, for the outage scenario (docs/availability.md).
-    let mut ignore = taint_preservation_variant(repo, "ignore")?;
-    ignore.spec["failurePolicy"] = json!("Ignore");
-    deployed.push(ignore);
-    deployed.extend(crate::shapes::deployments(repo));
-    Ok(deployed)
+    ])
 }

@@ -183,17 +183,22 @@ pub(crate) fn patch(taints: &[Value]) -> String {
     json!({"spec": {"taints": taints}}).to_string()
 }
 
+/// A Node UPDATE as an actor sends it.
+pub(crate) struct Update<'a> {
+    /// Who writes.
+    pub who: Actor,
+    /// The stored Node.
+    pub old: &'a Value,
+    /// The Node written over it.
+    pub new: &'a Value,
+}
+
 /// policy-server's answer (the AdmissionResponse) to the Node UPDATE review the API server
 /// should send to policy `id` when `who` writes `new` over the stored `old`. This kube-apiserver
 /// hands validating webhooks `oldObject == object` on UPDATEs (docs/e2e.md), so the validating
 /// deployments are shown UPDATEs this way.
-pub(crate) fn update_answer(
-    env: &Env,
-    id: &str,
-    who: Actor,
-    old: &Value,
-    new: &Value,
-) -> Result<Value, String> {
+pub(crate) fn update_answer(env: &Env, id: &str, update: Update) -> Result<Value, String> {
+    let Update { who, old, new } = update;
     let gvk = json!({"group": "", "version": "v1", "kind": "Node"});
     let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "e2e-update", "kind": gvk, "requestKind": gvk,

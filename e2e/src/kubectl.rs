@@ -136,6 +136,41 @@ impl Out {
     }
 }
 
+/// A patch of a Node as `kubectl patch node` sends it.
+#[derive(Debug, Clone, Copy)]
+pub struct NodePatch<'a> {
+    /// The patch type: `json`, `merge` or `strategic`.
+    pub patch_type: &'a str,
+    /// The patch document.
+    pub body: &'a str,
+}
+
+impl<'a> NodePatch<'a> {
+    /// A JSON patch (RFC 6902).
+    pub fn json(body: &'a str) -> Self {
+        NodePatch {
+            patch_type: "json",
+            body,
+        }
+    }
+
+    /// A JSON merge patch (RFC 7386).
+    pub fn merge(body: &'a str) -> Self {
+        NodePatch {
+            patch_type: "merge",
+            body,
+        }
+    }
+
+    /// A strategic merge patch.
+    pub fn strategic(body: &'a str) -> Self {
+        NodePatch {
+            patch_type: "strategic",
+            body,
+        }
+    }
+}
+
 pub struct Kubectl {
     pub bin: PathBuf,
     pub kubeconfig: PathBuf,
@@ -213,16 +248,18 @@ impl Kubectl {
 
     /// Patches node `name` as `who` with a patch of `patch_type` (`json`, `merge`, `strategic`),
     /// the request form of most node controllers; requires success.
-    pub fn patch_node(
-        &self,
-        who: Actor,
-        name: &str,
-        patch_type: &str,
-        body: &str,
-    ) -> Result<Out, String> {
+    pub fn patch_node(&self, who: Actor, name: &str, patch: NodePatch) -> Result<Out, String> {
         self.ok(
             Some(who),
-            &["patch", "node", name, "--type", patch_type, "-p", body],
+            &[
+                "patch",
+                "node",
+                name,
+                "--type",
+                patch.patch_type,
+                "-p",
+                patch.body,
+            ],
             None,
         )
     }

@@ -15,16 +15,30 @@ pub fn find(env: &Env) -> Result<PathBuf, String> {
         .ok_or_else(|| "kwctl not found: set KWCTL or put it on PATH".to_owned())
 }
 
+/// One `kwctl run`: what it runs, on what, and how.
+pub struct Run<'a> {
+    /// The flags after `kwctl run`.
+    pub flags: &'a [&'a str],
+    /// The kubeconfig of kwctl's cluster, if it has one.
+    pub kubeconfig: Option<&'a Path>,
+    /// The policy module.
+    pub module: &'a Path,
+    /// The AdmissionReview file.
+    pub request: &'a Path,
+    /// The policy's settings.
+    pub settings: &'a Value,
+}
+
 /// `kwctl run <flags>` of `module` on the AdmissionReview file `request` with `settings`, with
 /// `kubeconfig` as its cluster when given; the AdmissionResponse it prints.
-pub fn run(
-    kwctl: &Path,
-    flags: &[&str],
-    kubeconfig: Option<&Path>,
-    module: &Path,
-    request: &Path,
-    settings: &Value,
-) -> Result<Value, String> {
+pub fn run(kwctl: &Path, run: Run) -> Result<Value, String> {
+    let Run {
+        flags,
+        kubeconfig,
+        module,
+        request,
+        settings,
+    } = run;
     let mut cmd = Command::new(kwctl);
     cmd.arg("run").args(flags);
     if let Some(kubeconfig) = kubeconfig {

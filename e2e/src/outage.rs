@@ -145,7 +145,7 @@ pub fn outage(env: &mut Env) -> Result<(), String> {
         format!("the lifecycle swap under Ignore: {}", out.describe())
     })?;
     let add = json!([{"op": "add", "path": "/spec/taints/-", "value": reboot()}]);
-    k.patch_node(KURED, "reg-ignore", "json", &add.to_string())?;
+    k.patch_node(KURED, "reg-ignore", NodePatch::json(&add.to_string()))?;
 
     let controller = env.bins.kube_controller_manager.clone();
     if let Some(binary) = &controller {
@@ -258,7 +258,7 @@ fn records_after(env: &Env) -> Result<(), String> {
             .ok_or("kured's taint is not on the node")?;
         let ops = json!([{"op": "test", "path": format!("/spec/taints/{at}"), "value": reboot()},
                          {"op": "remove", "path": format!("/spec/taints/{at}")}]);
-        k.patch_node(KURED, node, "json", &ops.to_string())
+        k.patch_node(KURED, node, NodePatch::json(&ops.to_string()))
     };
     told(
         &remove("reg-ignore")?,

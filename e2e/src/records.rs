@@ -20,15 +20,23 @@ const OWNERS: &str = "taintguard.io/taint-owners";
 const CORDON: &str = "taintguard.io/cordoned-by";
 const NFD_RECORD: &str = "nfd.node.kubernetes.io/taints";
 
+/// A patch of a Node's status subresource.
+struct StatusPatch<'a> {
+    /// The patch type, as in its content type: `merge` or `strategic-merge`.
+    patch_type: &'a str,
+    /// The patch document.
+    body: &'a Value,
+}
+
 /// A patch of `node`'s status subresource as `who` sends it: the response's headers (the
 /// policy's warnings among them) and the stored Node.
 fn patch_status(
     env: &Env,
     who: Actor,
     node: &str,
-    patch_type: &str,
-    body: &Value,
+    patch: StatusPatch,
 ) -> Result<(String, Value), String> {
+    let StatusPatch { patch_type, body } = patch;
     let (headers, stored) = env.cluster.api_as(
         who.user,
         who.groups,
@@ -46,7 +54,15 @@ fn patch_status(
 fn forge(env: &Env, record: &str, annotations: Value, named: &str) -> Result<(), String> {
     let before = env.kubectl.get("node", NAME, None)?;
     let body = json!({"metadata": {"annotations": annotations}});
-    let (headers, stored) = patch_status(env, NODE_PROBLEM_DETECTOR, NAME, "merge", &body)?;
+    let (headers, stored) = patch_status(
+        env,
+        NODE_PROBLEM_DETECTOR,
+        NAME,
+        StatusPatch {
+            patch_type: "merge",
+            body: &body,
+        },
+    )?;
     for key in [OWNERS, CORDON, NFD_RECORD] {
         check(annotation(&stored, key) == annotation(&before, key), || {
             format!(
@@ -88,8 +104,16 @@ pub fn status_forgeries(env: &mut Env) -> Result<(), String> {
     k.apply(&node(NAME, "restore", &[dedicated()]))?;
     k.ok(Some(ALICE), &["cordon", NAME], None)?;
     wait_for_the_guard(env)?;
-    let npd = NODE_PROBLEM_DETECTOR.user;
+    forged_owner_entry(env)?;
+    forged_removal_entry(env)?;
+    forged_cordon_owner(env)?;
+    forged_nfd_record(env)
+}
 
+/// A forged owner entry naming node-problem-detector does not let it remove the taint.
+fn forged_owner_entry(env: &Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let npd = NODE_PROBLEM_DETECTOR.user;
     let owner = json!({"example.com/dedicated:NoSchedule": npd}).to_string();
     forge(
         env,
@@ -100,12 +124,15 @@ pub fn status_forgeries(env: &mut Env) -> Result<(), String> {
     k.patch_node(
         NODE_PROBLEM_DETECTOR,
         NAME,
-        "merge",
-        r#"{"spec":{"taints":null}}"#,
+        NodePatch::merge(r#"{"spec":{"taints":null}}"#),
     )?;
     let stored = k.get("node", NAME, None)?;
-    stored_taints_are("the forger's removal", &stored, &[dedicated()])?;
+    stored_taints_are("the forger's removal", &stored, &[dedicated()])
+}
 
+/// A forged removal entry for kured's taint does not strip kured's addition of it.
+fn forged_removal_entry(env: &Env) -> Result<(), String> {
+    let k = &env.kubectl;
     let removal = json!({"weave.works/kured-node-reboot:PreferNoSchedule": {"owner": ALICE.user, "removed": true}});
     forge(
         env,
@@ -114,10 +141,15 @@ pub fn status_forgeries(env: &mut Env) -> Result<(), String> {
         "may not rewrite the taint owner record",
     )?;
     let add = json!([{"op": "add", "path": "/spec/taints/-", "value": reboot_taint()}]);
-    k.patch_node(KURED, NAME, "json", &add.to_string())?;
+    k.patch_node(KURED, NAME, NodePatch::json(&add.to_string()))?;
     let stored = k.get("node", NAME, None)?;
-    stored_taints_are("kured's addition", &stored, &[dedicated(), reboot_taint()])?;
+    stored_taints_are("kured's addition", &stored, &[dedicated(), reboot_taint()])
+}
 
+/// A forged cordon owner naming node-problem-detector does not let it uncordon.
+fn forged_cordon_owner(env: &Env) -> Result<(), String> {
+    let k = &env.kubectl;
+    let npd = NODE_PROBLEM_DETECTOR.user;
     forge(
         env,
         "a cordon owner",
@@ -127,8 +159,12 @@ pub fn status_forgeries(env: &mut Env) -> Result<(), String> {
     k.ok(Some(NODE_PROBLEM_DETECTOR), &["uncordon", NAME], None)?;
     check(cordoned(&k.get("node", NAME, None)?), || {
         "the forger's uncordon was stored".to_owned()
-    })?;
+    })
+}
 
+/// A forged NFD record does not give nfd-master a taint nobody owns.
+fn forged_nfd_record(env: &Env) -> Result<(), String> {
+    let k = &env.kubectl;
     // A taint nobody is recorded to own, as one from before the install: the admin, whom the
     // settings permit, drops the owner record.
     let drop_owners = json!({"metadata": {"annotations": {OWNERS: null}}}).to_string();
@@ -146,7 +182,7 @@ pub fn status_forgeries(env: &mut Env) -> Result<(), String> {
     let read = k.get("node", NAME, None)?;
     let body = json!({"metadata": {"resourceVersion": read["metadata"]["resourceVersion"]},
                       "spec": {"taints": [reboot_taint()]}});
-    k.patch_node(NFD_MASTER, NAME, "strategic", &body.to_string())?;
+    k.patch_node(NFD_MASTER, NAME, NodePatch::strategic(&body.to_string()))?;
     let stored = k.get("node", NAME, None)?;
     stored_taints_are(
         "nfd-master's removal",
@@ -173,7 +209,15 @@ fn status_writes(env: &Env, node: &str) -> Result<(), String> {
         (kubelet, kubelet_patch, "Ready"),
         (NODE_PROBLEM_DETECTOR, npd_patch, "KernelDeadlock"),
     ] {
-        let (headers, stored) = patch_status(env, who, node, "strategic-merge", &body)?;
+        let (headers, stored) = patch_status(
+            env,
+            who,
+            node,
+            StatusPatch {
+                patch_type: "strategic-merge",
+                body: &body,
+            },
+        )?;
         check(!headers.contains("taint-preservation"), || {
             format!("{}'s status write was warned: {headers}", who.user)
         })?;

