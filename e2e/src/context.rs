@@ -36,20 +36,29 @@ fn break_glass(node: &str) -> (Value, Value) {
 /// A protected taint removed by a service account the settings lists do not permit: restored
 /// until a ClusterRole grants it `untaint` on that node, kept removed while the grant stands,
 /// restored again once the binding is deleted. No policy is redeployed.
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctx-rbac";
     k.apply(&node(name, "rbac", &[dedicated()]))?;
+    restored_without_a_grant(k, name)?;
+    removed_with_the_grant(k, name)?;
+    restored_for_another_principal(k, name)?;
+    restored_after_the_revocation(k, name)
+}
+
+/// `who`'s merge patch of node `name` removing every taint; requires the write to succeed.
+fn try_remove(k: &Kubectl, who: Actor, name: &str) -> Result<Out, String> {
     let remove = patch(&[]);
-    let try_remove = |who: Actor| {
-        k.ok(
-            Some(who),
-            &["patch", "node", name, "--type", "merge", "-p", &remove],
-            None,
-        )
-    };
-    let out = try_remove(GPU_OPERATOR)?;
+    k.ok(
+        Some(who),
+        &["patch", "node", name, "--type", "merge", "-p", &remove],
+        None,
+    )
+}
+
+/// Without a grant, gpu-operator's removal is told and the taint restored.
+fn restored_without_a_grant(k: &Kubectl, name: &str) -> Result<(), String> {
+    let out = try_remove(k, GPU_OPERATOR, name)?;
     told(
         &out,
         "may not remove protected taint example.com/dedicated=gpu:NoSchedule; this policy's patch puts it back",
@@ -59,15 +68,18 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         "without a grant",
         &k.get("node", name, None)?,
         &[dedicated()],
-    )?;
+    )
+}
 
+/// The break-glass grant applied, gpu-operator's removal is kept, told as granted by RBAC.
+fn removed_with_the_grant(k: &Kubectl, name: &str) -> Result<(), String> {
     let (role, binding) = break_glass(name);
     k.apply(&role)?;
     k.apply(&binding)?;
     // RBAC changes reach the API server's authorizer through an informer: wait for the grant.
     let mut last = String::new();
     wait_for("the break-glass grant", Duration::from_secs(30), || {
-        let out = try_remove(GPU_OPERATOR);
+        let out = try_remove(k, GPU_OPERATOR, name);
         last = out.as_ref().map_or_else(Clone::clone, Out::describe);
         out.is_ok_and(|o| {
             o.stderr
@@ -75,9 +87,12 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         })
     })
     .map_err(|e| format!("{e}; last answer: {last}"))?;
-    stored_taints_are("with the grant", &k.get("node", name, None)?, &[])?;
+    stored_taints_are("with the grant", &k.get("node", name, None)?, &[])
+}
 
-    // The grant is for this principal only.
+/// The grant is for this principal only: the admin puts the taint back, and another service
+/// account's removal is restored.
+fn restored_for_another_principal(k: &Kubectl, name: &str) -> Result<(), String> {
     k.ok(
         None,
         &[
@@ -91,7 +106,7 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         ],
         None,
     )?;
-    let out = try_remove(NODE_CONTROLLER)?;
+    let out = try_remove(k, NODE_CONTROLLER, name)?;
     told(
         &out,
         "this policy's patch puts it back",
@@ -101,15 +116,18 @@ pub fn rbac_permission(env: &mut Env) -> Result<(), String> {
         "another service account",
         &k.get("node", name, None)?,
         &[dedicated()],
-    )?;
+    )
+}
 
+/// The binding deleted, gpu-operator's removal is restored again.
+fn restored_after_the_revocation(k: &Kubectl, name: &str) -> Result<(), String> {
     k.ok(
         None,
         &["delete", "clusterrolebinding", "taintguard-break-glass"],
         None,
     )?;
     wait_for("the revocation", Duration::from_secs(30), || {
-        try_remove(GPU_OPERATOR)
+        try_remove(k, GPU_OPERATOR, name)
             .is_ok_and(|o| o.stderr.contains("this policy's patch puts it back"))
     })?;
     stored_taints_are(
@@ -214,7 +232,6 @@ pub fn node_taints(env: &mut Env) -> Result<(), String> {
 
 /// `kwctl run --allow-context-aware` with the e2e kubeconfig: the same node list policy-server
 /// got, from the same API server; without the flag the list is refused and so is the request.
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     for n in the_pool() {
@@ -255,19 +272,7 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
         node_taints_settings(),
         true,
     )?;
-    let patch = answer["patch"].as_str().unwrap_or_default();
-    let patch = String::from_utf8(
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, patch)
-            .map_err(|e| format!("kwctl's patch is not base64: {e}; {answer}"))?,
-    )
-    .unwrap_or_default();
-    check(
-        answer["allowed"] == true
-            && patch.contains("nvidia.com/gpu")
-            && patch.contains("example.com/edge")
-            && !patch.contains("\"dedicated\""),
-        || format!("kwctl run --allow-context-aware: {answer}, patch {patch}"),
-    )?;
+    injected_the_pools_taints(&answer)?;
     let refused_answer = run(
         "daemonset-denied",
         "toleration-injection.wasm",
@@ -282,6 +287,24 @@ pub fn kwctl_context_aware(env: &mut Env) -> Result<(), String> {
                 .as_str()
                 .is_some_and(|m| m.contains("Nothing was injected")),
         || format!("kwctl run without --allow-context-aware: {refused_answer}"),
+    )
+}
+
+/// kwctl's `answer` with the node list allows the DaemonSet and patches in tolerations of the
+/// pool's taints but `dedicated`.
+fn injected_the_pools_taints(answer: &Value) -> Result<(), String> {
+    let patch = answer["patch"].as_str().unwrap_or_default();
+    let patch = String::from_utf8(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, patch)
+            .map_err(|e| format!("kwctl's patch is not base64: {e}; {answer}"))?,
+    )
+    .unwrap_or_default();
+    check(
+        answer["allowed"] == true
+            && patch.contains("nvidia.com/gpu")
+            && patch.contains("example.com/edge")
+            && !patch.contains("\"dedicated\""),
+        || format!("kwctl run --allow-context-aware: {answer}, patch {patch}"),
     )
 }
 
@@ -308,7 +331,6 @@ fn can_i_session(who: Actor, name: &str, verb: &str, answer: &Value) -> Result<S
 /// verdicts policy-server gives (scenario "RBAC permission"); every bundled case with a session
 /// gets the verdict the examples suite (`examples/cases.yml`) expects, in kwctl as in
 /// `taintguard test`.
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     let dir = env.cluster.file("kwctl-sessions");
@@ -332,34 +354,17 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
         )
     };
 
+    let mut problems = rbac_answers_replayed(env, &replay)?;
+    problems.extend(bundled_sessions_replayed(env, &replay)?);
+    check(problems.is_empty(), || problems.join("\n"))
+}
+
+/// The API server's own SubjectAccessReview answers for a granted and an ungranted requester of
+/// the break-glass grant, replayed by `replay`, give policy-server's verdicts; what differs.
+fn rbac_answers_replayed(env: &Env, replay: &Replay) -> Result<Vec<String>, String> {
     let (role, binding) = break_glass("kwctl-node");
     env.kubectl.apply(&role)?;
     env.kubectl.apply(&binding)?;
-    let node = |taints: &[Value]| {
-        let mut n = pool_node("kwctl-node", None, taints);
-        n["apiVersion"] = json!("v1");
-        n
-    };
-    let update = |who: Actor| {
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "uid": "k2", "kind": {"group": "", "version": "v1", "kind": "Node"},
-            "resource": {"group": "", "version": "v1", "resource": "nodes"}, "name": "kwctl-node",
-            "operation": "UPDATE", "userInfo": {"username": who.user, "groups": who.groups},
-            "object": node(&[]), "oldObject": node(&[dedicated()])}})
-    };
-    let review = |who: Actor| -> Result<Value, String> {
-        let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": who.user, "groups": who.groups,
-                     "resourceAttributes": {"group": "taintguard.io", "resource": "nodes",
-                                            "name": "kwctl-node", "verb": "untaint"}}});
-        let out = env.kubectl.ok(
-            None,
-            &["create", "-f", "-", "-o", "json"],
-            Some(&sar.to_string()),
-        )?;
-        let answer: Value = serde_json::from_str(&out.stdout).map_err(|e| e.to_string())?;
-        Ok(answer["status"].clone())
-    };
     let settings = json!({"rbac": {"enabled": true}});
     let mut problems = Vec::new();
     for (who, granted) in [(GPU_OPERATOR, true), (NODE_CONTROLLER, false)] {
@@ -368,7 +373,7 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
             "the API server's RBAC answer",
             Duration::from_secs(30),
             || {
-                status = review(who).unwrap_or_else(|e| json!(e));
+                status = rbac_answer(&env.kubectl, who).unwrap_or_else(|e| json!(e));
                 status["allowed"] == granted
             },
         )
@@ -376,7 +381,7 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
         let session = can_i_session(who, "kwctl-node", "untaint", &status)?;
         let answer = replay(
             who.user.rsplit(':').next().unwrap_or("who"),
-            &update(who),
+            &kwctl_node_update(who),
             &settings,
             &session,
         )?;
@@ -393,9 +398,13 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
         &["delete", "clusterrolebinding", "taintguard-break-glass"],
         None,
     )?;
+    Ok(problems)
+}
 
-    // The bundled sessions, through kwctl, as the examples suite (a `taintguard test` suite)
-    // expects.
+/// The bundled sessions, replayed by `replay`, get the verdicts the examples suite (a
+/// `taintguard test` suite) expects; what differs, and too few sessions.
+fn bundled_sessions_replayed(env: &Env, replay: &Replay) -> Result<Vec<String>, String> {
+    let mut problems = Vec::new();
     let examples = env
         .repo
         .join("policies/taint-preservation/examples/cases.yml");
@@ -426,7 +435,43 @@ pub fn kwctl_rbac_sessions(env: &mut Env) -> Result<(), String> {
     if replayed < 3 {
         problems.push(format!("only {replayed} bundled cases have a session"));
     }
-    check(problems.is_empty(), || problems.join("\n"))
+    Ok(problems)
+}
+
+/// A kwctl replay of taint-preservation: the AdmissionReview `request` with `settings` and the
+/// session of host answers, files named after the first argument; the AdmissionResponse.
+type Replay<'a> = dyn Fn(&str, &Value, &Value, &str) -> Result<Value, String> + 'a;
+
+/// Node kwctl-node as the replays' reviews carry it, with `taints`.
+fn kwctl_node(taints: &[Value]) -> Value {
+    let mut n = pool_node("kwctl-node", None, taints);
+    n["apiVersion"] = json!("v1");
+    n
+}
+
+/// `who`'s UPDATE of kwctl-node removing `dedicated`, as an AdmissionReview.
+fn kwctl_node_update(who: Actor) -> Value {
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "k2", "kind": {"group": "", "version": "v1", "kind": "Node"},
+        "resource": {"group": "", "version": "v1", "resource": "nodes"}, "name": "kwctl-node",
+        "operation": "UPDATE", "userInfo": {"username": who.user, "groups": who.groups},
+        "object": kwctl_node(&[]), "oldObject": kwctl_node(&[dedicated()])}})
+}
+
+/// The API server's answer (a SubjectAccessReview's status) to whether `who` may untaint
+/// kwctl-node.
+fn rbac_answer(k: &Kubectl, who: Actor) -> Result<Value, String> {
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": who.user, "groups": who.groups,
+                 "resourceAttributes": {"group": "taintguard.io", "resource": "nodes",
+                                        "name": "kwctl-node", "verb": "untaint"}}});
+    let out = k.ok(
+        None,
+        &["create", "-f", "-", "-o", "json"],
+        Some(&sar.to_string()),
+    )?;
+    let answer: Value = serde_json::from_str(&out.stdout).map_err(|e| e.to_string())?;
+    Ok(answer["status"].clone())
 }
 
 /// The policies, as build.sh finds them: the folders of `policies/` that hold a `metadata.yml`.
@@ -487,15 +532,11 @@ pub fn kwctl_declarations(env: &mut Env) -> Result<(), String> {
 /// `kwctl scaffold artifacthub` on each artifact's embedded metadata (as `kwctl inspect` reads
 /// it) writes the package `./build.sh` wrote in `dist/<artifact>/artifacthub-pkg.yml`: every
 /// field but the creation time and the install text, the annotations' YAML compared as YAML.
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
     let kwctl = kwctl::find(env)?;
     let dist = env.repo.join("dist");
     let dir = env.cluster.file("artifacthub");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let yaml = |text: &str, what: &str| -> Result<serde_yaml::Value, String> {
-        serde_yaml::from_str(text).map_err(|e| format!("{what}: {e}"))
-    };
     let mut problems = Vec::new();
     let policies = policy_folders(&env.repo)?;
     let modules =
@@ -503,28 +544,16 @@ pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
     for module in modules {
         let module = module.as_str();
         let policy = module.split('.').next().unwrap_or(module);
-        let kwctl_out = |args: &[&std::ffi::OsStr]| -> Result<String, String> {
-            let out = Command::new(&kwctl)
-                .env("NO_COLOR", "1")
-                .args(args)
-                .output()
-                .map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(format!(
-                    "kwctl {:?}: {}",
-                    args,
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        };
         let wasm = dist.join(format!("{module}.wasm"));
-        let metadata = kwctl_out(&[
-            "inspect".as_ref(),
-            "-o".as_ref(),
-            "yaml".as_ref(),
-            wasm.as_os_str(),
-        ])?;
+        let metadata = kwctl_output(
+            &kwctl,
+            &[
+                "inspect".as_ref(),
+                "-o".as_ref(),
+                "yaml".as_ref(),
+                wasm.as_os_str(),
+            ],
+        )?;
         let metadata_path = dir.join(format!("{module}.yml"));
         std::fs::write(&metadata_path, metadata).map_err(|e| e.to_string())?;
         let questions = env
@@ -532,38 +561,26 @@ pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
             .join("policies")
             .join(policy)
             .join("questions-ui.yml");
-        let scaffolded = kwctl_out(&[
-            "scaffold".as_ref(),
-            "artifacthub".as_ref(),
-            "--metadata-path".as_ref(),
-            metadata_path.as_os_str(),
-            "--questions-path".as_ref(),
-            questions.as_os_str(),
-        ])?;
-        let mut theirs = yaml(&scaffolded, "kwctl scaffold artifacthub")?;
+        let scaffolded = kwctl_output(
+            &kwctl,
+            &[
+                "scaffold".as_ref(),
+                "artifacthub".as_ref(),
+                "--metadata-path".as_ref(),
+                metadata_path.as_os_str(),
+                "--questions-path".as_ref(),
+                questions.as_os_str(),
+            ],
+        )?;
+        let mut theirs = parse_yaml(&scaffolded, "kwctl scaffold artifacthub")?;
         let ours_path = dist
             .join(module.replace('.', "-"))
             .join("artifacthub-pkg.yml");
         let ours_text = std::fs::read_to_string(&ours_path)
             .map_err(|e| format!("{}: {e}", ours_path.display()))?;
-        let mut ours = yaml(&ours_text, "artifacthub-pkg.yml")?;
+        let mut ours = parse_yaml(&ours_text, "artifacthub-pkg.yml")?;
         for package in [&mut theirs, &mut ours] {
-            let Some(map) = package.as_mapping_mut() else {
-                continue;
-            };
-            map.remove("createdAt");
-            map.remove("install");
-            if let Some(annotations) = map.get_mut("annotations").and_then(|a| a.as_mapping_mut()) {
-                for key in ["kubewarden/rules", "kubewarden/contextAwareResources"] {
-                    if let Some(text) = annotations
-                        .get(key)
-                        .and_then(|v| v.as_str())
-                        .map(str::to_owned)
-                    {
-                        annotations.insert(key.into(), yaml(&text, key)?);
-                    }
-                }
-            }
+            comparable(package)?;
         }
         if theirs != ours {
             problems.push(format!(
@@ -574,4 +591,48 @@ pub fn kwctl_artifacthub(env: &mut Env) -> Result<(), String> {
         }
     }
     check(problems.is_empty(), || problems.join("\n"))
+}
+
+/// `text` as YAML, an error naming `what` if it is not.
+fn parse_yaml(text: &str, what: &str) -> Result<serde_yaml::Value, String> {
+    serde_yaml::from_str(text).map_err(|e| format!("{what}: {e}"))
+}
+
+/// What `kwctl <args>` prints, or what it says on failure.
+fn kwctl_output(kwctl: &std::path::Path, args: &[&std::ffi::OsStr]) -> Result<String, String> {
+    let out = Command::new(kwctl)
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "kwctl {:?}: {}",
+            args,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// An Artifact Hub package made comparable: without its creation time and install text, and with
+/// the annotations that hold YAML parsed.
+fn comparable(package: &mut serde_yaml::Value) -> Result<(), String> {
+    let Some(map) = package.as_mapping_mut() else {
+        return Ok(());
+    };
+    map.remove("createdAt");
+    map.remove("install");
+    if let Some(annotations) = map.get_mut("annotations").and_then(|a| a.as_mapping_mut()) {
+        for key in ["kubewarden/rules", "kubewarden/contextAwareResources"] {
+            if let Some(text) = annotations
+                .get(key)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+            {
+                annotations.insert(key.into(), parse_yaml(&text, key)?);
+            }
+        }
+    }
+    Ok(())
 }

@@ -204,8 +204,15 @@ fn without_taints(node: &Value) -> Value {
 /// stale patch with the group's message, its own message a cause, and lets a cordon and a
 /// tainted node's CREATE through. With the default settings, the owner record a CREATE or a cordon
 /// writes is a mutation, which a group counts as a refusal.
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn policy_group(env: &mut Env) -> Result<(), String> {
+    let stored = group_creates(env)?;
+    group_updates(env, &stored)
+}
+
+/// Through the API server: a person's tainted node's CREATE, which this server hands validating
+/// webhooks whole, refused under the group whose member writes records and stored under the
+/// other; the stored Node.
+fn group_creates(env: &Env) -> Result<Value, String> {
     let k = &env.kubectl;
     let tainted = |name: &str, variant: &str| node(name, variant, &[dedicated()]).to_string();
     // Through the API server: a CREATE, which this server hands validating webhooks whole.
@@ -237,30 +244,34 @@ pub fn policy_group(env: &mut Env) -> Result<(), String> {
             out.describe()
         )
     })?;
-    let stored = k.get("node", "shape-group", None)?;
+    k.get("node", "shape-group", None)
+}
 
-    // UPDATEs, as the API server should send them (stored oldObject).
+/// UPDATEs of the `stored` Node, as the API server should send them (stored oldObject): the
+/// group refuses a stale patch, lets a person's cordon through, and with records on counts the
+/// cordon's owner record as a refusal.
+fn group_updates(env: &Env, stored: &Value) -> Result<(), String> {
     let mut problems = Vec::new();
     let cases = [
         (
             "a stale patch",
             "clusterwide-group-taint-guard",
             NODE_CONTROLLER,
-            without_taints(&stored),
+            without_taints(stored),
             Some("spec.policies.deny: taint-preservation: "),
         ),
         (
             "a person's cordon",
             "clusterwide-group-taint-guard",
             ALICE,
-            cordoned_copy(&stored),
+            cordoned_copy(stored),
             None,
         ),
         (
             "a person's cordon, records on",
             "clusterwide-group-taint-records",
             ALICE,
-            cordoned_copy(&stored),
+            cordoned_copy(stored),
             Some("spec.policies.restore: mutation is not allowed inside of policy group"),
         ),
     ];
@@ -270,7 +281,7 @@ pub fn policy_group(env: &mut Env) -> Result<(), String> {
             id,
             Update {
                 who,
-                old: &stored,
+                old: stored,
                 new: &object,
             },
         )?;
