@@ -144,11 +144,40 @@ fn kured_remove(k: &Kubectl, name: &str) -> Result<Out, String> {
     json_patch(k, KURED, name, &ops)
 }
 
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn kured(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
     let name = "ctl-kured";
     register(k, name, "restore", &[])?;
+    kured_and_a_person_taint(k, name)?;
+    stale_patch_puts_both_back(k, name)?;
+    // node-controller's cache as it is now, before kured's removal.
+    let before_removal = k.get("node", name, None)?;
+    kured_removes_its_taint(k, name)?;
+    stale_re_add_is_stripped(k, name, &before_removal)?;
+    kured_taints_again(k, name)
+}
+
+/// The taint node-controller's stale patch carries.
+fn unreachable() -> Value {
+    taint("node.kubernetes.io/unreachable", "", "NoSchedule")
+}
+
+/// The owner record after kured's removal: alice owns `dedicated`, and kured's taint is recorded
+/// as removed by kured.
+fn owners_after_removal(what: &str, stored: &Value) -> Result<(), String> {
+    let removed = [
+        ("example.com/dedicated:NoSchedule", ALICE.user.to_owned()),
+        (
+            "weave.works/kured-node-reboot:PreferNoSchedule",
+            removed_by(KURED.user),
+        ),
+    ];
+    let removed: Vec<(&str, &str)> = removed.iter().map(|(e, o)| (*e, o.as_str())).collect();
+    owners_are(what, stored, &removed)
+}
+
+/// kured, waiting for the reboot lock, and a person both taint the node; each owns its taint.
+fn kured_and_a_person_taint(k: &Kubectl, name: &str) -> Result<(), String> {
     // Waiting for the reboot lock, kured taints the node (the empty-list form of its patch).
     let out = kured_add(k, name)?;
     not_warned(&out, "kured's taint")?;
@@ -176,9 +205,13 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
             ("example.com/dedicated:NoSchedule", ALICE.user),
             ("weave.works/kured-node-reboot:PreferNoSchedule", KURED.user),
         ],
-    )?;
+    )
+}
+
+/// node-controller's stale whole-list patch, which drops both taints.
+fn stale_patch_puts_both_back(k: &Kubectl, name: &str) -> Result<(), String> {
     // node-controller's stale whole-list patch drops both: both are put back, the record kept.
-    let stale = [taint("node.kubernetes.io/unreachable", "", "NoSchedule")];
+    let stale = [unreachable()];
     let out = k.patch_node(NODE_CONTROLLER, name, NodePatch::strategic(&patch(&stale)))?;
     told(
         &out,
@@ -193,27 +226,26 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     )?;
     check(owners(&stored)?.len() == 2, || {
         format!("after the stale patch: owner record {:?}", owners(&stored))
-    })?;
-    // node-controller's cache as it is now, before kured's removal.
-    let before_removal = k.get("node", name, None)?;
+    })
+}
+
+/// kured removes its own taint after the reboot.
+fn kured_removes_its_taint(k: &Kubectl, name: &str) -> Result<(), String> {
     // After the reboot kured removes its own taint: it stands, and the record keeps the removal.
     let out = kured_remove(k, name)?;
     not_warned(&out, "kured's removal")?;
-    let removed = [
-        ("example.com/dedicated:NoSchedule", ALICE.user.to_owned()),
-        (
-            "weave.works/kured-node-reboot:PreferNoSchedule",
-            removed_by(KURED.user),
-        ),
-    ];
-    let removed: Vec<(&str, &str)> = removed.iter().map(|(e, o)| (*e, o.as_str())).collect();
     let stored = k.get("node", name, None)?;
     stored_taints_are(
         "after kured's removal",
         &stored,
-        &[stale[0].clone(), dedicated()],
+        &[unreachable(), dedicated()],
     )?;
-    owners_are("after kured's removal", &stored, &removed)?;
+    owners_after_removal("after kured's removal", &stored)
+}
+
+/// node-controller re-adds kured's taint from `before_removal`, its copy taken before kured's
+/// removal.
+fn stale_re_add_is_stripped(k: &Kubectl, name: &str, before_removal: &Value) -> Result<(), String> {
     // node-controller's strategic merge patch of the whole list, from its copy taken before
     // kured's removal, puts the taint back. kured never retries, so it is stripped, and the
     // record never names the stale writer.
@@ -229,9 +261,13 @@ pub fn kured(env: &mut Env) -> Result<(), String> {
     stored_taints_are(
         "after the stale re-add",
         &stored,
-        &[stale[0].clone(), dedicated()],
+        &[unreachable(), dedicated()],
     )?;
-    owners_are("after the stale re-add", &stored, &removed)?;
+    owners_after_removal("after the stale re-add", &stored)
+}
+
+/// Another reboot: kured taints the node again and owns the taint again.
+fn kured_taints_again(k: &Kubectl, name: &str) -> Result<(), String> {
     // Another reboot: kured adds it again (the non-empty-list form) and owns it again.
     kured_add(k, name)?;
     let stored = k.get("node", name, None)?;

@@ -419,10 +419,10 @@ fn incident_2(env: &mut Env) -> Result<(), String> {
     )
 }
 
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
+/// Incident 3: Karpenter registers the node, the cloud controller and the CSI node plugin remove
+/// the startup taints, and Karpenter's racing copy puts them back.
 fn incident_3(env: &mut Env) -> Result<(), String> {
     let k = &env.kubectl;
-    const RECORD: &str = "taintguard.io/removed-startup-taints";
     // The kubelet registers the node with Karpenter's and the cloud provider's startup taints.
     let registered = node("inc3", "restore", &[unregistered(), uninitialized()]);
     k.ok(
@@ -430,6 +430,14 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
         &["create", "-f", "-"],
         Some(&registered.to_string()),
     )?;
+    karpenter_registers(k)?;
+    startup_taints_removed(k)?;
+    racing_re_add_stripped(k)
+}
+
+/// Karpenter registers node inc3, unwarned: it swaps `unregistered` for the NodePool's startup
+/// taint and taint.
+fn karpenter_registers(k: &Kubectl) -> Result<(), String> {
     // Karpenter's registration: GET, then UPDATE with the resourceVersion it read, removing
     // `unregistered` and applying the NodePool's startup taint and taint.
     let mut copy = k.get("node", "inc3", None)?;
@@ -447,7 +455,13 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
         "taints after registration",
         &stored,
         &[uninitialized(), ebs_not_ready(), dedicated()],
-    )?;
+    )
+}
+
+/// The cloud controller and the CSI node plugin remove their startup taints; the plugin's is
+/// recorded as removed.
+fn startup_taints_removed(k: &Kubectl) -> Result<(), String> {
+    const RECORD: &str = "taintguard.io/removed-startup-taints";
     // The cloud controller removes `uninitialized` (JSON merge patch: the list replaced).
     k.ok(
         Some(CLOUD_NODE_CONTROLLER),
@@ -487,7 +501,11 @@ fn incident_3(env: &mut Env) -> Result<(), String> {
     check(
         annotation(&stored, RECORD) == Some("ebs.csi.aws.com/agent-not-ready:NoExecute"),
         || format!("removal record: stored {:?}", annotation(&stored, RECORD)),
-    )?;
+    )
+}
+
+/// Karpenter < 1.5 re-adds both startup taints from a stale copy: both are stripped.
+fn racing_re_add_stripped(k: &Kubectl) -> Result<(), String> {
     // Karpenter < 1.5 races with a copy from before the removals: both startup taints come back.
     let out = k.ok(
         Some(KARPENTER),
