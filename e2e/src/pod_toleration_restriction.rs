@@ -171,8 +171,15 @@ fn run_case(k: &Kubectl, ns: &str, case: &Case) -> Result<Outcome, String> {
     Ok(create(k, &pod(ns, &case.tolerations, case.burstable)))
 }
 
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
+/// The cases, in order: the defaults' first, then the whitelists'.
 fn cases() -> Vec<Case> {
+    let mut cases = defaults_cases();
+    cases.extend(whitelist_cases());
+    cases
+}
+
+/// The cases of the namespace and cluster defaults: which tolerations a Pod gets.
+fn defaults_cases() -> Vec<Case> {
     let team_a = t("dedicated", "Equal", "team-a", "NoSchedule");
     vec![
         Case {
@@ -232,6 +239,12 @@ fn cases() -> Vec<Case> {
                 memory_pressure(),
             ]),
         },
+    ]
+}
+
+/// The cases of the namespace and cluster whitelists, and of an annotation that does not parse.
+fn whitelist_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "an empty whitelist annotation allows anything",
             annotations: &[(WHITELIST, "")],
@@ -420,9 +433,29 @@ fn update_rejudged(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, 
 }
 
 /// The documented differences, each asserted as such.
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
+    implicit_whitelist(upstream, policy, &mut problems)?;
+    covered_toleration_kept(upstream, policy, &mut problems)?;
+    update_adding_a_covering_toleration(upstream, policy, &mut problems)?;
+    tenant_widening(upstream, policy, &mut problems);
+    Ok(problems)
+}
+
+/// A toleration of key foo, and one covering it: `foo=bar:NoSchedule` and `foo:NoSchedule`.
+fn narrow_and_wide() -> (Value, Value) {
+    (
+        t("foo", "Equal", "bar", "NoSchedule"),
+        t("foo", "Exists", "", "NoSchedule"),
+    )
+}
+
+/// Gap #64616 through the plugin (`upstream`) and the policy; a difference goes to `problems`.
+fn implicit_whitelist(
+    upstream: &Kubectl,
+    policy: &Kubectl,
+    problems: &mut Vec<String>,
+) -> Result<(), String> {
     // kubernetes#64616: a whitelist without DefaultTolerationSeconds' tolerations refuses every
     // Pod upstream; the policy whitelists them implicitly.
     let implicit = Case {
@@ -444,11 +477,18 @@ fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
     {
         problems.push(format!("{}: plugin {a:?}, policy {b:?}", implicit.name));
     }
+    Ok(())
+}
+
+/// A Pod's covered toleration, dropped by the plugin and kept by the policy; a difference goes
+/// to `problems`.
+fn covered_toleration_kept(
+    upstream: &Kubectl,
+    policy: &Kubectl,
+    problems: &mut Vec<String>,
+) -> Result<(), String> {
     // The plugin's merge drops a Pod's toleration that another covers; the policy appends only.
-    let (narrow, wide) = (
-        t("foo", "Equal", "bar", "NoSchedule"),
-        t("foo", "Exists", "", "NoSchedule"),
-    );
+    let (narrow, wide) = narrow_and_wide();
     let redundant = Case {
         name: "difference: a covered toleration of the Pod is kept",
         annotations: &[(WHITELIST, "[]")],
@@ -465,6 +505,17 @@ fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
     if !dropped || !kept {
         problems.push(format!("{}: plugin {a:?}, policy {b:?}", redundant.name));
     }
+    Ok(())
+}
+
+/// Gap #97850: an UPDATE adding a covering toleration, refused as invalid upstream and admitted
+/// by the policy; a difference goes to `problems`.
+fn update_adding_a_covering_toleration(
+    upstream: &Kubectl,
+    policy: &Kubectl,
+    problems: &mut Vec<String>,
+) -> Result<(), String> {
+    let (narrow, wide) = narrow_and_wide();
     // kubernetes#97850: an UPDATE adds a toleration covering one the Pod has; the plugin's merge
     // (memory-pressure, the Pod being Burstable) drops the covered one, which pod validation
     // refuses as a change of an existing toleration; the policy replaces nothing on UPDATE.
@@ -506,6 +557,12 @@ fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
             outcomes[1].describe()
         ));
     }
+    Ok(())
+}
+
+/// Gap #59366: the tenant's widening of its own whitelist, admitted upstream and refused by the
+/// policy; a difference goes to `problems`.
+fn tenant_widening(upstream: &Kubectl, policy: &Kubectl, problems: &mut Vec<String>) {
     // kubernetes#59366: a tenant widens its own whitelist upstream; the policy refuses it.
     let widen = whitelist_patch(&[]);
     let tenant_patch = |k: &Kubectl, who: Actor| {
@@ -536,7 +593,6 @@ fn gaps(upstream: &Kubectl, policy: &Kubectl) -> Result<Vec<String>, String> {
             b.describe()
         ));
     }
-    Ok(problems)
 }
 
 /// The annotation guard alone: a tenant may not set, change or remove the annotations; the
@@ -602,99 +658,161 @@ pub fn annotation_guard(env: &mut Env) -> Result<(), String> {
 /// where it spans policy-server's five seconds; with `fresh` the very next Pod is refused, and
 /// every Pod costs a GET. The GETs are counted by the API server's own metrics; nothing else
 /// GETs a Namespace meanwhile (kubectl's creates and patches do not).
-#[allow(clippy::too_many_lines)] // TODO(60-line rule): split
 pub fn namespace_reads(env: &mut Env) -> Result<(), String> {
-    let k = &env.kubectl;
-    let wide = r#"[{"key":"dedicated","operator":"Exists"}]"#;
-    let narrowed = whitelist_patch(&[t("dedicated", "Equal", "team-a", "")]);
-    let team_b = [t("dedicated", "Equal", "team-b", "NoSchedule")];
-    const BURST: usize = 5;
     let mut problems = Vec::new();
     for (variant, fresh) in [("ptr", false), ("ptr-fresh", true)] {
-        let ns = format!("{variant}-reads");
-        create(k, &namespace(&ns, &[(WHITELIST, wide)]))
-            .map_err(|e| format!("namespace {ns}: {e}"))?;
-        // The API server's NamespaceLifecycle admission GETs a Namespace its informer has not
-        // seen yet: a first Pod right after the create could be counted for it. Past a moment
-        // (longer on a loaded machine), the informer has it and only the policy GETs it.
-        std::thread::sleep(Duration::from_secs(3));
-        let gets_before = namespace_gets(env)?;
-        let mut serial = 0;
-        let mut next_pod = || {
-            serial += 1;
-            let mut pod = pod(&ns, &team_b, false);
-            pod["metadata"]["name"] = json!(format!("app-{serial}"));
-            pod["metadata"]["labels"][VARIANT_LABEL] = json!(variant);
-            create(k, &pod)
-        };
-        let burst = Instant::now();
-        for _ in 0..BURST {
-            if let Err(e) = next_pod() {
-                problems.push(format!("{variant}: a Pod under the wide whitelist: {e}"));
-            }
-        }
-        let gets = namespace_gets(env)? - gets_before;
-        // Cached: one or two GETs for each 5 s period of policy-server's cache the burst spans
-        // (one period on an idle machine; a loaded one can stretch the burst past it).
-        let periods = 1 + burst.elapsed().as_secs() / 5;
-        let expected = if fresh {
-            BURST as f64..=BURST as f64
-        } else {
-            1.0..=(2 * periods) as f64
-        };
-        if !expected.contains(&gets) {
-            problems.push(format!(
-                "{variant}: {BURST} Pods in {:.1} s cost {gets} GETs of their Namespace, expected \
-                 {expected:?}",
-                burst.elapsed().as_secs_f64()
-            ));
-        }
-        k.ok(
-            None,
-            &[
-                "patch",
-                "namespace",
-                &ns,
-                "--type",
-                "merge",
-                "-p",
-                &narrowed,
-            ],
-            None,
-        )?;
-        let narrowed_at = Instant::now();
-        let bound = if fresh {
-            Duration::ZERO
-        } else {
-            CACHED_READ_BOUND
-        };
-        let refused_after = loop {
-            match next_pod() {
-                Err(e) if e.contains(CONFLICT) => break Some(narrowed_at.elapsed()),
-                Err(e) => return Err(format!("{variant}: a Pod after the narrowing: {e}")),
-                Ok(_) if narrowed_at.elapsed() > bound => break None,
-                Ok(_) => std::thread::sleep(Duration::from_millis(250)),
-            }
-        };
-        match refused_after {
-            Some(after) => println!(
-                "#   {variant}: the narrowed whitelist refused a Pod {:.1} s after the patch; \
-                 {BURST} Pods cost the API server {gets} GET(s) of their Namespace",
-                after.as_secs_f64()
-            ),
-            None => problems.push(format!(
-                "{variant}: Pods outside the narrowed whitelist still admitted {:.1} s after it \
-                 was narrowed (bound {:.0} s)",
-                narrowed_at.elapsed().as_secs_f64(),
-                bound.as_secs_f64()
-            )),
-        }
+        variant_reads(env, variant, fresh, &mut problems)?;
     }
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems.join("\n"))
     }
+}
+
+/// How many Pods a burst creates.
+const BURST: usize = 5;
+
+/// The Pods of one variant's replay, created one after another in its Namespace, named `app-1`,
+/// `app-2`, ...: each tolerates `dedicated=team-b`, which the narrowed whitelist does not.
+struct VariantPods<'a> {
+    /// Who creates them: the admin.
+    k: &'a Kubectl,
+    /// Their Namespace.
+    ns: &'a str,
+    /// The variant whose label they carry.
+    variant: &'a str,
+    /// Whether the variant reads Namespaces fresh (`namespaceReads: fresh`).
+    fresh: bool,
+    /// How many were created.
+    serial: usize,
+}
+
+impl VariantPods<'_> {
+    /// The next Pod created.
+    fn create(&mut self) -> Outcome {
+        let team_b = [t("dedicated", "Equal", "team-b", "NoSchedule")];
+        self.serial += 1;
+        let mut pod = pod(self.ns, &team_b, false);
+        pod["metadata"]["name"] = json!(format!("app-{}", self.serial));
+        pod["metadata"]["labels"][VARIANT_LABEL] = json!(self.variant);
+        create(self.k, &pod)
+    }
+}
+
+/// The replay for `variant` (`fresh` with `namespaceReads: fresh`): its Namespace under a wide
+/// whitelist, a burst of Pods, the whitelist narrowed, Pods until one is refused. What is not as
+/// documented goes to `problems`.
+fn variant_reads(
+    env: &Env,
+    variant: &str,
+    fresh: bool,
+    problems: &mut Vec<String>,
+) -> Result<(), String> {
+    let k = &env.kubectl;
+    let wide = r#"[{"key":"dedicated","operator":"Exists"}]"#;
+    let ns = format!("{variant}-reads");
+    create(k, &namespace(&ns, &[(WHITELIST, wide)])).map_err(|e| format!("namespace {ns}: {e}"))?;
+    // The API server's NamespaceLifecycle admission GETs a Namespace its informer has not
+    // seen yet: a first Pod right after the create could be counted for it. Past a moment
+    // (longer on a loaded machine), the informer has it and only the policy GETs it.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut pods = VariantPods {
+        k,
+        ns: &ns,
+        variant,
+        fresh,
+        serial: 0,
+    };
+    let gets = wide_burst(env, &mut pods, problems)?;
+    after_the_narrowing(&mut pods, gets, problems)
+}
+
+/// A burst of [`BURST`] Pods under the wide whitelist, each to be admitted, and the GETs of a
+/// Namespace the API server counted meanwhile, which it returns: too many or too few go to
+/// `problems`.
+fn wide_burst(
+    env: &Env,
+    pods: &mut VariantPods,
+    problems: &mut Vec<String>,
+) -> Result<f64, String> {
+    let (variant, fresh) = (pods.variant, pods.fresh);
+    let gets_before = namespace_gets(env)?;
+    let burst = Instant::now();
+    for _ in 0..BURST {
+        if let Err(e) = pods.create() {
+            problems.push(format!("{variant}: a Pod under the wide whitelist: {e}"));
+        }
+    }
+    let gets = namespace_gets(env)? - gets_before;
+    // Cached: one or two GETs for each 5 s period of policy-server's cache the burst spans
+    // (one period on an idle machine; a loaded one can stretch the burst past it).
+    let periods = 1 + burst.elapsed().as_secs() / 5;
+    let expected = if fresh {
+        BURST as f64..=BURST as f64
+    } else {
+        1.0..=(2 * periods) as f64
+    };
+    if !expected.contains(&gets) {
+        problems.push(format!(
+            "{variant}: {BURST} Pods in {:.1} s cost {gets} GETs of their Namespace, expected \
+             {expected:?}",
+            burst.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(gets)
+}
+
+/// The whitelist narrowed by the admin, then Pods until one is refused: within the bound of the
+/// variant's reads, printed with the burst's `gets`, or the delay goes to `problems`.
+fn after_the_narrowing(
+    pods: &mut VariantPods,
+    gets: f64,
+    problems: &mut Vec<String>,
+) -> Result<(), String> {
+    let (variant, fresh) = (pods.variant, pods.fresh);
+    let narrowed = whitelist_patch(&[t("dedicated", "Equal", "team-a", "")]);
+    pods.k.ok(
+        None,
+        &[
+            "patch",
+            "namespace",
+            pods.ns,
+            "--type",
+            "merge",
+            "-p",
+            &narrowed,
+        ],
+        None,
+    )?;
+    let narrowed_at = Instant::now();
+    let bound = if fresh {
+        Duration::ZERO
+    } else {
+        CACHED_READ_BOUND
+    };
+    let refused_after = loop {
+        match pods.create() {
+            Err(e) if e.contains(CONFLICT) => break Some(narrowed_at.elapsed()),
+            Err(e) => return Err(format!("{variant}: a Pod after the narrowing: {e}")),
+            Ok(_) if narrowed_at.elapsed() > bound => break None,
+            Ok(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    };
+    match refused_after {
+        Some(after) => println!(
+            "#   {variant}: the narrowed whitelist refused a Pod {:.1} s after the patch; \
+             {BURST} Pods cost the API server {gets} GET(s) of their Namespace",
+            after.as_secs_f64()
+        ),
+        None => problems.push(format!(
+            "{variant}: Pods outside the narrowed whitelist still admitted {:.1} s after it \
+             was narrowed (bound {:.0} s)",
+            narrowed_at.elapsed().as_secs_f64(),
+            bound.as_secs_f64()
+        )),
+    }
+    Ok(())
 }
 
 /// The GETs of Namespaces the API server has served.
