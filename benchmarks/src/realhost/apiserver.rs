@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use taintguard_control_plane::binaries::Binaries;
-use taintguard_control_plane::cluster::{self, Cluster};
+use taintguard_control_plane::cluster::{self, ApiRequest, Cluster};
 
 use super::{load, server, Modules, Timing};
 use crate::inputs::{self, Input};
@@ -279,8 +279,13 @@ fn create_objects(cluster: &Cluster, all: &[Input]) -> Result<(), String> {
         ("/api/v1/nodes", to_create(&stale.request["oldObject"])),
         ("/api/v1/namespaces", to_create(namespace)),
     ] {
-        (cluster.api("POST", path, "application/json", &object.to_string()))
-            .map_err(|e| format!("creating {}: {e}", object["metadata"]["name"]))?;
+        (cluster.api(&ApiRequest {
+            method: "POST",
+            path,
+            content_type: "application/json",
+            body: &object.to_string(),
+        }))
+        .map_err(|e| format!("creating {}: {e}", object["metadata"]["name"]))?;
     }
     Ok(())
 }
@@ -367,18 +372,23 @@ fn register_webhooks(cluster: &Cluster, repo: &Path, streams: &[Stream]) -> Resu
         "webhooks": webhooks,
     });
     cluster
-        .api(
-            "POST",
-            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-            "application/json",
-            &configuration.to_string(),
-        )
+        .api(&ApiRequest {
+            method: "POST",
+            path: "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+            content_type: "application/json",
+            body: &configuration.to_string(),
+        })
         .map(drop)
 }
 
 /// The API server's histograms of `stream`: its request, and the two webhooks' calls.
 fn snapshot(cluster: &Cluster, stream: &Stream) -> Result<[Histogram; 3], String> {
-    let metrics = cluster.api("GET", "/metrics", "text/plain", "")?;
+    let metrics = cluster.api(&ApiRequest {
+        method: "GET",
+        path: "/metrics",
+        content_type: "text/plain",
+        body: "",
+    })?;
     let webhook = |id: String| {
         let name = format!("{id}.{}.bench.taintguard.io", stream.resource);
         histogram(&metrics, WEBHOOK_HISTOGRAM, &|labels| {
@@ -457,12 +467,12 @@ fn check_restored(cluster: &Cluster, all: &[Input]) -> Result<(), String> {
     let stale = input(all, "incident-1-stale-taint-patch [default]")?;
     let old = &stale.request["oldObject"];
     let name = old["metadata"]["name"].as_str().unwrap_or_default();
-    let stored: Value = serde_json::from_str(&cluster.api(
-        "GET",
-        &format!("/api/v1/nodes/{name}"),
-        "application/json",
-        "",
-    )?)
+    let stored: Value = serde_json::from_str(&cluster.api(&ApiRequest {
+        method: "GET",
+        path: &format!("/api/v1/nodes/{name}"),
+        content_type: "application/json",
+        body: "",
+    })?)
     .map_err(|e| e.to_string())?;
     for taint in old["spec"]["taints"].as_array().into_iter().flatten() {
         let kept = (stored["spec"]["taints"].as_array().into_iter().flatten())
