@@ -30,15 +30,28 @@ fn payload(request: &Value, settings: &Value) -> Vec<u8> {
     serde_json::to_vec(&envelope).expect("JSON values serialise")
 }
 
+/// A request as a policy judges it: under which settings, and with which verdict.
+struct Judged<'a> {
+    /// An AdmissionReview or a bare AdmissionRequest.
+    request: &'a Value,
+    settings: &'a Value,
+    /// The verdict the policy must give.
+    expect: Expect,
+}
+
 impl Input {
+    /// The input `name` of `policy` (in `family`, if generated), judged as `judged` says.
     fn new(
         policy: &'static str,
         family: Option<&'static str>,
         name: String,
-        request: &Value,
-        settings: &Value,
-        expect: Expect,
+        judged: Judged<'_>,
     ) -> Input {
+        let Judged {
+            request,
+            settings,
+            expect,
+        } = judged;
         Input {
             policy,
             family,
@@ -308,6 +321,18 @@ fn read_json(path: &Path) -> Result<Value, String> {
 
 /// Every input, for the policies found in `repo/policies`.
 pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
+    let mut inputs = node_updates();
+    inputs.extend(workloads(repo)?);
+    inputs.extend(namespaced());
+    inputs.extend(examples(repo)?);
+    let twins = condition_twins(&inputs);
+    inputs.extend(twins);
+    Ok(inputs)
+}
+
+/// taint-preservation's generated Node updates: a status update and a stale write of Nodes
+/// growing in taints and images.
+fn node_updates() -> Vec<Input> {
     let mut inputs = Vec::new();
     let empty = json!({});
     for taints in [1, 10, 100] {
@@ -320,13 +345,23 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
                     "taint-preservation",
                     Some(family),
                     format!("{family}, {taints} taints, {images} images"),
-                    &node_update(taints, images, stale),
-                    &empty,
-                    expect,
+                    Judged {
+                        request: &node_update(taints, images, stale),
+                        settings: &empty,
+                        expect,
+                    },
                 ));
             }
         }
     }
+    inputs
+}
+
+/// toleration-injection's generated Pods and Deployments of growing toleration lists, the
+/// Deployments also under a rule with a JSONPath condition.
+fn workloads(repo: &Path) -> Result<Vec<Input>, String> {
+    let mut inputs = Vec::new();
+    let empty = json!({});
     let critical = read_json(
         &repo.join("policies/toleration-injection/examples/settings/critical-daemonsets.json"),
     )?;
@@ -341,13 +376,21 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
                 "toleration-injection",
                 Some(family),
                 format!("{family}, {count} tolerations"),
-                &request,
-                settings,
-                // The legacy master toleration gets its control-plane twin.
-                Expect::Mutated,
+                Judged {
+                    request: &request,
+                    settings,
+                    // The legacy master toleration gets its control-plane twin.
+                    expect: Expect::Mutated,
+                },
             ));
         }
     }
+    Ok(inputs)
+}
+
+/// The Pod judged with its Namespace's PodTolerationRestriction annotations, the Namespace read
+/// from policy-server's cache and fresh.
+fn namespaced() -> Vec<Input> {
     let restriction = [
         (NAMESPACED_POD, json!({"enabled": true})),
         (
@@ -355,18 +398,28 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
             json!({"enabled": true, "namespaceReads": "fresh"}),
         ),
     ];
-    for (name, restriction) in restriction {
-        let mut namespaced = Input::new(
-            "toleration-injection",
-            None,
-            name.to_owned(),
-            &namespaced_pod(),
-            &json!({"podTolerationRestriction": restriction}),
-            Expect::Mutated,
-        );
-        namespaced.namespace = Some(team_namespace());
-        inputs.push(namespaced);
-    }
+    restriction
+        .into_iter()
+        .map(|(name, restriction)| {
+            let mut namespaced = Input::new(
+                "toleration-injection",
+                None,
+                name.to_owned(),
+                Judged {
+                    request: &namespaced_pod(),
+                    settings: &json!({"podTolerationRestriction": restriction}),
+                    expect: Expect::Mutated,
+                },
+            );
+            namespaced.namespace = Some(team_namespace());
+            namespaced
+        })
+        .collect()
+}
+
+/// Every policy's bundled examples that ask the cluster nothing.
+fn examples(repo: &Path) -> Result<Vec<Input>, String> {
+    let mut inputs = Vec::new();
     for policy in policy_folders() {
         let policy = policy.as_str();
         for example in wasm_tests::examples::load(&repo.join("policies").join(policy))? {
@@ -379,12 +432,21 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
                 policy,
                 None,
                 example.name,
-                &example.request,
-                &example.settings,
-                example.expect,
+                Judged {
+                    request: &example.request,
+                    settings: &example.settings,
+                    expect: example.expect,
+                },
             ));
         }
     }
+    Ok(inputs)
+}
+
+/// The twin of each case in `inputs` that [`crate::realhost::target::CONDITION_TWINS`] names:
+/// the same request, judged without its rules' JSONPath conditions.
+fn condition_twins(inputs: &[Input]) -> Vec<Input> {
+    let mut twins = Vec::new();
     for (policy, name, twin) in crate::realhost::target::CONDITION_TWINS {
         let twin = inputs
             .iter()
@@ -395,16 +457,18 @@ pub fn all(repo: &Path) -> Result<Vec<Input>, String> {
                     policy,
                     None,
                     twin.to_owned(),
-                    &case.request,
-                    &settings,
-                    case.expect,
+                    Judged {
+                        request: &case.request,
+                        settings: &settings,
+                        expect: case.expect,
+                    },
                 );
                 twin.namespace = case.namespace.clone();
                 twin
             });
-        inputs.extend(twin);
+        twins.extend(twin);
     }
-    Ok(inputs)
+    twins
 }
 
 /// `settings` with every rule's `match.jsonPath` left out: the twin of a case judged by a rule

@@ -17,8 +17,8 @@
 //! answers to the real-host cases, which `./build.sh bench` builds the answer anchors of into
 //! ANSWERS_DIR (`realhost/answers.rs`).
 
-// clippy.toml's four-parameter rule is for the shipped code: src/, policies/, abi/ and cli/.
-#![allow(clippy::too_many_arguments)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod direct;
 mod inputs;
@@ -35,21 +35,33 @@ use std::process::ExitCode;
 use serde_json::{json, Value};
 
 use inputs::Input;
-use measure::{Host, Module, OpaModule, Samples, Stat};
+use measure::{Host, Module, OpaModule, Rounds, Samples, Stat};
 use report::{Row, Run};
 
 /// Rounds per input; `--quick` divides them by ten (for trying the harness, not for results).
 const FRESH_ROUNDS: usize = 300;
 const WARM_ROUNDS: usize = 1000;
 
-fn row(
-    artifact: &str,
-    input: &Input,
+/// What was measured of an artifact and its baseline on one input.
+struct Figures {
+    /// The size of the payload the artifact was given.
     payload_bytes: usize,
-    (p, b): (Samples, Samples),
+    /// The times of the artifact, then of its baseline.
+    samples: (Samples, Samples),
+    /// The linear memory of the artifact, then of its baseline.
     memory: [direct::MemoryUse; 2],
+    /// The operators executed by the artifact, then by its baseline.
     operators: [direct::Operators; 2],
-) -> Row {
+}
+
+/// The row of `artifact` on `input`, printed as it is made so a long run shows its progress.
+fn row(artifact: &str, input: &Input, figures: Figures) -> Row {
+    let Figures {
+        payload_bytes,
+        samples: (p, b),
+        memory,
+        operators,
+    } = figures;
     let row = Row {
         policy: artifact.to_owned(),
         family: input.family,
@@ -108,6 +120,22 @@ fn same_verdict(answer: &Value, wapc: &[u8]) -> Result<(), String> {
     }
 }
 
+/// What the in-process hosts measure: the inputs, their policies and how many rounds.
+struct Plan<'a> {
+    /// The inputs that ask the cluster nothing.
+    inputs: Vec<&'a Input>,
+    /// Their policies, sorted, each once.
+    policies: Vec<&'a str>,
+    rounds: Rounds,
+}
+
+/// What the in-process hosts measured, in the order measured.
+#[derive(Default)]
+struct Measured {
+    rows: Vec<Row>,
+    sizes: Vec<measure::ModuleSize>,
+}
+
 /// The diagnostics: every input in the waPC host and the burrego emulation, each artifact against
 /// its baseline.
 fn in_process(
@@ -120,55 +148,92 @@ fn in_process(
     // in-process host here answers host calls (a canned answer would measure the canning).
     let inputs: Vec<&Input> = inputs.iter().filter(|i| i.namespace.is_none()).collect();
     let scale = if quick { 10 } else { 1 };
-    let (fresh_rounds, warm_rounds) = (FRESH_ROUNDS / scale, WARM_ROUNDS / scale);
-    let baseline = Module::load("baseline", baseline)?;
-    let mut sizes = vec![baseline.size.clone()];
-    let mut rows = Vec::new();
+    let rounds = Rounds {
+        fresh: FRESH_ROUNDS / scale,
+        warm: WARM_ROUNDS / scale,
+    };
     let mut policies: Vec<&str> = inputs.iter().map(|i| i.policy).collect();
     policies.sort();
     policies.dedup();
+    let plan = Plan {
+        inputs,
+        policies,
+        rounds,
+    };
+    let mut measured = Measured::default();
+    let wapc_modules = measure_wapc(&plan, baseline, &mut measured)?;
+    measure_gatekeeper(&plan, baseline_gatekeeper, &wapc_modules, &mut measured)?;
+    Ok(Run {
+        command: "./build.sh bench".to_owned(),
+        fresh_rounds: rounds.fresh,
+        warm_rounds: rounds.warm,
+        rows: measured.rows,
+        sizes: measured.sizes,
+    })
+}
+
+/// The waPC artifacts against `baseline` in the waPC host, giving back each policy's module for
+/// the gatekeeper artifacts' verdicts to be checked against.
+fn measure_wapc<'a>(
+    plan: &Plan<'a>,
+    baseline: &Path,
+    measured: &mut Measured,
+) -> Result<HashMap<&'a str, Module>, String> {
+    let baseline = Module::load("baseline", baseline)?;
+    measured.sizes.push(baseline.size.clone());
     let mut wapc_modules = HashMap::new();
-    for &policy in &policies {
+    for &policy in &plan.policies {
         let module = Module::load(policy, &wasm_tests::dist(&format!("{policy}.wasm")))?;
-        sizes.push(module.size.clone());
-        for input in inputs.iter().filter(|i| i.policy == policy) {
+        measured.sizes.push(module.size.clone());
+        for input in plan.inputs.iter().filter(|i| i.policy == policy) {
             // The same answer from both hosts, or the memory figure would be of another run.
             let answer = module.validate_once(&input.payload)?;
             let memory = module.memory(&input.payload, &answer)?;
             let base_answer = baseline.validate_once(&input.payload)?;
             let base_memory = baseline.memory(&input.payload, &base_answer)?;
             let samples = measure::pair(
-                &module,
-                &baseline,
+                [&module, &baseline],
                 &input.payload,
                 [&answer, &base_answer],
-                fresh_rounds,
-                warm_rounds,
+                plan.rounds,
             )?;
             let operators = [
                 module.operators(&input.payload, &answer)?,
                 baseline.operators(&input.payload, &base_answer)?,
             ];
-            let bytes = input.payload.len();
-            let memory = [memory, base_memory];
-            rows.push(row(policy, input, bytes, samples, memory, operators));
+            let figures = Figures {
+                payload_bytes: input.payload.len(),
+                samples,
+                memory: [memory, base_memory],
+                operators,
+            };
+            measured.rows.push(row(policy, input, figures));
         }
         wapc_modules.insert(policy, module);
     }
+    Ok(wapc_modules)
+}
 
-    // The gatekeeper artifacts, in Kubewarden's gatekeeper mode (burrego).
+/// The gatekeeper artifacts against `baseline_gatekeeper`, in Kubewarden's gatekeeper mode
+/// (burrego), each answer checked against the waPC build's in deny mode.
+fn measure_gatekeeper(
+    plan: &Plan<'_>,
+    baseline_gatekeeper: &Path,
+    wapc_modules: &HashMap<&str, Module>,
+    measured: &mut Measured,
+) -> Result<(), String> {
     let read = |path: &Path| std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()));
     let finished = taintguard_wasm_metadata::opa::finish(&read(baseline_gatekeeper)?)
         .map_err(|e| format!("{}: {e}", baseline_gatekeeper.display()))?;
     let baseline = OpaModule::from_bytes("baseline.gatekeeper", &finished)?;
     let empty_result_set = json!([{"result": []}]);
-    sizes.push(baseline.size.clone());
-    for &policy in &policies {
+    measured.sizes.push(baseline.size.clone());
+    for &policy in &plan.policies {
         let name = format!("{policy}.gatekeeper");
         let module =
             OpaModule::from_bytes(&name, &read(&wasm_tests::dist(&format!("{name}.wasm")))?)?;
-        sizes.push(module.size.clone());
-        for input in inputs.iter().filter(|i| i.policy == policy) {
+        measured.sizes.push(module.size.clone());
+        for input in plan.inputs.iter().filter(|i| i.policy == policy) {
             let payload = input.gatekeeper_input();
             let answer = module.evaluate_once(&payload)?;
             let wapc = wapc_modules[policy].validate_once(&input.deny_mode_payload())?;
@@ -182,28 +247,25 @@ fn in_process(
             }
             let memory = [module.memory(&payload)?, baseline.memory(&payload)?];
             let samples = measure::pair(
-                &module,
-                &baseline,
+                [&module, &baseline],
                 &payload,
                 [&answer, &base_answer],
-                fresh_rounds,
-                warm_rounds,
+                plan.rounds,
             )?;
             let operators = [
                 module.operators(&payload, &answer)?,
                 baseline.operators(&payload, &base_answer)?,
             ];
-            rows.push(row(&name, input, payload.len(), samples, memory, operators));
+            let figures = Figures {
+                payload_bytes: payload.len(),
+                samples,
+                memory,
+                operators,
+            };
+            measured.rows.push(row(&name, input, figures));
         }
     }
-
-    Ok(Run {
-        command: "./build.sh bench".to_owned(),
-        fresh_rounds,
-        warm_rounds,
-        rows,
-        sizes,
-    })
+    Ok(())
 }
 
 struct Options<'a> {
@@ -225,32 +287,10 @@ struct Options<'a> {
 
 fn run(options: &Options) -> Result<(), String> {
     let repo = wasm_tests::repo_root();
-    let only = &options.only;
-    let mut inputs = inputs::all(&repo)?;
-    inputs.retain(|i| {
-        let label = format!("{} {}", i.policy, i.name);
-        only.iter().all(|text| label.contains(text))
-    });
-    if inputs.is_empty() {
-        return Err(format!("no input matches --only {}", only.join(" --only ")));
-    }
-    let modules = realhost::Modules {
-        null: options.null.to_owned(),
-        baseline: options.baseline.to_owned(),
-        walk: options.walk.to_owned(),
-        mutate: options.mutate.to_owned(),
-        mutate_namespace: options.mutate_namespace.to_owned(),
-        mutate_namespace_fresh: options.mutate_namespace_fresh.to_owned(),
-        answers: options.answers.to_owned(),
-        dist: repo.join("dist"),
-    };
-    let partial = options.quick || !only.is_empty();
+    let inputs = selected_inputs(&repo, &options.only)?;
+    let modules = modules(options, &repo);
+    let partial = options.quick || !options.only.is_empty();
     let results = repo.join("benchmarks/results.md");
-    let write = |path: &Path, text: String| {
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    let read =
-        |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
     if options.instructions {
         // Exact and repeatable: the steady measure of the targets, in a section of its own
         // (benchmarks/cost.md keeps the counts each change was judged by).
@@ -292,17 +332,60 @@ fn run(options: &Options) -> Result<(), String> {
         options.quick,
     )?;
     if !partial {
-        // The instruction counts come from their own command (`--instructions`); they stay.
-        let old = read(&results)?;
-        let mut new = report::markdown(&run, &section);
-        if let Some(counts) = realhost::report::section_of(&old, realhost::instructions::HEADING) {
-            new = realhost::report::replace_section(&new, &format!("{counts}\n"));
-        }
-        write(&results, new)?;
-        write(&repo.join("benchmarks/latency.svg"), plot::svg(&run.rows))?;
+        write_results(&repo, &run, &section)?;
     }
     println!("{section}\n{}", report::summary(&run));
     Ok(())
+}
+
+/// The inputs whose policy and name contain every `--only` text.
+fn selected_inputs(repo: &Path, only: &[&str]) -> Result<Vec<Input>, String> {
+    let mut inputs = inputs::all(repo)?;
+    inputs.retain(|i| {
+        let label = format!("{} {}", i.policy, i.name);
+        only.iter().all(|text| label.contains(text))
+    });
+    if inputs.is_empty() {
+        return Err(format!("no input matches --only {}", only.join(" --only ")));
+    }
+    Ok(inputs)
+}
+
+/// The modules the real host loads beside the policies, as given on the command line.
+fn modules(options: &Options, repo: &Path) -> realhost::Modules {
+    realhost::Modules {
+        null: options.null.to_owned(),
+        baseline: options.baseline.to_owned(),
+        walk: options.walk.to_owned(),
+        mutate: options.mutate.to_owned(),
+        mutate_namespace: options.mutate_namespace.to_owned(),
+        mutate_namespace_fresh: options.mutate_namespace_fresh.to_owned(),
+        answers: options.answers.to_owned(),
+        dist: repo.join("dist"),
+    }
+}
+
+/// Rewrites results.md with `run` after the real-host `section`, and the plot. The instruction
+/// counts come from their own command (`--instructions`); they stay.
+fn write_results(repo: &Path, run: &Run, section: &str) -> Result<(), String> {
+    let results = repo.join("benchmarks/results.md");
+    let old = read(&results)?;
+    let mut new = report::markdown(run, section);
+    if let Some(counts) = realhost::report::section_of(&old, realhost::instructions::HEADING) {
+        new = realhost::report::replace_section(&new, &format!("{counts}\n"));
+    }
+    write(&results, new)?;
+    write(&repo.join("benchmarks/latency.svg"), plot::svg(&run.rows))
+}
+
+/// `path`'s text, or an error naming it.
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `text` to `path`, or an error naming it.
+fn write(path: &Path, text: String) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes each input's payload to `dir`, for profiling the core natively or feeding `kwctl bench`.
@@ -324,22 +407,45 @@ fn answers(dir: &Path) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, dir] = &args[..] {
-        let written = match flag.as_str() {
-            "--dump" => Some(dump(Path::new(dir))),
-            "--answers" => Some(answers(Path::new(dir))),
-            _ => None,
-        };
-        if let Some(written) = written {
-            return match written {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("bench: {e}");
-                    ExitCode::FAILURE
-                }
-            };
+    if let Some(code) = write_files(&args) {
+        return code;
+    }
+    let options = match options(&args) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    match run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
         }
     }
+}
+
+/// `--dump DIR` and `--answers DIR`, which write files and measure nothing: how it went, or
+/// `None` for any other command line.
+fn write_files(args: &[String]) -> Option<ExitCode> {
+    let [flag, dir] = args else {
+        return None;
+    };
+    let written = match flag.as_str() {
+        "--dump" => dump(Path::new(dir)),
+        "--answers" => answers(Path::new(dir)),
+        _ => return None,
+    };
+    Some(match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// The options of a measuring command line, or the exit code of one that is not (its error
+/// already printed).
+fn options(args: &[String]) -> Result<Options<'_>, ExitCode> {
     let (mut quick, mut only, mut real_host_only, mut instructions, mut paths) =
         (false, Vec::new(), false, false, Vec::new());
     let mut rounds = None;
@@ -354,7 +460,7 @@ fn main() -> ExitCode {
                 Some(n) if n > 0 => rounds = Some(n),
                 _ => {
                     eprintln!("bench: --rounds takes a number of rounds, at least 1");
-                    return ExitCode::from(2);
+                    return Err(ExitCode::from(2));
                 }
             },
             _ => paths.push(Path::new(arg)),
@@ -368,9 +474,9 @@ fn main() -> ExitCode {
              BASELINE_GATEKEEPER_WASM NULL_WASM WALK_WASM MUTATE_WASM MUTATE_NAMESPACE_WASM MUTATE_NAMESPACE_FRESH_WASM \
              ANSWERS_DIR | bench --dump DIR | bench --answers DIR"
         );
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     };
-    let options = Options {
+    Ok(Options {
         quick,
         only,
         real_host_only,
@@ -384,12 +490,5 @@ fn main() -> ExitCode {
         mutate_namespace,
         mutate_namespace_fresh,
         answers,
-    };
-    match run(&options) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }

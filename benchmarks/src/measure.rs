@@ -198,53 +198,68 @@ fn check<H: Host>(host: &H, answer: H::Answer, expected: &H::Answer) -> Result<(
     }
 }
 
-fn fresh<H: Host>(
-    host: &H,
-    payload: &[u8],
-    expected: &H::Answer,
-    into: &mut Samples,
-) -> Result<(), String> {
+/// One module of a measured pair: the answer it must give and its times so far.
+struct Side<'a, H: Host> {
+    host: &'a H,
+    /// The answer every evaluation must give.
+    expected: &'a H::Answer,
+    samples: Samples,
+}
+
+fn fresh<H: Host>(side: &mut Side<'_, H>, payload: &[u8]) -> Result<(), String> {
+    let host = side.host;
     let start = Instant::now();
     let mut instance = host.instance()?;
-    into.instantiate.push(micros(start));
+    side.samples.instantiate.push(micros(start));
     let answer = host.evaluate(&mut instance, payload)?;
     drop(instance);
-    into.per_request.push(micros(start));
-    check(host, answer, expected)
+    side.samples.per_request.push(micros(start));
+    check(host, answer, side.expected)
 }
 
 fn warm<H: Host>(
-    host: &H,
+    side: &mut Side<'_, H>,
     instance: &mut H::Instance,
     payload: &[u8],
-    expected: &H::Answer,
-    into: &mut Samples,
 ) -> Result<(), String> {
     let start = Instant::now();
-    let answer = host.evaluate(instance, payload)?;
-    into.warm.push(micros(start));
-    check(host, answer, expected)
+    let answer = side.host.evaluate(instance, payload)?;
+    side.samples.warm.push(micros(start));
+    check(side.host, answer, side.expected)
 }
 
-/// Measures `policy` and `baseline` on `payload`, alternating which goes first each round;
-/// `expected` holds the answer each must give every time.
+/// Rounds per input of each measurement.
+#[derive(Clone, Copy)]
+pub struct Rounds {
+    /// Rounds of a fresh instance per request.
+    pub fresh: usize,
+    /// Rounds on a warm instance.
+    pub warm: usize,
+}
+
+/// Measures the policy and its baseline (`hosts`) on `payload`, alternating which goes first
+/// each round; `expected` holds the answer each must give every time.
 pub fn pair<H: Host>(
-    policy: &H,
-    baseline: &H,
+    hosts: [&H; 2],
     payload: &[u8],
     expected: [&H::Answer; 2],
-    fresh_rounds: usize,
-    warm_rounds: usize,
+    rounds: Rounds,
 ) -> Result<(Samples, Samples), String> {
-    let (mut p, mut b) = (Samples::default(), Samples::default());
+    let [policy, baseline] = hosts;
     let [want_p, want_b] = expected;
-    for round in 0..fresh_rounds {
+    let side = |host, expected| Side {
+        host,
+        expected,
+        samples: Samples::default(),
+    };
+    let (mut p, mut b) = (side(policy, want_p), side(baseline, want_b));
+    for round in 0..rounds.fresh {
         if round % 2 == 0 {
-            fresh(policy, payload, want_p, &mut p)?;
-            fresh(baseline, payload, want_b, &mut b)?;
+            fresh(&mut p, payload)?;
+            fresh(&mut b, payload)?;
         } else {
-            fresh(baseline, payload, want_b, &mut b)?;
-            fresh(policy, payload, want_p, &mut p)?;
+            fresh(&mut b, payload)?;
+            fresh(&mut p, payload)?;
         }
     }
     let mut warm_policy = policy.instance()?;
@@ -258,16 +273,16 @@ pub fn pair<H: Host>(
             want_b,
         )?;
     }
-    for round in 0..warm_rounds {
+    for round in 0..rounds.warm {
         if round % 2 == 0 {
-            warm(policy, &mut warm_policy, payload, want_p, &mut p)?;
-            warm(baseline, &mut warm_baseline, payload, want_b, &mut b)?;
+            warm(&mut p, &mut warm_policy, payload)?;
+            warm(&mut b, &mut warm_baseline, payload)?;
         } else {
-            warm(baseline, &mut warm_baseline, payload, want_b, &mut b)?;
-            warm(policy, &mut warm_policy, payload, want_p, &mut p)?;
+            warm(&mut b, &mut warm_baseline, payload)?;
+            warm(&mut p, &mut warm_policy, payload)?;
         }
     }
-    Ok((p, b))
+    Ok((p.samples, b.samples))
 }
 
 /// Median and 99th percentile.

@@ -96,6 +96,22 @@ pub fn summary(run: &Run) -> String {
 /// The whole results file: `real_host` is the real-host section (`realhost::report::section`).
 pub fn markdown(run: &Run, real_host: &str) -> String {
     let mut out = String::new();
+    targets(&mut out, run);
+    out.push_str(real_host);
+    diagnostics_intro(&mut out, run);
+    out.push_str("## Summary of the diagnostics\n\n");
+    out.push_str(&summary(run));
+    module_sizes(&mut out, run);
+    let mut policies: Vec<&str> = run.rows.iter().map(|r| r.policy.as_str()).collect();
+    policies.dedup();
+    for policy in policies {
+        policy_table(&mut out, run, policy);
+    }
+    out
+}
+
+/// The title, how to regenerate the file, and the targets the sections are held to.
+fn targets(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "# Evaluation cost\n\n\
@@ -114,7 +130,10 @@ pub fn markdown(run: &Run, real_host: &str) -> String {
         run.command,
         crate::realhost::target::ANSWER_TARGET,
     );
-    out.push_str(real_host);
+}
+
+/// How the in-process hosts run each artifact and its baseline, and what each column means.
+fn diagnostics_intro(out: &mut String, run: &Run) {
     let _ = writeln!(
         out,
         "\n## Diagnostics: in-process hosts against a parse-only baseline\n\n\
@@ -161,8 +180,10 @@ pub fn markdown(run: &Run, real_host: &str) -> String {
          the ratios, not the absolutes.\n",
         run.warm_rounds, run.fresh_rounds
     );
-    out.push_str("## Summary of the diagnostics\n\n");
-    out.push_str(&summary(run));
+}
+
+/// The table of every module's size and static data.
+fn module_sizes(out: &mut String, run: &Run) {
     out.push_str(
         "\n## Module sizes\n\nStatic data is what instantiation copies into the instance's \
          memory. A waPC module defines its memory, which wasmtime maps copy-on-write from the \
@@ -180,38 +201,37 @@ pub fn markdown(run: &Run, real_host: &str) -> String {
             m.static_data as f64 / 1024.0
         );
     }
-    let mut policies: Vec<&str> = run.rows.iter().map(|r| r.policy.as_str()).collect();
-    policies.dedup();
-    for policy in policies {
+}
+
+/// `policy`'s section: one line per input with its figures and its baseline's.
+fn policy_table(out: &mut String, run: &Run, policy: &str) {
+    let _ = writeln!(
+        out,
+        "\n## {policy}\n\n\
+         | input | payload KiB | per request µs median / p99 (baseline) | ratio | instantiate µs (baseline) | warm µs median / p99 (baseline) | ratio | memory KiB after init → validate (baseline) | operators per request / warm, thousands (baseline) | ratios |\n\
+         |---|---|---|---|---|---|---|---|---|---|"
+    );
+    for row in run.rows.iter().filter(|r| r.policy == policy) {
+        let [f, fb] = row.fresh;
+        let [i, ib] = row.instantiate;
+        let [w, wb] = row.warm;
+        let [m, mb] = row.memory;
+        let [o, ob] = row.operators;
+        let k = |n: u64| n as f64 / 1000.0;
         let _ = writeln!(
             out,
-            "\n## {policy}\n\n\
-             | input | payload KiB | per request µs median / p99 (baseline) | ratio | instantiate µs (baseline) | warm µs median / p99 (baseline) | ratio | memory KiB after init → validate (baseline) | operators per request / warm, thousands (baseline) | ratios |\n\
-             |---|---|---|---|---|---|---|---|---|---|"
+            "| {} | {:.1} | {:.0} / {:.0} ({:.0} / {:.0}) | {:.2}x | {:.0} ({:.0}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x | {} → {} ({} → {}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x / {:.2}x |",
+            row.name,
+            row.payload_bytes as f64 / 1024.0,
+            f.median, f.p99, fb.median, fb.p99,
+            row.fresh_ratio(),
+            i.median, ib.median,
+            w.median, w.p99, wb.median, wb.p99,
+            row.warm_ratio(),
+            kib(m.after_init), kib(m.after_validate),
+            kib(mb.after_init), kib(mb.after_validate),
+            k(o.per_request), k(o.warm), k(ob.per_request), k(ob.warm),
+            row.operators_fresh_ratio(), row.operators_warm_ratio(),
         );
-        for row in run.rows.iter().filter(|r| r.policy == policy) {
-            let [f, fb] = row.fresh;
-            let [i, ib] = row.instantiate;
-            let [w, wb] = row.warm;
-            let [m, mb] = row.memory;
-            let [o, ob] = row.operators;
-            let k = |n: u64| n as f64 / 1000.0;
-            let _ = writeln!(
-                out,
-                "| {} | {:.1} | {:.0} / {:.0} ({:.0} / {:.0}) | {:.2}x | {:.0} ({:.0}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x | {} → {} ({} → {}) | {:.1} / {:.1} ({:.1} / {:.1}) | {:.2}x / {:.2}x |",
-                row.name,
-                row.payload_bytes as f64 / 1024.0,
-                f.median, f.p99, fb.median, fb.p99,
-                row.fresh_ratio(),
-                i.median, ib.median,
-                w.median, w.p99, wb.median, wb.p99,
-                row.warm_ratio(),
-                kib(m.after_init), kib(m.after_validate),
-                kib(mb.after_init), kib(mb.after_validate),
-                k(o.per_request), k(o.warm), k(ob.per_request), k(ob.warm),
-                row.operators_fresh_ratio(), row.operators_warm_ratio(),
-            );
-        }
     }
-    out
 }

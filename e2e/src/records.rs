@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use taintguard_control_plane::cluster::wait_for;
+use taintguard_control_plane::cluster::{wait_for, ApiRequest, Identity};
 
 use crate::env::Env;
 use crate::helpers::{annotation, check, cordoned, dedicated, node, stored_taints_are, taint};
@@ -38,12 +38,16 @@ fn patch_status(
 ) -> Result<(String, Value), String> {
     let StatusPatch { patch_type, body } = patch;
     let (headers, stored) = env.cluster.api_as(
-        who.user,
-        who.groups,
-        "PATCH",
-        &format!("/api/v1/nodes/{node}/status"),
-        &format!("application/{patch_type}-patch+json"),
-        &body.to_string(),
+        Identity {
+            user: who.user,
+            groups: who.groups,
+        },
+        &ApiRequest {
+            method: "PATCH",
+            path: &format!("/api/v1/nodes/{node}/status"),
+            content_type: &format!("application/{patch_type}-patch+json"),
+            body: &body.to_string(),
+        },
     )?;
     let stored = serde_json::from_str(&stored).map_err(|e| format!("{e}: {stored}"))?;
     Ok((headers, stored))
@@ -84,12 +88,16 @@ fn wait_for_the_guard(env: &Env) -> Result<(), String> {
     wait_for("the nodes/status guard", Duration::from_secs(60), || {
         env.cluster
             .api_as(
-                NODE_PROBLEM_DETECTOR.user,
-                NODE_PROBLEM_DETECTOR.groups,
-                "PATCH",
-                &format!("/api/v1/nodes/{NAME}/status?dryRun=All"),
-                "application/merge-patch+json",
-                &body,
+                Identity {
+                    user: NODE_PROBLEM_DETECTOR.user,
+                    groups: NODE_PROBLEM_DETECTOR.groups,
+                },
+                &ApiRequest {
+                    method: "PATCH",
+                    path: &format!("/api/v1/nodes/{NAME}/status?dryRun=All"),
+                    content_type: "application/merge-patch+json",
+                    body: &body,
+                },
             )
             .is_ok_and(|(_, stored)| !stored.contains("\"probe\""))
     })

@@ -14,7 +14,7 @@ use crate::helpers::*;
 use crate::kubectl::*;
 use crate::labels::VARIANT_LABEL;
 use crate::policies::{self, Deployed};
-use taintguard_control_plane::cluster::wait_for;
+use taintguard_control_plane::cluster::{wait_for, ApiRequest};
 
 pub struct Scenario {
     pub name: &'static str,
@@ -1132,12 +1132,12 @@ fn failure_policy(env: &mut Env) -> Result<(), String> {
     let status =
         json!({"status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}).to_string();
     env.cluster
-        .api(
-            "PATCH",
-            "/api/v1/nodes/inc2/status",
-            "application/merge-patch+json",
-            &status,
-        )
+        .api(&ApiRequest {
+            method: "PATCH",
+            path: "/api/v1/nodes/inc2/status",
+            content_type: "application/merge-patch+json",
+            body: &status,
+        })
         .map_err(|e| format!("a nodes/status write with policy-server down failed: {e}"))?;
     let stored = k.get("node", "inc2", None)?;
     check(stored["status"]["capacity"]["pods"] == json!("110"), || {

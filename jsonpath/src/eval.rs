@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::parse::{Comparable, Expr, Function, Literal, Op, Query, Selector};
+use super::parse::{Comparable, Expr, Function, Literal, Op, Query, Selector, Slice};
 
 /// The nodes `q` selects, from `root` (`$`) or `current` (`@`).
 pub fn query<'v>(q: &Query, root: &'v Value, current: &'v Value) -> Vec<&'v Value> {
@@ -62,8 +62,8 @@ fn select<'v>(selectors: &[Selector], node: &'v Value, root: &'v Value, out: &mu
             (Selector::Index(i), Value::Array(elements)) => {
                 out.extend(index(*i, elements.len()).map(|k| &elements[k]));
             }
-            (Selector::Slice { start, end, step }, Value::Array(elements)) => {
-                slice_indices(*start, *end, *step, elements.len(), |k| {
+            (Selector::Slice(slice), Value::Array(elements)) => {
+                slice_indices(*slice, elements.len(), |k| {
                     out.push(&elements[k]);
                 });
             }
@@ -83,13 +83,7 @@ fn index(i: i64, len: usize) -> Option<usize> {
 }
 
 /// The elements a slice selects, in its order (RFC 9535 2.3.4.2.2).
-fn slice_indices(
-    start: Option<i64>,
-    end: Option<i64>,
-    step: Option<i64>,
-    len: usize,
-    mut each: impl FnMut(usize),
-) {
+fn slice_indices(Slice { start, end, step }: Slice, len: usize, mut each: impl FnMut(usize)) {
     let Ok(len) = i64::try_from(len) else { return };
     let step = step.unwrap_or(1);
     let norm = |i: i64| if i >= 0 { i } else { len + i };

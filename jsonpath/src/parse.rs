@@ -24,12 +24,19 @@ pub enum Selector {
     Name(String),
     Wildcard,
     Index(i64),
-    Slice {
-        start: Option<i64>,
-        end: Option<i64>,
-        step: Option<i64>,
-    },
+    Slice(Slice),
     Filter(Box<Expr>),
+}
+
+/// A slice's bounds as written, each `None` when left out (RFC 9535 2.3.4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slice {
+    /// The first index selected, counted from the end when negative.
+    pub start: Option<i64>,
+    /// The index the slice stops before, counted from the end when negative.
+    pub end: Option<i64>,
+    /// The distance from one selected index to the next; 1 when absent.
+    pub step: Option<i64>,
 }
 
 /// A logical expression of a filter.
@@ -345,7 +352,7 @@ impl<'a> Parser<'a> {
                     self.blank();
                     step = self.optional_int()?;
                 }
-                Ok(Selector::Slice { start, end, step })
+                Ok(Selector::Slice(Slice { start, end, step }))
             }
             Some(c) => Err(self.error(format!("unexpected {c:?} in a selector"))),
             None => Err(self.error("unterminated `[`")),

@@ -556,54 +556,7 @@ fn toleration_injection_settings(u: &mut Unstructured<'_>) -> Result<Value> {
     let mut s = Map::new();
     let mut rules = Vec::new();
     for i in 0..u.int_in_range(0..=3)? {
-        let mut m = Map::new();
-        if u.ratio(1, 3)? {
-            m.insert(
-                "kinds".into(),
-                json!([pick(u, &["Pod", "Deployment", "DaemonSet", "CronJob"])?]),
-            );
-        }
-        if u.ratio(1, 3)? {
-            m.insert(
-                "namespaces".into(),
-                json!([pick(u, &["kube-system", "tenant-*", "gpu-*"])?]),
-            );
-        }
-        if u.ratio(1, 3)? {
-            m.insert("principals".into(), principal_list(u)?);
-        }
-        if u.ratio(1, 3)? {
-            let (k, v) = *pick(u, LABELS)?;
-            m.insert("labelSelector".into(), json!({"matchLabels": {k: v}}));
-        }
-        if u.ratio(1, 4)? {
-            m.insert(
-                "names".into(),
-                json!([pick(u, &["hostpath-*", "web", "*"])?]),
-            );
-        }
-        if u.ratio(1, 3)? {
-            // Paths away from the tolerations: a condition on what the policy adds would make
-            // a rule stop matching its own output, which settings cannot be checked for.
-            let condition = match u.int_in_range(0..=5)? {
-                0 => json!({"path": "$..priorityClassName", "in": ["system-node-critical"]}),
-                1 => json!({"path": "$.metadata.labels.app", "exists": false}),
-                2 => json!({"path": "$..x-unknown..deep", "equals": true}),
-                3 => {
-                    json!({"path": "$..[?@['x-unknown'] || length(@.name) > 2 && count(@.*) != 1].name", "matches": "*"})
-                }
-                4 => {
-                    json!({"path": "$.metadata['labels', 'annotations'][*]", "in": ["x", 1, null]})
-                }
-                _ => json!({"path": "$.metadata.name", "matches": "web*"}),
-            };
-            m.insert("jsonPath".into(), json!([condition]));
-        }
-        let mut tolerations = Vec::new();
-        for _ in 0..u.int_in_range(1..=3)? {
-            tolerations.push(settings_toleration(u)?);
-        }
-        rules.push(json!({"name": format!("rule-{i}"), "match": m, "tolerations": tolerations}));
+        rules.push(injection_rule(u, i)?);
     }
     s.insert("rules".into(), json!(rules));
     match u.int_in_range(0..=3)? {
@@ -616,18 +569,10 @@ fn toleration_injection_settings(u: &mut Unstructured<'_>) -> Result<Value> {
         _ => {}
     }
     if u.ratio(1, 3)? {
-        let mut ptr = json!({"enabled": true});
-        for field in ["default", "whitelist"] {
-            if u.ratio(1, 3)? {
-                ptr[field] = json!([settings_toleration(u)?]);
-            }
-        }
-        for field in ["implicitTolerations", "guardAnnotations"] {
-            if u.ratio(1, 4)? {
-                ptr[field] = json!(u.arbitrary::<bool>()?);
-            }
-        }
-        s.insert("podTolerationRestriction".into(), ptr);
+        s.insert(
+            "podTolerationRestriction".into(),
+            pod_toleration_restriction(u)?,
+        );
     }
     if u.arbitrary()? {
         s.insert(
@@ -638,6 +583,87 @@ fn toleration_injection_settings(u: &mut Unstructured<'_>) -> Result<Value> {
         );
     }
     Ok(Value::Object(s))
+}
+
+/// The injection rule `rule-{i}`: a match on any of what rules match by, and one to three
+/// tolerations.
+fn injection_rule(u: &mut Unstructured<'_>, i: i32) -> Result<Value> {
+    let m = rule_match(u)?;
+    let mut tolerations = Vec::new();
+    for _ in 0..u.int_in_range(1..=3)? {
+        tolerations.push(settings_toleration(u)?);
+    }
+    Ok(json!({"name": format!("rule-{i}"), "match": m, "tolerations": tolerations}))
+}
+
+/// A rule's `match`: each of kinds, namespaces, principals, a label selector, names and a
+/// JSONPath condition now and then.
+fn rule_match(u: &mut Unstructured<'_>) -> Result<Map<String, Value>> {
+    let mut m = Map::new();
+    if u.ratio(1, 3)? {
+        m.insert(
+            "kinds".into(),
+            json!([pick(u, &["Pod", "Deployment", "DaemonSet", "CronJob"])?]),
+        );
+    }
+    if u.ratio(1, 3)? {
+        m.insert(
+            "namespaces".into(),
+            json!([pick(u, &["kube-system", "tenant-*", "gpu-*"])?]),
+        );
+    }
+    if u.ratio(1, 3)? {
+        m.insert("principals".into(), principal_list(u)?);
+    }
+    if u.ratio(1, 3)? {
+        let (k, v) = *pick(u, LABELS)?;
+        m.insert("labelSelector".into(), json!({"matchLabels": {k: v}}));
+    }
+    if u.ratio(1, 4)? {
+        m.insert(
+            "names".into(),
+            json!([pick(u, &["hostpath-*", "web", "*"])?]),
+        );
+    }
+    if u.ratio(1, 3)? {
+        m.insert("jsonPath".into(), json!([json_path_condition(u)?]));
+    }
+    Ok(m)
+}
+
+/// A rule's JSONPath condition, on paths away from the tolerations: a condition on what the
+/// policy adds would make a rule stop matching its own output, which settings cannot be checked
+/// for.
+fn json_path_condition(u: &mut Unstructured<'_>) -> Result<Value> {
+    Ok(match u.int_in_range(0..=5)? {
+        0 => json!({"path": "$..priorityClassName", "in": ["system-node-critical"]}),
+        1 => json!({"path": "$.metadata.labels.app", "exists": false}),
+        2 => json!({"path": "$..x-unknown..deep", "equals": true}),
+        3 => {
+            json!({"path": "$..[?@['x-unknown'] || length(@.name) > 2 && count(@.*) != 1].name", "matches": "*"})
+        }
+        4 => {
+            json!({"path": "$.metadata['labels', 'annotations'][*]", "in": ["x", 1, null]})
+        }
+        _ => json!({"path": "$.metadata.name", "matches": "web*"}),
+    })
+}
+
+/// `podTolerationRestriction` enabled, with now and then a default list, a whitelist and each
+/// of its switches.
+fn pod_toleration_restriction(u: &mut Unstructured<'_>) -> Result<Value> {
+    let mut ptr = json!({"enabled": true});
+    for field in ["default", "whitelist"] {
+        if u.ratio(1, 3)? {
+            ptr[field] = json!([settings_toleration(u)?]);
+        }
+    }
+    for field in ["implicitTolerations", "guardAnnotations"] {
+        if u.ratio(1, 4)? {
+            ptr[field] = json!(u.arbitrary::<bool>()?);
+        }
+    }
+    Ok(ptr)
 }
 
 fn pod_spec(u: &mut Unstructured<'_>) -> Result<Value> {
@@ -709,55 +735,12 @@ fn capitalised(list: &str) -> String {
 /// A toleration-injection case, with the Namespace of the request most of the time.
 pub fn toleration_injection(u: &mut Unstructured<'_>) -> Result<Case> {
     let settings = toleration_injection_settings(u)?;
-    let (kind, group) = *pick(
-        u,
-        &[
-            ("Pod", ""),
-            ("Deployment", "apps"),
-            ("DaemonSet", "apps"),
-            ("CronJob", "batch"),
-            ("Job", "batch"),
-            ("Deployment", ""),
-        ],
-    )?;
-    let mut body = pod_spec(u)?;
-    if kind != "Pod" {
-        body = json!({"template": {"metadata": {"labels": {"app": "web"}}, "spec": body}});
-        if kind == "CronJob" {
-            body = json!({"schedule": "* * * * *", "jobTemplate": {"spec": body}});
-        }
-    }
-    let namespace = string(u, NAMESPACES)?;
-    let mut labels = Map::new();
-    for _ in 0..u.int_in_range(0..=2)? {
-        let (k, v) = *pick(u, LABELS)?;
-        labels.insert(k.into(), json!(v));
-    }
-    let mut metadata = Map::new();
-    if u.arbitrary()? {
-        metadata.insert(
-            "name".into(),
-            json!(pick(u, &["web", "hostpath-provisioner-n1-abc", ""])?),
-        );
-    } else {
-        metadata.insert("generateName".into(), json!("hostpath-provisioner-n1-"));
-    }
-    metadata.insert("namespace".into(), json!(namespace));
-    place(u, &mut metadata, "labels", Value::Object(labels))?;
-    let mut object = Map::new();
-    object.insert(
-        "apiVersion".into(),
-        json!(if group.is_empty() {
-            "v1".to_owned()
-        } else {
-            format!("{group}/v1")
-        }),
-    );
-    object.insert("kind".into(), json!(kind));
-    object.insert("metadata".into(), Value::Object(metadata));
-    place(u, &mut object, "spec", body)?;
-    maybe_unknown(u, &mut object)?;
-    let object = Value::Object(object);
+    let Workload {
+        kind,
+        group,
+        namespace,
+        object,
+    } = workload(u)?;
     let operation = *pick(u, &["CREATE", "CREATE", "UPDATE", "DELETE"])?;
     let mut request = json!({
         "uid": "r-2",
@@ -782,6 +765,83 @@ pub fn toleration_injection(u: &mut Unstructured<'_>) -> Result<Case> {
         settings: write(u, &settings)?,
         namespace,
     })
+}
+
+/// A generated workload and what its request says of it.
+struct Workload {
+    /// Its kind: a Pod or a kind with a Pod template (now and then in the wrong group).
+    kind: &'static str,
+    /// Its API group, empty for the core group.
+    group: &'static str,
+    /// Its namespace.
+    namespace: String,
+    /// The object.
+    object: Value,
+}
+
+/// A Pod or a workload with a Pod template, in a generated namespace.
+fn workload(u: &mut Unstructured<'_>) -> Result<Workload> {
+    let (kind, group) = *pick(
+        u,
+        &[
+            ("Pod", ""),
+            ("Deployment", "apps"),
+            ("DaemonSet", "apps"),
+            ("CronJob", "batch"),
+            ("Job", "batch"),
+            ("Deployment", ""),
+        ],
+    )?;
+    let mut body = pod_spec(u)?;
+    if kind != "Pod" {
+        body = json!({"template": {"metadata": {"labels": {"app": "web"}}, "spec": body}});
+        if kind == "CronJob" {
+            body = json!({"schedule": "* * * * *", "jobTemplate": {"spec": body}});
+        }
+    }
+    let namespace = string(u, NAMESPACES)?;
+    let metadata = workload_metadata(u, &namespace)?;
+    let mut object = Map::new();
+    object.insert(
+        "apiVersion".into(),
+        json!(if group.is_empty() {
+            "v1".to_owned()
+        } else {
+            format!("{group}/v1")
+        }),
+    );
+    object.insert("kind".into(), json!(kind));
+    object.insert("metadata".into(), Value::Object(metadata));
+    place(u, &mut object, "spec", body)?;
+    maybe_unknown(u, &mut object)?;
+    Ok(Workload {
+        kind,
+        group,
+        namespace,
+        object: Value::Object(object),
+    })
+}
+
+/// A workload's metadata in `namespace`: a name or a `generateName`, and labels present, absent
+/// or `null`.
+fn workload_metadata(u: &mut Unstructured<'_>, namespace: &str) -> Result<Map<String, Value>> {
+    let mut labels = Map::new();
+    for _ in 0..u.int_in_range(0..=2)? {
+        let (k, v) = *pick(u, LABELS)?;
+        labels.insert(k.into(), json!(v));
+    }
+    let mut metadata = Map::new();
+    if u.arbitrary()? {
+        metadata.insert(
+            "name".into(),
+            json!(pick(u, &["web", "hostpath-provisioner-n1-abc", ""])?),
+        );
+    } else {
+        metadata.insert("generateName".into(), json!("hostpath-provisioner-n1-"));
+    }
+    metadata.insert("namespace".into(), json!(namespace));
+    place(u, &mut metadata, "labels", Value::Object(labels))?;
+    Ok(metadata)
 }
 
 /// Member names of a toleration as a Go program may write them: the fields, near-misses, and

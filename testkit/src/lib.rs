@@ -6,8 +6,8 @@
 //! The core's unit tests use it too, through a dev-dependency cycle: they get another copy of the
 //! core than this crate's, so what they call here takes and gives JSON text only.
 
-// clippy.toml's four-parameter rule is for the shipped code: src/, policies/, abi/ and cli/.
-#![allow(clippy::too_many_arguments)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod fixtures;
 pub mod gen;
@@ -242,54 +242,7 @@ fn protected_taints_survive(
     let (Some(old), Some(new)) = (taints_of(texts.old_object.value()), taints_of(admitted)) else {
         return Ok(());
     };
-    // The stored owner record, read here on its own: the requester's own taints may go.
-    let owners = settings
-        .taint_owners
-        .enabled
-        .then(|| Tree::parse(texts.old_object.value()?).ok())
-        .flatten()
-        .and_then(|old| {
-            match old.at(&["metadata", "annotations", &settings.taint_owners.annotation]) {
-                Some(Tree::String(text)) => serde_json::from_str::<
-                    std::collections::BTreeMap<String, serde_json::Value>,
-                >(text)
-                .ok(),
-                _ => None,
-            }
-        })
-        .unwrap_or_default();
-    let old_tree = texts.old_object.value().and_then(|t| Tree::parse(t).ok());
-    let listed = controller_listed(old_tree.as_ref(), settings, &who);
-    // Who the record, read as the policy reads it, names the owner of each stored taint: a
-    // controller's record grants none of another principal's (docs/records.md).
-    let recorded: Vec<(String, String, String)> = (texts.old_object.value())
-        .and_then(|node| taint_preservation::stored::taint_owners(node, settings).ok())
-        .into_iter()
-        .flatten()
-        .filter_map(|t| match t.owner {
-            taint_preservation::stored::Owner::Recorded(owner) => Some((t.key, t.effect, owner)),
-            _ => None,
-        })
-        .collect();
-    let same_controller = |owner: &str| {
-        let other = taintguard::principal::Principal::new(owner, &[]);
-        (settings.controller_records.iter()).any(|r| r.owner.allows(&who) && r.owner.allows(&other))
-    };
-    let owns = |key: &str, effect: &str| {
-        // The adder of a live entry, or the owner of a removal entry.
-        let entry = owners.get(&format!("{key}:{effect}"));
-        let owner = !who.username.is_empty()
-            && entry.and_then(|e| e.as_str().or_else(|| e.get("owner")?.as_str()))
-                == Some(who.username);
-        let another = (recorded.iter())
-            .find(|(k, e, _)| k == key && e == effect)
-            .is_some_and(|(_, _, o)| o != who.username && !same_controller(o));
-        owner
-            || (!another
-                && listed
-                    .iter()
-                    .any(|(k, e)| k == key && e.as_ref().is_none_or(|e| e == effect)))
-    };
+    let ownership = Ownership::of(texts.old_object.value(), settings, &who);
     for (i, (key, effect, value)) in old.iter().enumerate() {
         let taint = Taint {
             key: JsonStr(key.as_str().into()),
@@ -299,20 +252,7 @@ fn protected_taints_survive(
         };
         // Kubernetes refuses duplicate (key, effect) pairs; the policy judges the first.
         let duplicate = old[..i].iter().any(|(k, e, _)| k == key && e == effect);
-        let protected = settings
-            .protected_taints
-            .iter()
-            .find(|r| r.matches(&taint))
-            .is_some_and(|r| !r.permitted.allows(&who))
-            && !settings
-                .unprotected_taints
-                .iter()
-                .any(|s| s.matches(&taint))
-            && !settings
-                .one_shot_taints
-                .iter()
-                .any(|r| r.matches(&taint) && !r.except.iter().any(|g| g.matches(key)))
-            && !owns(key, effect);
+        let protected = protected_for(settings, &who, &taint, key) && !ownership.owns(key, effect);
         if !duplicate && protected && !new.contains(&(key.clone(), effect.clone(), value.clone())) {
             return Err(format!(
                 "protected taint {key}={value}:{effect} of oldObject lost for {:?}",
@@ -321,6 +261,111 @@ fn protected_taints_survive(
         }
     }
     Ok(())
+}
+
+/// Whether the settings protect `taint` (its key `key`) from `who`: a protected taint's rule
+/// does not permit `who`, and the taint is neither unprotected nor a one-shot taint.
+fn protected_for(
+    settings: &taint_preservation::Settings,
+    who: &taintguard::principal::Principal<'_>,
+    taint: &Taint<'_>,
+    key: &str,
+) -> bool {
+    settings
+        .protected_taints
+        .iter()
+        .find(|r| r.matches(taint))
+        .is_some_and(|r| !r.permitted.allows(who))
+        && !settings.unprotected_taints.iter().any(|s| s.matches(taint))
+        && !settings
+            .one_shot_taints
+            .iter()
+            .any(|r| r.matches(taint) && !r.except.iter().any(|g| g.matches(key)))
+}
+
+/// What the stored Node's records say `who` owns, read independently of the policy.
+struct Ownership<'a> {
+    who: &'a taintguard::principal::Principal<'a>,
+    settings: &'a taint_preservation::Settings,
+    /// The stored owner record, read here on its own: the requester's own taints may go.
+    owners: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The taints the controllers' records whose writers include `who` list.
+    listed: Vec<(String, Option<String>)>,
+    /// Who the record, read as the policy reads it, names the owner of each stored taint
+    /// (key, effect, owner): a controller's record grants none of another principal's
+    /// (docs/records.md).
+    recorded: Vec<(String, String, String)>,
+}
+
+impl<'a> Ownership<'a> {
+    /// The records of the stored Node `old` (its text) as they concern `who`.
+    fn of(
+        old: Option<&str>,
+        settings: &'a taint_preservation::Settings,
+        who: &'a taintguard::principal::Principal<'a>,
+    ) -> Ownership<'a> {
+        let owners = settings
+            .taint_owners
+            .enabled
+            .then(|| Tree::parse(old?).ok())
+            .flatten()
+            .and_then(|old| {
+                match old.at(&["metadata", "annotations", &settings.taint_owners.annotation]) {
+                    Some(Tree::String(text)) => serde_json::from_str::<
+                        std::collections::BTreeMap<String, serde_json::Value>,
+                    >(text)
+                    .ok(),
+                    _ => None,
+                }
+            })
+            .unwrap_or_default();
+        let old_tree = old.and_then(|t| Tree::parse(t).ok());
+        let listed = controller_listed(old_tree.as_ref(), settings, who);
+        let recorded: Vec<(String, String, String)> = old
+            .and_then(|node| taint_preservation::stored::taint_owners(node, settings).ok())
+            .into_iter()
+            .flatten()
+            .filter_map(|t| match t.owner {
+                taint_preservation::stored::Owner::Recorded(owner) => {
+                    Some((t.key, t.effect, owner))
+                }
+                _ => None,
+            })
+            .collect();
+        Ownership {
+            who,
+            settings,
+            owners,
+            listed,
+            recorded,
+        }
+    }
+
+    /// Whether `owner` and `who` write the records of one controller.
+    fn same_controller(&self, owner: &str) -> bool {
+        let other = taintguard::principal::Principal::new(owner, &[]);
+        (self.settings.controller_records.iter())
+            .any(|r| r.owner.allows(self.who) && r.owner.allows(&other))
+    }
+
+    /// Whether `who` may remove the taint (`key`, `effect`) as its own.
+    fn owns(&self, key: &str, effect: &str) -> bool {
+        let who = self.who;
+        // The adder of a live entry, or the owner of a removal entry.
+        let entry = self.owners.get(&format!("{key}:{effect}"));
+        let owner = !who.username.is_empty()
+            && entry.and_then(|e| e.as_str().or_else(|| e.get("owner")?.as_str()))
+                == Some(who.username);
+        let another = (self.recorded.iter())
+            .find(|(k, e, _)| k == key && e == effect)
+            .is_some_and(|(_, _, o)| o != who.username && !self.same_controller(o));
+        owner
+            || (!another
+                && self
+                    .listed
+                    .iter()
+                    .any(|(k, e)| k == key && e.as_ref().is_none_or(|e| e == effect)))
+    }
 }
 
 /// The taints (key, and effect where the record names one) the stored controllers' records
@@ -472,37 +517,9 @@ fn status_writes_grant_nothing(request: &str, settings: &str, verdict: &Verdict)
         node["spec"] = old["spec"].clone();
         node
     };
-    let mut as_stored = admitted.clone();
-    gen::keep_records(old, &mut as_stored);
     let owner = policy_settings.cordon.owner_annotation.as_str();
-    if let (Some(kept), Some(annotations)) = (
-        old.pointer("/metadata/annotations")
-            .and_then(|a| a.as_object()),
-        as_stored
-            .pointer_mut("/metadata/annotations")
-            .and_then(|a| a.as_object_mut()),
-    ) {
-        match kept.get(owner) {
-            Some(value) => annotations.insert(owner.to_owned(), value.clone()),
-            None => annotations.remove(owner),
-        };
-    }
-    let next = |node: serde_json::Value| {
-        let mut written = node.clone();
-        written["spec"]["taints"] = serde_json::json!([]);
-        written["spec"]["unschedulable"] = serde_json::Value::Null;
-        let mut next = parsed.clone();
-        next.as_object_mut().map(|r| r.remove("subResource"));
-        next["oldObject"] = node;
-        next["object"] = written;
-        let text = next.to_string();
-        let verdict = run::<TaintPreservation>(&text, settings, Half::Mutating, &CaseCluster(None));
-        let cordoned = verdict.accepted()
-            && (verdict.mutated_object())
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-                .is_some_and(|n| n["spec"]["unschedulable"] == true);
-        (removed_taints(&text, &verdict), cordoned, verdict)
-    };
+    let as_stored = records_as_stored(old, &admitted, owner);
+    let next = |node| next_write(&parsed, settings, node);
     let (after_forgery, kept_cordon, forged) = next(stored(&admitted));
     let (as_before, would_keep_cordon, _) = next(stored(&as_stored));
     let granted: Vec<_> = (after_forgery.iter())
@@ -515,6 +532,53 @@ fn status_writes_grant_nothing(request: &str, settings: &str, verdict: &Verdict)
         ));
     }
     Ok(())
+}
+
+/// `admitted` with every record and the cordon owner record (`owner`) as `old` stores them.
+fn records_as_stored(
+    old: &serde_json::Value,
+    admitted: &serde_json::Value,
+    owner: &str,
+) -> serde_json::Value {
+    let mut as_stored = admitted.clone();
+    gen::keep_records(old, &mut as_stored);
+    if let (Some(kept), Some(annotations)) = (
+        old.pointer("/metadata/annotations")
+            .and_then(|a| a.as_object()),
+        as_stored
+            .pointer_mut("/metadata/annotations")
+            .and_then(|a| a.as_object_mut()),
+    ) {
+        match kept.get(owner) {
+            Some(value) => annotations.insert(owner.to_owned(), value.clone()),
+            None => annotations.remove(owner),
+        };
+    }
+    as_stored
+}
+
+/// The next write of `request`'s requester to the stored `node`: every taint removed and the
+/// cordon lifted, through the main resource. The taints it loses, whether it stays cordoned,
+/// and the verdict.
+fn next_write(
+    request: &serde_json::Value,
+    settings: &str,
+    node: serde_json::Value,
+) -> (Vec<(String, String)>, bool, Verdict) {
+    let mut written = node.clone();
+    written["spec"]["taints"] = serde_json::json!([]);
+    written["spec"]["unschedulable"] = serde_json::Value::Null;
+    let mut next = request.clone();
+    next.as_object_mut().map(|r| r.remove("subResource"));
+    next["oldObject"] = node;
+    next["object"] = written;
+    let text = next.to_string();
+    let verdict = run::<TaintPreservation>(&text, settings, Half::Mutating, &CaseCluster(None));
+    let cordoned = verdict.accepted()
+        && (verdict.mutated_object())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .is_some_and(|n| n["spec"]["unschedulable"] == true);
+    (removed_taints(&text, &verdict), cordoned, verdict)
 }
 
 pub fn check_toleration_injection(

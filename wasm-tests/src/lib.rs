@@ -1,8 +1,8 @@
 //! Host-side support for running the built policy modules the way the real engines do, shared by
 //! the integration tests in `tests/` and the tools in `src/bin/`.
 
-// clippy.toml's four-parameter rule is for the shipped code: src/, policies/, abi/ and cli/.
-#![allow(clippy::too_many_arguments)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod examples;
 pub use taintguard_host::wapc as kubewarden;

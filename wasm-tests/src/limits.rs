@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::examples::Expect;
+use crate::examples::Expect::{self, Accepted, Mutated, Rejected};
 use crate::repo_root;
 
 /// etcd's default request size limit, the largest object the API server can store.
@@ -71,51 +71,88 @@ fn deepen(text: &str, depth: usize) -> String {
     text.replacen("\"@DEEP@\"", &nested(depth), 1)
 }
 
-pub fn cases() -> Vec<LimitCase> {
-    use Expect::{Accepted, Mutated, Rejected};
-    let tp = "taint-preservation";
-    let ti = "toleration-injection";
-    let incident = example(tp, "incident-1-stale-taint-patch");
-    let flannel = example(ti, "flannel-v0.24.4-daemonset");
-    let critical = r#"{"rules":[{"name":"critical","match":{"jsonPath":[{"path":"$..priorityClassName","in":["system-node-critical"]}]}, "tolerations":[{"key":"node.cloudprovider.kubernetes.io/uninitialized","operator":"Exists","effect":"NoSchedule"}]}]}"#;
-    let mut cases = Vec::new();
-    let mut add =
-        |name: &str, policy, request: String, settings: &str, expect, expect_validating| {
-            cases.push(LimitCase {
-                name: name.to_owned(),
-                policy,
-                request,
-                settings: settings.to_owned(),
-                expect,
-                expect_validating,
-                mutation_too_deep: false,
-            })
-        };
-    // The names of the cases whose mutated object would be too deep (set once all are added).
-    let mut too_deep: Vec<String> = Vec::new();
+/// The cases of one policy, in the order added.
+struct Cases {
+    policy: &'static str,
+    cases: Vec<LimitCase>,
+}
 
+impl Cases {
+    /// No cases yet of `policy`.
+    fn new(policy: &'static str) -> Cases {
+        Cases {
+            policy,
+            cases: Vec::new(),
+        }
+    }
+
+    /// Adds the case `name`: `request` under empty settings, answered `expect` by the full
+    /// policy and `expect_validating` by the validating half. What it gives back sets the rest.
+    fn add(
+        &mut self,
+        name: impl Into<String>,
+        request: String,
+        [expect, expect_validating]: [Expect; 2],
+    ) -> &mut LimitCase {
+        self.cases.push(LimitCase {
+            name: name.into(),
+            policy: self.policy,
+            request,
+            settings: "{}".to_owned(),
+            expect,
+            expect_validating,
+            mutation_too_deep: false,
+        });
+        self.cases.last_mut().expect("just pushed")
+    }
+}
+
+const TP: &str = "taint-preservation";
+const TI: &str = "toleration-injection";
+
+/// Toleration-injection's rule matching what carries a `priorityClassName` of
+/// `system-node-critical` anywhere (a `..` JSONPath query).
+const CRITICAL: &str = r#"{"rules":[{"name":"critical","match":{"jsonPath":[{"path":"$..priorityClassName","in":["system-node-critical"]}]}, "tolerations":[{"key":"node.cloudprovider.kubernetes.io/uninitialized","operator":"Exists","effect":"NoSchedule"}]}]}"#;
+
+/// Every case, taint-preservation's first.
+pub fn cases() -> Vec<LimitCase> {
+    let incident = example(TP, "incident-1-stale-taint-patch");
+    let flannel = example(TI, "flannel-v0.24.4-daemonset");
+    let mut tp = Cases::new(TP);
+    large_nodes(&mut tp, &incident);
+    deep_nodes(&mut tp, &incident);
+    at_serde_jsons_limit(&mut tp, &incident);
+    tp.add(
+        "10,000-deep settings",
+        incident.to_string(),
+        [Rejected, Rejected],
+    )
+    .settings = deepen(r#"{"permitted":"@DEEP@"}"#, DEEP);
+    let mut ti = Cases::new(TI);
+    wide_workloads(&mut ti, &flannel);
+    deep_workloads(&mut ti, &flannel);
+    tp.cases.extend(ti.cases);
+    tp.cases
+}
+
+/// Nodes of etcd's limit: grown by images, or by protected taints removed, changed or reordered.
+fn large_nodes(tp: &mut Cases, incident: &Value) {
     let mut big = incident.clone();
     pad_images(&mut big["object"], MAX_OBJECT);
     pad_images(&mut big["oldObject"], MAX_OBJECT);
-    add(
+    tp.add(
         "1.5 MiB Node, stale taint patch",
-        tp,
         big.to_string(),
-        "{}",
-        Mutated,
-        Rejected,
+        [Mutated, Rejected],
     );
 
     let taints = many_taints(MAX_OBJECT);
     let mut removed = incident.clone();
     removed["oldObject"]["spec"]["taints"] = json!(taints);
-    add(
+    tp.add(
         "1.5 MiB of protected taints, all removed",
-        tp,
         removed.to_string(),
-        "{}",
-        Mutated,
-        Rejected,
+        [Mutated, Rejected],
     );
 
     let mut changed = removed.clone();
@@ -128,98 +165,83 @@ pub fn cases() -> Vec<LimitCase> {
         t["value"] = json!(format!("w{i}"));
     }
     changed["object"]["spec"]["taints"] = json!(half_changed);
-    add(
+    tp.add(
         "1.5 MiB of protected taints, every other value changed",
-        tp,
         changed.to_string(),
-        "{}",
-        Mutated,
-        Rejected,
+        [Mutated, Rejected],
     );
 
     let mut reordered = removed.clone();
     reordered["object"]["spec"]["taints"] = json!(taints.iter().rev().collect::<Vec<_>>());
-    add(
+    tp.add(
         "1.5 MiB of protected taints, only reordered",
-        tp,
         reordered.to_string(),
-        "{}",
-        Accepted,
-        Accepted,
+        [Accepted, Accepted],
     );
+}
 
+/// The stale taint patch with 10,000 levels of nesting (or what policy-server cannot read) in
+/// the Node, a taint or the request.
+fn deep_nodes(tp: &mut Cases, incident: &Value) {
     // The policy never reads these fields, but the mutated object would carry them back, deeper
     // than engines read (the core's `policy::try_run`): a 400 naming the limit. The
     // validating half rejects the stale taint patch itself.
     let mut deep = incident.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");
-    too_deep.push("10,000-deep unknown field in the Node".into());
-    add(
+    tp.add(
         "10,000-deep unknown field in the Node",
-        tp,
         deepen(&deep.to_string(), DEEP),
-        "{}",
-        Rejected,
-        Rejected,
-    );
+        [Rejected, Rejected],
+    )
+    .mutation_too_deep = true;
 
     let mut deep = incident.clone();
     deep["oldObject"]["spec"]["taints"][0]["x-deep"] = json!("@DEEP@");
-    too_deep.push("10,000-deep unknown field in a taint that is restored".into());
-    add(
+    tp.add(
         "10,000-deep unknown field in a taint that is restored",
-        tp,
         deepen(&deep.to_string(), DEEP),
-        "{}",
-        Rejected,
-        Rejected,
-    );
+        [Rejected, Rejected],
+    )
+    .mutation_too_deep = true;
 
     let mut deep = incident.clone();
     deep["object"]["spec"]["taints"] = json!("@DEEP@");
-    add(
+    tp.add(
         "10,000-deep spec.taints",
-        tp,
         deepen(&deep.to_string(), DEEP),
-        "{}",
-        Rejected,
-        Rejected,
+        [Rejected, Rejected],
     );
 
     // What policy-server cannot read (it decodes every string of a request), in a member no
     // policy reads: refused as the engine refuses it.
     let mut unreadable = incident.clone();
     unreadable["object"]["metadata"]["x-half"] = json!("@HALF@");
-    add(
+    tp.add(
         "half a surrogate pair in an unread member",
-        tp,
         unreadable
             .to_string()
             .replace(r#""@HALF@""#, r#""a\ud800b""#),
-        "{}",
-        Rejected,
-        Rejected,
+        [Rejected, Rejected],
     );
 
     let mut deep = incident.clone();
     deep["x-deep"] = json!("@DEEP@");
-    add(
+    tp.add(
         "10,000-deep unknown request field",
-        tp,
         deepen(&deep.to_string(), DEEP),
-        "{}",
-        Mutated,
-        Rejected,
+        [Mutated, Rejected],
     );
+}
 
-    // At serde_json's limit: the object (or the request) nests `depth` levels in all, counted
-    // as serde_json counts them (the object itself is level 1), through a field the policy never
-    // reads. Only a mutated object past 127 levels is refused; anywhere else the policy's own
-    // decision stands. `label-update-by-service-account` is accepted untouched.
-    let untouched = example(tp, "label-update-by-service-account");
+/// At serde_json's limit: the object (or the request) nests `depth` levels in all, counted
+/// as serde_json counts them (the object itself is level 1), through a field the policy never
+/// reads. Only a mutated object past 127 levels is refused; anywhere else the policy's own
+/// decision stands. `label-update-by-service-account` is accepted untouched.
+fn at_serde_jsons_limit(tp: &mut Cases, incident: &Value) {
+    let untouched = example(TP, "label-update-by-service-account");
     for depth in [127, 128, 129, 1000] {
         for (what, request, mutates) in [
-            ("stale taint patch", &incident, true),
+            ("stale taint patch", incident, true),
             ("label update", &untouched, false),
         ] {
             for at in ["object", "request"] {
@@ -228,36 +250,25 @@ pub fn cases() -> Vec<LimitCase> {
                     "object" => deep["object"]["x-deep"] = json!("@DEEP@"),
                     _ => deep["x-deep"] = json!("@DEEP@"),
                 }
-                let name = format!("{what}, {at} {depth} deep");
-                let (expect, expect_validating) = match (mutates, at, depth) {
-                    (true, "object", 128..) => {
-                        too_deep.push(name.clone());
-                        (Rejected, Rejected)
-                    }
-                    (true, ..) => (Mutated, Rejected),
-                    (false, ..) => (Accepted, Accepted),
+                let (expect, too_deep) = match (mutates, at, depth) {
+                    (true, "object", 128..) => ([Rejected, Rejected], true),
+                    (true, ..) => ([Mutated, Rejected], false),
+                    (false, ..) => ([Accepted, Accepted], false),
                 };
-                add(
-                    &name,
-                    tp,
+                tp.add(
+                    format!("{what}, {at} {depth} deep"),
                     deepen(&deep.to_string(), depth - 1),
-                    "{}",
                     expect,
-                    expect_validating,
-                );
+                )
+                .mutation_too_deep = too_deep;
             }
         }
     }
+}
 
-    add(
-        "10,000-deep settings",
-        tp,
-        incident.to_string(),
-        &deepen(r#"{"permitted":"@DEEP@"}"#, DEEP),
-        Rejected,
-        Rejected,
-    );
-
+/// 1.5 MiB of tolerations given alias twins or searched by a `..` query, and JSONPath filters
+/// nested to the limit.
+fn wide_workloads(ti: &mut Cases, flannel: &Value) {
     // Every toleration tolerates a control-plane taint value of its own, so each gets a master twin.
     let mut wide = flannel.clone();
     let per = r#"{"key":"node-role.kubernetes.io/control-plane","operator":"Equal","value":"v-000000","effect":"NoSchedule"},"#.len();
@@ -265,13 +276,10 @@ pub fn cases() -> Vec<LimitCase> {
         .map(|i| json!({"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": format!("v-{i:06}"), "effect": "NoSchedule"}))
         .collect();
     wide["object"]["spec"]["template"]["spec"]["tolerations"] = json!(tolerations);
-    add(
+    ti.add(
         "1.5 MiB of tolerations, each given an alias twin",
-        ti,
         wide.to_string(),
-        "{}",
-        Mutated,
-        Accepted,
+        [Mutated, Accepted],
     );
 
     // `..` lists the whole object once: linear in its size.
@@ -283,14 +291,12 @@ pub fn cases() -> Vec<LimitCase> {
         .map(|i| json!({"key": "example.com/k", "operator": "Equal", "value": format!("v-{i:06}"), "effect": "NoSchedule"}))
         .collect();
     wide["object"]["spec"]["template"]["spec"]["tolerations"] = json!(tolerations);
-    add(
+    ti.add(
         "1.5 MiB of tolerations under a `..` JSONPath query",
-        ti,
         wide.to_string(),
-        critical,
-        Mutated,
-        Accepted,
-    );
+        [Mutated, Accepted],
+    )
+    .settings = CRITICAL.to_owned();
 
     // Filters nested as deep as settings may nest them (16), over every node: evaluation
     // recurses once per level, within the gatekeeper build's 64 KiB stack.
@@ -303,64 +309,48 @@ pub fn cases() -> Vec<LimitCase> {
     );
     let nested = json!({"rules": [{"name": "nested", "match": {"jsonPath": [{"path": nested_filters}]},
         "tolerations": [{"key": "example.com/k", "operator": "Exists"}]}]});
-    add(
+    ti.add(
         "JSONPath filters nested to the limit over every node",
-        ti,
         flannel.to_string(),
-        &nested.to_string(),
-        Mutated,
-        Accepted,
-    );
+        [Mutated, Accepted],
+    )
+    .settings = nested.to_string();
+}
 
+/// The DaemonSet and the settings nested deep: past serde_json's limit, or just inside it under
+/// a `..` query.
+fn deep_workloads(ti: &mut Cases, flannel: &Value) {
     let mut deep = flannel.clone();
     deep["object"]["spec"]["x-deep"] = json!("@DEEP@");
     let deep_flannel = deepen(&deep.to_string(), DEEP);
     // The validating half injects nothing, so it has no object to hand back.
-    too_deep.push("10,000-deep unknown field, rule without JSONPath".into());
-    add(
+    ti.add(
         "10,000-deep unknown field, rule without JSONPath",
-        ti,
         deep_flannel.clone(),
-        "{}",
-        Rejected,
-        Accepted,
-    );
-    add(
+        [Rejected, Accepted],
+    )
+    .mutation_too_deep = true;
+    ti.add(
         "10,000-deep unknown field, rule with JSONPath",
-        ti,
         deep_flannel,
-        critical,
-        Rejected,
-        Rejected,
-    );
+        [Rejected, Rejected],
+    )
+    .settings = CRITICAL.to_owned();
 
     // Just inside serde_json's 128 levels: `..` reads all of it.
     let mut deep = flannel.clone();
     deep["object"]["x-deep"] = json!("@DEEP@");
-    add(
+    ti.add(
         "120-deep object under a `..` JSONPath query",
-        ti,
         deepen(&deep.to_string(), 120),
-        critical,
-        Mutated,
-        Accepted,
-    );
+        [Mutated, Accepted],
+    )
+    .settings = CRITICAL.to_owned();
 
-    add(
+    ti.add(
         "10,000-deep settings",
-        ti,
         flannel.to_string(),
-        &deepen(r#"{"rules":"@DEEP@"}"#, DEEP),
-        Rejected,
-        Rejected,
-    );
-    for case in &mut cases {
-        case.mutation_too_deep = too_deep.contains(&case.name);
-    }
-    assert_eq!(
-        cases.iter().filter(|c| c.mutation_too_deep).count(),
-        too_deep.len(),
-        "a name in too_deep matches no case"
-    );
-    cases
+        [Rejected, Rejected],
+    )
+    .settings = deepen(r#"{"rules":"@DEEP@"}"#, DEEP);
 }

@@ -68,8 +68,16 @@ fn write(caller: &mut Caller<'_, Host>, ptr: i32, bytes: &[u8]) {
         .expect("guest pointer in bounds");
 }
 
+/// The host's imports: waPC's and the few WASI functions the policies call.
 fn linker(engine: &Engine) -> taintguard_host::wasmtime::Result<Linker<Host>> {
     let mut l = Linker::new(engine);
+    link_wapc(&mut l)?;
+    link_wasi(&mut l)?;
+    Ok(l)
+}
+
+/// The waPC imports: the guest's request and answer, and host calls that answer nothing.
+fn link_wapc(l: &mut Linker<Host>) -> taintguard_host::wasmtime::Result<()> {
     l.func_wrap(
         "wapc",
         "__guest_request",
@@ -109,6 +117,12 @@ fn linker(engine: &Engine) -> taintguard_host::wasmtime::Result<Linker<Host>> {
         "__console_log",
         |_: Caller<'_, Host>, _: i32, _: i32| {},
     )?;
+    Ok(())
+}
+
+/// The WASI stubs: an empty environment, output discarded, fixed "random" bytes, and an exit
+/// that ends the call.
+fn link_wasi(l: &mut Linker<Host>) -> taintguard_host::wasmtime::Result<()> {
     const WASI: &str = "wasi_snapshot_preview1";
     // An empty environment and argument list: both counts 0.
     for name in ["environ_sizes_get", "args_sizes_get"] {
@@ -156,7 +170,7 @@ fn linker(engine: &Engine) -> taintguard_host::wasmtime::Result<Linker<Host>> {
             )))
         },
     )?;
-    Ok(l)
+    Ok(())
 }
 
 /// A module compiled once; each [`Probe::call`] gets a fresh instance, as policy-server does;

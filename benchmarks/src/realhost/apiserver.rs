@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use taintguard_control_plane::binaries::Binaries;
-use taintguard_control_plane::cluster::{self, Cluster};
+use taintguard_control_plane::cluster::{self, ApiRequest, Cluster};
 
 use super::{load, server, Modules, Timing};
 use crate::inputs::{self, Input};
@@ -279,8 +279,13 @@ fn create_objects(cluster: &Cluster, all: &[Input]) -> Result<(), String> {
         ("/api/v1/nodes", to_create(&stale.request["oldObject"])),
         ("/api/v1/namespaces", to_create(namespace)),
     ] {
-        (cluster.api("POST", path, "application/json", &object.to_string()))
-            .map_err(|e| format!("creating {}: {e}", object["metadata"]["name"]))?;
+        (cluster.api(&ApiRequest {
+            method: "POST",
+            path,
+            content_type: "application/json",
+            body: &object.to_string(),
+        }))
+        .map_err(|e| format!("creating {}: {e}", object["metadata"]["name"]))?;
     }
     Ok(())
 }
@@ -316,10 +321,17 @@ fn entries(
     Ok(entries)
 }
 
+/// How the API server reaches policy-server.
+struct WebhookClient<'a> {
+    /// policy-server's port on loopback.
+    port: u16,
+    /// The CA that signed policy-server's certificate, PEM in base64.
+    ca: &'a str,
+}
+
 /// The webhook `id` of policy-server for `stream`'s resource and operation.
 fn webhook(
-    cluster: &Cluster,
-    ca: &str,
+    client: &WebhookClient<'_>,
     id: &str,
     stream: &Stream,
     failure: &(String, u64),
@@ -332,8 +344,8 @@ fn webhook(
     json!({
         "name": format!("{id}.{}.bench.taintguard.io", stream.resource),
         "clientConfig": {
-            "url": format!("https://127.0.0.1:{}/validate/{id}", cluster.policy_server_port),
-            "caBundle": ca,
+            "url": format!("https://127.0.0.1:{}/validate/{id}", client.port),
+            "caBundle": client.ca,
         },
         "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": [stream.resource],
                    "operations": [operation]}],
@@ -350,11 +362,15 @@ fn register_webhooks(cluster: &Cluster, repo: &Path, streams: &[Stream]) -> Resu
     use base64::Engine as _;
     let pem = std::fs::read(&cluster.webhook_ca).map_err(|e| e.to_string())?;
     let ca = base64::engine::general_purpose::STANDARD.encode(pem);
+    let client = WebhookClient {
+        port: cluster.policy_server_port,
+        ca: &ca,
+    };
     let mut webhooks: Vec<Value> = Vec::new();
     for stream in streams {
         let failure = failure_settings(repo, stream.policy)?;
         for id in [format!("null-{}", stream.policy), stream.policy.to_owned()] {
-            let hook = webhook(cluster, &ca, &id, stream, &failure);
+            let hook = webhook(&client, &id, stream, &failure);
             if !webhooks.iter().any(|w| w["name"] == hook["name"]) {
                 webhooks.push(hook);
             }
@@ -367,18 +383,23 @@ fn register_webhooks(cluster: &Cluster, repo: &Path, streams: &[Stream]) -> Resu
         "webhooks": webhooks,
     });
     cluster
-        .api(
-            "POST",
-            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-            "application/json",
-            &configuration.to_string(),
-        )
+        .api(&ApiRequest {
+            method: "POST",
+            path: "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+            content_type: "application/json",
+            body: &configuration.to_string(),
+        })
         .map(drop)
 }
 
 /// The API server's histograms of `stream`: its request, and the two webhooks' calls.
 fn snapshot(cluster: &Cluster, stream: &Stream) -> Result<[Histogram; 3], String> {
-    let metrics = cluster.api("GET", "/metrics", "text/plain", "")?;
+    let metrics = cluster.api(&ApiRequest {
+        method: "GET",
+        path: "/metrics",
+        content_type: "text/plain",
+        body: "",
+    })?;
     let webhook = |id: String| {
         let name = format!("{id}.{}.bench.taintguard.io", stream.resource);
         histogram(&metrics, WEBHOOK_HISTOGRAM, &|labels| {
@@ -397,13 +418,12 @@ fn snapshot(cluster: &Cluster, stream: &Stream) -> Result<[Histogram; 3], String
     ])
 }
 
-/// `stream` for `seconds` after a warm-up, measured.
+/// `stream` for `timing.seconds` after a warm-up, measured.
 fn measure(
     cluster: &Cluster,
     repo: &Path,
     stream: &Stream,
     timing: Timing,
-    seconds: u32,
 ) -> Result<Measured, String> {
     let dir = cluster.file("bench-bodies");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -423,15 +443,21 @@ fn measure(
             OsStr::new(&stream.group),
         ]
     };
-    load::run(
-        &script,
-        &url,
-        &args("w"),
-        CONNECTIONS,
-        timing.warm_up_seconds,
-    )?;
+    let warm_up = load::Load {
+        script: &script,
+        script_args: &args("w"),
+        connections: CONNECTIONS,
+        seconds: timing.warm_up_seconds,
+    };
+    load::run(&url, &warm_up)?;
     let before = snapshot(cluster, stream)?;
-    let point = load::run(&script, &url, &args("m"), CONNECTIONS, seconds)?;
+    let load = load::Load {
+        script: &script,
+        script_args: &args("m"),
+        connections: CONNECTIONS,
+        seconds: timing.seconds,
+    };
+    let point = load::run(&url, &load)?;
     let after = snapshot(cluster, stream)?;
     let [request, policy_webhook, null_webhook] = [0, 1, 2].map(|i| after[i].since(&before[i]));
     if policy_webhook.count == 0.0 || null_webhook.count == 0.0 {
@@ -457,12 +483,12 @@ fn check_restored(cluster: &Cluster, all: &[Input]) -> Result<(), String> {
     let stale = input(all, "incident-1-stale-taint-patch [default]")?;
     let old = &stale.request["oldObject"];
     let name = old["metadata"]["name"].as_str().unwrap_or_default();
-    let stored: Value = serde_json::from_str(&cluster.api(
-        "GET",
-        &format!("/api/v1/nodes/{name}"),
-        "application/json",
-        "",
-    )?)
+    let stored: Value = serde_json::from_str(&cluster.api(&ApiRequest {
+        method: "GET",
+        path: &format!("/api/v1/nodes/{name}"),
+        content_type: "application/json",
+        body: "",
+    })?)
     .map_err(|e| e.to_string())?;
     for taint in old["spec"]["taints"].as_array().into_iter().flatten() {
         let kept = (stored["spec"]["taints"].as_array().into_iter().flatten())
@@ -498,7 +524,7 @@ pub fn run(repo: &Path, modules: &Modules, timing: Timing) -> Result<Outcome, St
     let seconds = 5 * timing.seconds;
     let mut measured = Vec::new();
     for stream in &streams {
-        let m = measure(&cluster, repo, stream, timing, seconds)?;
+        let m = measure(&cluster, repo, stream, Timing { seconds, ..timing })?;
         eprintln!(
             "api server: {:<66} {:.0} req/s, webhook mean {:.2} ms policy / {:.2} ms null",
             m.stream,

@@ -4,7 +4,7 @@
 //! kubeconfig, as the end-to-end suite runs it.
 
 use taintguard_control_plane::binaries::Binaries;
-use taintguard_control_plane::cluster::{self, Cluster};
+use taintguard_control_plane::cluster::{self, ApiRequest, Cluster};
 
 use crate::inputs::Input;
 
@@ -63,12 +63,12 @@ pub fn start(cases: Vec<&Input>) -> Result<Context<'_>, String> {
             continue;
         }
         cluster
-            .api(
-                "POST",
-                "/api/v1/namespaces",
-                "application/json",
-                &namespace.to_string(),
-            )
+            .api(&ApiRequest {
+                method: "POST",
+                path: "/api/v1/namespaces",
+                content_type: "application/json",
+                body: &namespace.to_string(),
+            })
             .map_err(|e| format!("creating Namespace {name}: {e}"))?;
         created.push(name);
     }

@@ -18,9 +18,10 @@ pub struct Startup {
     pub null: Vec<f64>,
 }
 
-/// `rounds` start-ups of `binary` in `dir`, alternately with the policies of `dist` and with
-/// `null` under the same ids and settings, each with an empty download folder, so that every
-/// start copies (`file://`, policy-server's "download") and precompiles its modules anew.
+/// `rounds` start-ups of `binary` in `dir`, alternately with the policies of `modules.dist` and
+/// with `modules.null` under the same ids and settings, each with an empty download folder, so
+/// that every start copies (`file://`, policy-server's "download") and precompiles its modules
+/// anew.
 ///
 /// # Errors
 ///
@@ -28,10 +29,10 @@ pub struct Startup {
 pub fn startup(
     binary: &Path,
     dir: &Path,
-    dist: &Path,
-    null: &Path,
+    modules: &super::Modules,
     rounds: usize,
 ) -> Result<Startup, String> {
+    let (dist, null) = (&modules.dist, &modules.null);
     // Every policy folder's module (wasm_tests::policies), under its name as in a default
     // install, with default settings.
     let policy_names = wasm_tests::policies();
@@ -78,15 +79,25 @@ pub fn startup(
 /// # Errors
 ///
 /// A connection that fails or an answer that is not 200.
-pub fn p99_at(port: u16, path: &str, body: &[u8], rate: f64, seconds: f64) -> Result<f64, String> {
-    send_at(port, path, body, rate, 1.0)?;
-    let mut latencies = send_at(port, path, body, rate, seconds)?;
+pub fn p99_at(target: &Target<'_>, rate: f64, seconds: f64) -> Result<f64, String> {
+    send_at(target, rate, 1.0)?;
+    let mut latencies = send_at(target, rate, seconds)?;
     latencies.sort_by(f64::total_cmp);
     let index = ((latencies.len() as f64 * 0.99).ceil() as usize).saturating_sub(1);
     latencies
         .get(index)
         .copied()
-        .ok_or_else(|| format!("POST {path}: no request sent"))
+        .ok_or_else(|| format!("POST {}: no request sent", target.path))
+}
+
+/// Where the fixed-rate load goes: a path of policy-server on loopback and the body POSTed.
+pub struct Target<'a> {
+    /// policy-server's port.
+    pub port: u16,
+    /// The path, `/validate/<id>`.
+    pub path: &'a str,
+    /// The AdmissionReview sent.
+    pub body: &'a [u8],
 }
 
 /// Connections of the fixed-rate load: enough that one slow answer does not hold up the
@@ -94,18 +105,13 @@ pub fn p99_at(port: u16, path: &str, body: &[u8], rate: f64, seconds: f64) -> Re
 pub const CONNECTIONS: usize = 4;
 
 /// Each request's latency from when it was due, in microseconds.
-fn send_at(
-    port: u16,
-    path: &str,
-    body: &[u8],
-    rate: f64,
-    seconds: f64,
-) -> Result<Vec<f64>, String> {
+fn send_at(target: &Target<'_>, rate: f64, seconds: f64) -> Result<Vec<f64>, String> {
+    let port = target.port;
     let total = (rate * seconds) as usize;
     let start = Instant::now() + Duration::from_millis(50);
     let threads: Vec<_> = (0..CONNECTIONS)
         .map(|first| {
-            let (path, body) = (path.to_owned(), body.to_vec());
+            let (path, body) = (target.path.to_owned(), target.body.to_vec());
             std::thread::spawn(move || -> Result<Vec<f64>, String> {
                 let mut connection = Connection::open(port)?;
                 let mut latencies = Vec::new();

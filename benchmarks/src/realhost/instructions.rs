@@ -138,13 +138,11 @@ pub fn run(repo: &Path, inputs: &[Input], modules: &Modules) -> Result<Vec<Count
     let (prepared, entries) = prepare(&context.cases, modules, &dir)?;
     let out_file = format!("--callgrind-out-file={}/callgrind.%p", dir.display());
     eprintln!("instructions: policy-server under callgrind (a minute or two to start)");
-    let server = server::PolicyServer::start_under(
-        &["valgrind", "--tool=callgrind", &out_file],
-        &binary,
-        &dir,
-        &entries,
-        context.kubeconfig(),
-    )?;
+    let launch = server::Launch {
+        wrapper: &["valgrind", "--tool=callgrind", &out_file],
+        binary: &binary,
+    };
+    let server = server::PolicyServer::start_under(launch, &dir, &entries, context.kubeconfig())?;
     let mut counted = Vec::new();
     for case in &prepared {
         let mut counts: [Option<Count>; MODULES.len()] = Default::default();

@@ -14,16 +14,28 @@ pub struct Point {
     pub p99: f64,
 }
 
-/// `connections` connections for `seconds` seconds against `url`, with one wrk thread: the load
-/// generator takes at most one core, whichever module it measures. `script_args` go to the
-/// script's `init` (the body's file first).
-pub fn run(
-    script: &Path,
-    url: &str,
-    script_args: &[&OsStr],
-    connections: u32,
-    seconds: u32,
-) -> Result<Point, String> {
+/// How wrk loads a URL: with which script and its arguments, how hard and for how long.
+#[derive(Clone, Copy)]
+pub struct Load<'a> {
+    /// The Lua script that sends the requests (`benchmarks/wrk/`).
+    pub script: &'a Path,
+    /// What the script's `init` is given, the body's file first.
+    pub script_args: &'a [&'a OsStr],
+    /// The connections kept open.
+    pub connections: u32,
+    /// How long the point lasts.
+    pub seconds: u32,
+}
+
+/// `load`'s connections for its seconds against `url`, with one wrk thread: the load
+/// generator takes at most one core, whichever module it measures.
+pub fn run(url: &str, load: &Load<'_>) -> Result<Point, String> {
+    let Load {
+        script,
+        script_args,
+        connections,
+        seconds,
+    } = *load;
     let out = Command::new("wrk")
         .args(["-t1", &format!("-c{connections}"), &format!("-d{seconds}s")])
         .args(["--timeout", "10s", "-s"])

@@ -178,20 +178,19 @@ impl Measured {
 
     /// Per round, `module`'s req/s over `base`'s in the same round.
     pub fn ratios_to(&self, module: usize, base: usize) -> Vec<f64> {
-        self.per_round(module, base, |s| &s.requests_per_second, |m, b| m / b)
+        self.per_round((module, base), |s| &s.requests_per_second, |m, b| m / b)
     }
 
     /// Per round, `base`'s CPU time per request over `module`'s in the same round: the share of
     /// `base`'s throughput `module` keeps where policy-server's CPU is what limits it.
     pub fn cpu_ratios_to(&self, module: usize, base: usize) -> Vec<f64> {
-        self.per_round(module, base, |s| &s.cpu_per_request, |m, b| b / m)
+        self.per_round((module, base), |s| &s.cpu_per_request, |m, b| b / m)
     }
 
     /// `ratio` of `module`'s and `base`'s `figure` in each round.
     fn per_round(
         &self,
-        module: usize,
-        base: usize,
+        (module, base): (usize, usize),
         figure: fn(&Series) -> &Vec<f64>,
         ratio: fn(f64, f64) -> f64,
     ) -> Vec<f64> {
@@ -332,49 +331,13 @@ fn prepare<'a>(
             None => {
                 let index = configurations.len();
                 configurations.push(key);
-                let policy = modules.dist.join(format!("{}.wasm", input.policy));
-                let mut loaded = vec![
-                    ("null", &modules.null),
-                    ("policy", &policy),
-                    ("baseline", &modules.baseline),
-                    ("walk", &modules.walk),
-                    ("mutate", &modules.mutate),
-                ];
-                if let Some(reads) = input.namespace_reads() {
-                    loaded.push((mutate_asking(reads), modules.mutate_asking(reads)));
-                }
-                for (module, path) in loaded {
-                    entries.push(server::Entry {
-                        id: format!("{module}-{index}"),
-                        module: path.clone(),
-                        settings: input.settings.clone(),
-                        reads_namespaces: input.namespace.is_some(),
-                    });
-                }
+                entries.extend(module_entries(input, index, modules));
                 index
             }
         };
-        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                            "request": input.request});
-        let text = serde_json::to_vec(&review).expect("JSON values serialise");
-        let body = bodies.join(format!("{n}.json"));
-        std::fs::write(&body, &text).map_err(|e| format!("{}: {e}", body.display()))?;
+        let (body, body_bytes) = write_body(input, &bodies.join(format!("{n}.json")))?;
         let anchor = anchor(input)?;
-        let answer = answers::module(&modules.answers, input);
-        if !answer.is_file() {
-            return Err(format!(
-                "{}: no answer anchor for {} {} (`./build.sh bench` builds them)",
-                answer.display(),
-                input.policy,
-                input.name
-            ));
-        }
-        entries.push(server::Entry {
-            id: format!("answer-{n}"),
-            module: answer,
-            settings: input.settings.clone(),
-            reads_namespaces: input.namespace.is_some(),
-        });
+        entries.push(answer_entry(input, n, modules)?);
         prepared.push(Prepared {
             input,
             anchor,
@@ -384,10 +347,64 @@ fn prepare<'a>(
                 module => format!("{module}-{index}"),
             }),
             body,
-            body_bytes: text.len(),
+            body_bytes,
         });
     }
     Ok((prepared, entries))
+}
+
+/// The entries of the `index`th distinct (policy, settings), first met in `input`: the null
+/// module, the policy, the baseline and the anchors, with the anchor that asks for the Namespace
+/// as the policy asks when it reads one.
+fn module_entries(input: &Input, index: usize, modules: &Modules) -> Vec<server::Entry> {
+    let policy = modules.dist.join(format!("{}.wasm", input.policy));
+    let mut loaded = vec![
+        ("null", &modules.null),
+        ("policy", &policy),
+        ("baseline", &modules.baseline),
+        ("walk", &modules.walk),
+        ("mutate", &modules.mutate),
+    ];
+    if let Some(reads) = input.namespace_reads() {
+        loaded.push((mutate_asking(reads), modules.mutate_asking(reads)));
+    }
+    loaded
+        .into_iter()
+        .map(|(module, path)| server::Entry {
+            id: format!("{module}-{index}"),
+            module: path.clone(),
+            settings: input.settings.clone(),
+            reads_namespaces: input.namespace.is_some(),
+        })
+        .collect()
+}
+
+/// Writes `input`'s AdmissionReview to `body`: the file and its size.
+fn write_body(input: &Input, body: &Path) -> Result<(PathBuf, usize), String> {
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                        "request": input.request});
+    let text = serde_json::to_vec(&review).expect("JSON values serialise");
+    std::fs::write(body, &text).map_err(|e| format!("{}: {e}", body.display()))?;
+    Ok((body.to_owned(), text.len()))
+}
+
+/// The entry of the `n`th case's answer anchor, which `./build.sh bench` must have built.
+fn answer_entry(input: &Input, n: usize, modules: &Modules) -> Result<server::Entry, String> {
+    let answer = answers::module(&modules.answers, input);
+    if !answer.is_file() {
+        return Err(format!(
+            "{}: no answer anchor for {} {} (`./build.sh bench` builds them)",
+            answer.display(),
+            input.policy,
+            input.name
+        ));
+    }
+    Ok(server::Entry {
+        id: format!("answer-{n}"),
+        module: answer,
+        settings: input.settings.clone(),
+        reads_namespaces: input.namespace.is_some(),
+    })
 }
 
 /// Every module's answer to the case, once, before any load: the policy's and the anchor's must
@@ -422,20 +439,37 @@ fn check(server: &server::PolicyServer, case: &Prepared) -> Result<(), String> {
     Ok(())
 }
 
+/// What the cases are measured in and how long.
+struct Bench<'a> {
+    /// The policy-server loaded with every case's modules.
+    server: &'a server::PolicyServer,
+    /// wrk's script that POSTs a case's body.
+    script: &'a Path,
+    timing: Timing,
+}
+
 /// Every module of `case` at `connections`, round after round. `cluster`, for a case that reads
 /// its Namespace: the API server whose GETs of Namespaces each point counts.
 fn measure(
-    server: &server::PolicyServer,
-    script: &Path,
+    bench: &Bench<'_>,
     case: &Prepared,
     connections: u32,
-    timing: Timing,
     cluster: Option<&Cluster>,
 ) -> Result<Measured, String> {
+    let Bench {
+        server,
+        script,
+        timing,
+    } = *bench;
     let urls = case.ids.clone().map(|id| server.url(&id));
     let point = |url: &str, seconds| {
-        load::run(script, url, &[case.body.as_os_str()], connections, seconds)
-            .map_err(|e| format!("{e}\n{}", server.log_tail()))
+        let load = load::Load {
+            script,
+            script_args: &[case.body.as_os_str()],
+            connections,
+            seconds,
+        };
+        load::run(url, &load).map_err(|e| format!("{e}\n{}", server.log_tail()))
     };
     for url in &urls {
         point(url, timing.warm_up_seconds)?;
@@ -488,12 +522,55 @@ fn fixed_rate(
     let seconds = f64::from(2 * timing.seconds);
     let p99 = |module: usize| {
         let path = format!("/validate/{}", case.ids[module]);
-        felt::p99_at(server.port, &path, &body, rate, seconds)
+        let target = felt::Target {
+            port: server.port,
+            path: &path,
+            body: &body,
+        };
+        felt::p99_at(&target, rate, seconds)
     };
     Ok(FixedRate {
         rate,
         null: p99(0)?,
         policy: p99(POLICY)?,
+    })
+}
+
+/// `case` at each number of connections, then at a fixed rate, each point printed as it is
+/// measured so a long run shows its progress.
+fn measure_case(
+    bench: &Bench<'_>,
+    case: &Prepared,
+    cluster: Option<&Cluster>,
+) -> Result<CaseResult, String> {
+    let mut points = Vec::new();
+    for connections in CONNECTIONS {
+        let measured = measure(bench, case, connections, cluster)?;
+        eprintln!(
+            "{:<22} {:<46} {connections} connections: {}",
+            case.input.policy,
+            case.input.name,
+            report::line(&measured)
+        );
+        points.push(measured);
+    }
+    let fixed_rate = fixed_rate(bench.server, case, &points, bench.timing)?;
+    eprintln!(
+        "{:<22} {:<46} at {:.0} req/s: p99 policy {:.2} ms, null {:.2} ms",
+        case.input.policy,
+        case.input.name,
+        fixed_rate.rate,
+        fixed_rate.policy / 1000.0,
+        fixed_rate.null / 1000.0
+    );
+    Ok(CaseResult {
+        policy: case.input.policy,
+        name: case.input.name.clone(),
+        expect: case.input.expect,
+        anchor: case.anchor,
+        body_bytes: case.body_bytes,
+        points,
+        fixed_rate,
     })
 }
 
@@ -536,52 +613,23 @@ pub fn run(
     for case in &prepared {
         check(&server, case)?;
     }
+    let bench = Bench {
+        server: &server,
+        script: &script,
+        timing,
+    };
     let mut results = Vec::new();
     for case in &prepared {
         let cluster = context
             .cluster
             .as_ref()
             .filter(|_| case.input.namespace.is_some());
-        let mut points = Vec::new();
-        for connections in CONNECTIONS {
-            let measured = measure(&server, &script, case, connections, timing, cluster)?;
-            eprintln!(
-                "{:<22} {:<46} {connections} connections: {}",
-                case.input.policy,
-                case.input.name,
-                report::line(&measured)
-            );
-            points.push(measured);
-        }
-        let fixed_rate = fixed_rate(&server, case, &points, timing)?;
-        eprintln!(
-            "{:<22} {:<46} at {:.0} req/s: p99 policy {:.2} ms, null {:.2} ms",
-            case.input.policy,
-            case.input.name,
-            fixed_rate.rate,
-            fixed_rate.policy / 1000.0,
-            fixed_rate.null / 1000.0
-        );
-        results.push(CaseResult {
-            policy: case.input.policy,
-            name: case.input.name.clone(),
-            expect: case.input.expect,
-            anchor: case.anchor,
-            body_bytes: case.body_bytes,
-            points,
-            fixed_rate,
-        });
+        results.push(measure_case(&bench, case, cluster)?);
     }
     let (version, args) = (server.version.clone(), server.args.clone());
     // Alone on the machine's cores: the start-ups are timed with nothing else loaded.
     drop(server);
-    let startup = felt::startup(
-        &binary,
-        &dir.join("startup"),
-        &modules.dist,
-        &modules.null,
-        timing.rounds,
-    )?;
+    let startup = felt::startup(&binary, &dir.join("startup"), modules, timing.rounds)?;
     let apiserver = apiserver::run(repo, modules, timing)?;
     Ok(Outcome::Ran(Run {
         version,

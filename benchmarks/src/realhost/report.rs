@@ -146,8 +146,13 @@ pub fn targets(run: &Run) -> String {
     out
 }
 
+/// What the section measures and how: the modules each case runs in and the load.
 fn intro(run: &Run) -> String {
-    let t = run.timing;
+    format!("{}{}", cases_and_modules(run), load_and_cpu(run))
+}
+
+/// The policy-server run, the five modules each input is sent to, and the checks before any load.
+fn cases_and_modules(run: &Run) -> String {
     format!(
         "{} with `{}` (workers and timeout protection at their defaults: one worker per core, \
          {} cores here; log level warn, as at info it writes a line per request). Each input is POSTed as an AdmissionReview to \
@@ -185,8 +190,18 @@ fn intro(run: &Run) -> String {
          are counted (below). Every answer is \
          checked once before any load (the policy's verdict is the example's, the mutate \
          anchor's a mutation, the answer anchor's AdmissionReview the policy's, member for \
-         member, the others' an acceptance), so no figure is of an error path.\n\n\
-         Load: `wrk` with one thread and a fixed number of connections ({} = low, {} = \
+         member, the others' an acceptance), so no figure is of an error path.\n\n",
+        run.version,
+        run.args.join(" "),
+        run.cores,
+    )
+}
+
+/// The load each point is measured under, how ratios are read, and policy-server's CPU time.
+fn load_and_cpu(run: &Run) -> String {
+    let t = run.timing;
+    format!(
+        "Load: `wrk` with one thread and a fixed number of connections ({} = low, {} = \
          saturated), {} s per point after a {} s warm-up of each module; {} rounds, each running \
          null, policy, baseline, anchor, answer in turn on the same input, so that drift hits all \
          five alike. \
@@ -202,9 +217,6 @@ fn intro(run: &Run) -> String {
          less work while other work shares its caches). Its ratio is the answer anchor's CPU \
          per request ÷ the policy's, so that, like the req/s ratio, 1 is the anchor's cost and \
          lower is costlier.\n",
-        run.version,
-        run.args.join(" "),
-        run.cores,
         CONNECTIONS[0],
         CONNECTIONS[CONNECTIONS.len() - 1],
         t.seconds,

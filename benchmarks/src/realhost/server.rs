@@ -108,6 +108,15 @@ fn arguments(file: &dyn Fn(&str) -> String, port: &str, readiness: &str) -> Vec<
     ]
 }
 
+/// How policy-server is run: its binary, alone or under a wrapper.
+#[derive(Clone, Copy)]
+pub struct Launch<'a> {
+    /// A command and its arguments, `binary` and its own arguments after them; empty for none.
+    pub wrapper: &'a [&'a str],
+    /// The policy-server binary.
+    pub binary: &'a Path,
+}
+
 impl PolicyServer {
     /// Starts `binary` in `dir` (its `policies.yml`, downloads and log) serving `entries`, and
     /// waits until its readiness probe answers. It reaches the cluster `kubeconfig` names, if
@@ -118,18 +127,21 @@ impl PolicyServer {
         entries: &[Entry],
         kubeconfig: Option<&Path>,
     ) -> Result<PolicyServer, String> {
-        PolicyServer::start_under(&[], binary, dir, entries, kubeconfig)
+        let launch = Launch {
+            wrapper: &[],
+            binary,
+        };
+        PolicyServer::start_under(launch, dir, entries, kubeconfig)
     }
 
-    /// [`PolicyServer::start`], run by `wrapper` (a command and its arguments, `binary` and its
-    /// own arguments after them): `valgrind` for `bench --instructions`.
+    /// [`PolicyServer::start`], run by `launch.wrapper`: `valgrind` for `bench --instructions`.
     pub fn start_under(
-        wrapper: &[&str],
-        binary: &Path,
+        launch: Launch<'_>,
         dir: &Path,
         entries: &[Entry],
         kubeconfig: Option<&Path>,
     ) -> Result<PolicyServer, String> {
+        let Launch { wrapper, binary } = launch;
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let file = |name: &str| dir.join(name).display().to_string();
         fs::write(dir.join("policies.yml"), policies_yml(entries)?)

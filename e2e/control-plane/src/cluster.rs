@@ -186,12 +186,19 @@ impl Cluster {
         ))
     }
 
+    /// The keys, certificates and credentials the control plane and policy-server start with.
     fn write_pki(&self) -> Result<(), String> {
-        let openssl = |args: &[&str], what: &str| run(Command::new("openssl").args(args), what);
         openssl(
             &["genrsa", "-out", &self.path("sa.key"), "2048"],
             "service-account key",
         )?;
+        self.write_webhook_ca()?;
+        self.write_policy_server_certificate()?;
+        self.write_credentials()
+    }
+
+    /// The CA the webhook configurations trust policy-server's certificate by.
+    fn write_webhook_ca(&self) -> Result<(), String> {
         openssl(
             &[
                 "req",
@@ -209,7 +216,11 @@ impl Cluster {
                 &self.path("webhook-ca.crt"),
             ],
             "webhook CA",
-        )?;
+        )
+    }
+
+    /// policy-server's key and its certificate for 127.0.0.1, signed by the webhook CA.
+    fn write_policy_server_certificate(&self) -> Result<(), String> {
         openssl(
             &[
                 "req",
@@ -247,7 +258,11 @@ impl Cluster {
                 &self.path("policy-server.crt"),
             ],
             "policy-server certificate",
-        )?;
+        )
+    }
+
+    /// The admin's token, the audit policy and the admin's kubeconfig.
+    fn write_credentials(&self) -> Result<(), String> {
         let write = |name: &str, text: String| {
             fs::write(self.dir.join(name), text).map_err(|e| format!("{name}: {e}"))
         };
@@ -478,14 +493,8 @@ impl Cluster {
 
     /// A raw request to the API server as the admin, for what kubectl 1.20 cannot send (a
     /// `nodes/status` patch).
-    pub fn api(
-        &self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: &str,
-    ) -> Result<String, String> {
-        self.call(&[], method, path, content_type, body)
+    pub fn api(&self, request: &ApiRequest<'_>) -> Result<String, String> {
+        self.call(&[], request)
     }
 
     /// [`Cluster::api`] as `user` in `groups`, impersonated by the admin, for what kubectl 1.20
@@ -497,12 +506,8 @@ impl Cluster {
     /// curl fails, or the API server answers with an error (its body in the message).
     pub fn api_as(
         &self,
-        user: &str,
-        groups: &[&str],
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: &str,
+        Identity { user, groups }: Identity<'_>,
+        request: &ApiRequest<'_>,
     ) -> Result<(String, String), String> {
         let mut extra = vec![
             "--include".to_owned(),
@@ -512,20 +517,19 @@ impl Cluster {
         for group in groups {
             extra.extend(["-H".to_owned(), format!("Impersonate-Group: {group}")]);
         }
-        let text = self.call(&extra, method, path, content_type, body)?;
+        let text = self.call(&extra, request)?;
         let (headers, body) = text.split_once("\r\n\r\n").unwrap_or(("", &text));
         Ok((headers.to_owned(), body.to_owned()))
     }
 
     /// curl against the API server with the admin's token, and `extra` arguments.
-    fn call(
-        &self,
-        extra: &[String],
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: &str,
-    ) -> Result<String, String> {
+    fn call(&self, extra: &[String], request: &ApiRequest<'_>) -> Result<String, String> {
+        let ApiRequest {
+            method,
+            path,
+            content_type,
+            body,
+        } = *request;
         let url = format!("https://127.0.0.1:{}{path}", self.api_port);
         let certificate = self.path("certs/apiserver.crt");
         let authorization = format!("Authorization: Bearer {}", self.token);
@@ -545,7 +549,12 @@ impl Cluster {
     ///
     /// The metrics cannot be fetched.
     pub fn requests_served(&self, verb: &str, resource: &str) -> Result<f64, String> {
-        let metrics = self.api("GET", "/metrics", "text/plain", "")?;
+        let metrics = self.api(&ApiRequest {
+            method: "GET",
+            path: "/metrics",
+            content_type: "text/plain",
+            body: "",
+        })?;
         Ok(requests_in_metrics(&metrics, verb, resource))
     }
 
@@ -556,6 +565,33 @@ impl Cluster {
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
+}
+
+/// A request to the API server, as curl sends it.
+#[derive(Clone, Copy)]
+pub struct ApiRequest<'a> {
+    /// The HTTP method: `GET`, `POST`, `PATCH`...
+    pub method: &'a str,
+    /// The path, with its query if any.
+    pub path: &'a str,
+    /// The body's media type, sent as `Content-Type`.
+    pub content_type: &'a str,
+    /// The body, empty for none.
+    pub body: &'a str,
+}
+
+/// Whom the admin impersonates: a user and its groups.
+#[derive(Clone, Copy)]
+pub struct Identity<'a> {
+    /// The user's name.
+    pub user: &'a str,
+    /// The groups the user is in.
+    pub groups: &'a [&'a str],
+}
+
+/// openssl run with `args`; `what` names what it makes in an error.
+fn openssl(args: &[&str], what: &str) -> Result<(), String> {
+    run(Command::new("openssl").args(args), what)
 }
 
 /// curl's output, or its error output.
