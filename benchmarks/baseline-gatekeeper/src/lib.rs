@@ -15,8 +15,8 @@
 //! runner views the review as it does for every policy, and the baseline parses the settings and
 //! the object and old object into `Value`s, which is nearly the whole input.
 
-// clippy.toml's four-parameter rule is for the shipped code: src/, policies/, abi/ and cli/.
-#![allow(clippy::too_many_arguments)]
+// No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 use serde::Serialize;
 use taintguard::admission::AdmissionRequest;
