@@ -91,6 +91,7 @@ pub enum Function {
 pub struct ParseError {
     /// Character offset in the path.
     pub at: usize,
+    /// What is wrong with the path, for the settings error that quotes it.
     pub message: String,
     /// The path is valid RFC 9535 but uses what this implementation leaves out.
     pub unsupported: bool,

@@ -83,8 +83,11 @@ const LABELS: &[(&str, &str)] = &[
 /// A generated request with its settings and, for a Pod, the Namespace the cluster answers
 /// with (`None`: the cluster cannot be asked), all JSON text.
 pub struct Case {
+    /// The AdmissionRequest.
     pub request: String,
+    /// The settings of the policy under test.
     pub settings: String,
+    /// The Pod's Namespace object, as the cluster answers it; `None`: the cluster cannot be asked.
     pub namespace: Option<String>,
 }
 

@@ -8,6 +8,8 @@
 
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 mod fixtures;
 pub mod gen;
@@ -182,6 +184,9 @@ fn same_except(mut before: Tree, mut after: Tree, editable: &[&[&str]]) -> Check
     Ok(())
 }
 
+/// Runs taint-preservation on `request`/`settings` and checks its invariants: those of every
+/// policy, no record granting a removal, status writes granting nothing, nothing edited but
+/// the taints, the cordon and the records, and protected taints surviving.
 pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TaintPreservation>(request, settings, &CaseCluster(None))?;
     records_grant_no_removal(request, settings, &verdict)?;
@@ -581,6 +586,9 @@ fn next_write(
     (removed_taints(&text, &verdict), cordoned, verdict)
 }
 
+/// Runs toleration-injection on `request`/`settings`, the cluster answering the Pod's
+/// `namespace` (`None`: it cannot be asked), and checks its invariants: those of every policy,
+/// both halves judging alike, and tolerations only appended, never rewritten or duplicated.
 pub fn check_toleration_injection(
     request: &str,
     settings: &str,

@@ -5,18 +5,29 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
+/// A JSON value whose objects keep their members' order and duplicates.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tree {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number, as serde_json reads it.
     Number(serde_json::Number),
+    /// A string, unescaped.
     String(String),
+    /// An array, in order.
     Array(Vec<Tree>),
     /// Members in document order, duplicates kept.
     Object(Vec<(String, Tree)>),
 }
 
 impl Tree {
+    /// Reads `text` as JSON.
+    ///
+    /// # Errors
+    ///
+    /// `text` is not JSON.
     pub fn parse(text: &str) -> Result<Tree, serde_json::Error> {
         serde_json::from_str(text)
     }
@@ -33,6 +44,7 @@ impl Tree {
         }
     }
 
+    /// The first member named `key` of an object; `None` for a missing member or a non-object.
     pub fn get(&self, key: &str) -> Option<&Tree> {
         match self {
             Tree::Object(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
@@ -40,6 +52,7 @@ impl Tree {
         }
     }
 
+    /// The value at `path`, a member name per level; `None` when a step is missing.
     pub fn at(&self, path: &[&str]) -> Option<&Tree> {
         path.iter().try_fold(self, |node, key| node.get(key))
     }

@@ -15,12 +15,17 @@ pub use taintguard_suite::suite::Verdict as Expect;
 /// What a `ValidationResponse` amounts to.
 pub use taintguard_suite::expect::verdict as outcome;
 
+/// One ready-review case of a policy's bundled examples.
 pub struct Example {
+    /// The case's name in `cases.yml`.
     pub name: String,
+    /// The AdmissionReview the case sends.
     pub request: Value,
+    /// The policy settings the case is judged with.
     pub settings: Value,
     /// The kwctl session answering the case's cluster questions, when it has one.
     pub session: Option<String>,
+    /// What the policy must make of the request.
     pub expect: Expect,
 }
 

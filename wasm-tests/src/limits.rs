@@ -10,13 +10,18 @@ use crate::repo_root;
 
 /// etcd's default request size limit, the largest object the API server can store.
 pub const MAX_OBJECT: usize = 1536 * 1024;
+/// The nesting depth of the deep cases, in levels.
 pub const DEEP: usize = 10_000;
 
+/// One request at the limits, for one policy, with what each build must answer.
 pub struct LimitCase {
+    /// The case's name, as reports show it.
     pub name: String,
+    /// The policy's name, as its artifacts are named.
     pub policy: &'static str,
     /// A bare AdmissionRequest.
     pub request: String,
+    /// The policy settings, as JSON text.
     pub settings: String,
     /// What the full policy (waPC, JavaScript) answers.
     pub expect: Expect,

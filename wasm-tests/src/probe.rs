@@ -43,7 +43,9 @@ impl ResourceLimiter for Host {
 
 /// The answer of one call and the largest the linear memory got, in bytes.
 pub struct Measured {
+    /// What the call returned, or why it failed (a trap or a host error).
     pub answer: Result<Vec<u8>, String>,
+    /// The most the linear memory held during the call, in bytes.
     pub peak_memory: usize,
 }
 
@@ -182,6 +184,11 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// Compiles the module `bytes` and links the waPC and WASI imports; any other import traps.
+    ///
+    /// # Errors
+    ///
+    /// The module does not compile or cannot be linked.
     pub fn from_bytes(bytes: &[u8]) -> Result<Probe, String> {
         let engine = Engine::default();
         let module = Module::new(&engine, bytes).map_err(|e| e.to_string())?;
@@ -197,6 +204,7 @@ impl Probe {
         })
     }
 
+    /// `op` called once with `payload` on a fresh instance, as policy-server calls it.
     pub fn call(&self, op: &str, payload: &[u8]) -> Measured {
         let mut measured = self.calls_on_one_instance(op, payload, 1);
         measured.pop().expect("one call")

@@ -16,20 +16,25 @@ pub struct Facts {
     pub title: &'static str,
     /// The `io.kubewarden.policy.description` annotation.
     pub description: &'static str,
+    /// Whether the metadata says the policy mutates (`mutating: true`).
     pub mutating: bool,
 }
 
 /// One policy, with its trait methods turned into plain function pointers so that policies of
 /// different settings types can sit in one table.
 pub struct Entry {
+    /// The policy's name, as requests and the package's functions name it.
     pub name: &'static str,
     /// Its folder under `policies/`.
     pub folder: &'static str,
+    /// What the package reports from the policy's `metadata.yml`.
     pub facts: Facts,
+    /// The policy's settings with every default spelled out, as JSON.
     pub default_settings: fn() -> Value,
     /// Request and settings text in, and the cluster the policy may ask; the verdict, or an
     /// error message naming the bad field.
     pub evaluate: fn(&str, &str, &dyn Cluster) -> Result<Verdict, String>,
+    /// `Ok` when the policy takes the settings text, or the message naming the bad field.
     pub validate_settings: fn(&str) -> Result<(), String>,
     /// The settings read and written back as JSON (every default spelled out), or the error
     /// message naming the bad field: the policy's own settings reader, for the tests of those
@@ -59,6 +64,11 @@ macro_rules! entry {
 /// `entry!(<crate>::<Type>, "<folder>")` for each policy folder, sorted (build.rs).
 pub static POLICIES: &[Entry] = include!(concat!(env!("OUT_DIR"), "/policies.rs"));
 
+/// The policy called `name`.
+///
+/// # Errors
+///
+/// No policy of the package has that name; the message lists those it has.
 pub fn find(name: &str) -> Result<&'static Entry, String> {
     POLICIES.iter().find(|p| p.name == name).ok_or_else(|| {
         let names: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();

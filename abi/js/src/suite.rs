@@ -106,7 +106,9 @@ fn response(verdict: &Verdict) -> Result<Value, String> {
 /// directory's entries as `[name, isDirectory]` pairs, or `null` for a path that is no
 /// directory. The functions are the caller's (Node's `fs` in the package's `taintguard` bin).
 pub struct Callbacks<R, L> {
+    /// `read(path)`: the file's text.
     pub read: R,
+    /// `list(path)`: the directory's entries, or `null` when `path` is no directory.
     pub list: L,
 }
 

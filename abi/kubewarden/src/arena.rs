@@ -65,6 +65,7 @@ pub struct Arena<G> {
 unsafe impl<G> Sync for Arena<G> {}
 
 impl<G: Grow> Arena<G> {
+    /// An arena that has grown no memory yet and takes pages from `grow` when it needs them.
     pub const fn new(grow: G) -> Self {
         Arena {
             grow,

@@ -39,6 +39,8 @@ pub enum Entrypoint {
 pub const ENTRYPOINTS_JSON: &str = r#"{"policy/violation":0,"policy/main":1}"#;
 
 impl Entrypoint {
+    /// The entrypoint with the id `entrypoints()` gives it; `None` for an id the module does not
+    /// export.
     pub fn from_id(id: i32) -> Option<Entrypoint> {
         match id {
             0 => Some(Entrypoint::Violation),

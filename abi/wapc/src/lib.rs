@@ -29,6 +29,8 @@
 
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 /// An operation's answer, or the error the host is told instead.
 pub type Answer = Result<Vec<u8>, String>;

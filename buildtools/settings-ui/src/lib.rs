@@ -14,6 +14,8 @@
 
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,6 +29,7 @@ use serde_json::Value;
 pub const SOURCE: &str = "settings-fields.yml";
 /// The UI's settings form, next to `metadata.yml`.
 pub const QUESTIONS: &str = "questions-ui.yml";
+/// The policy's README, whose settings tables are written from the source.
 pub const README: &str = "README.md";
 /// How to rewrite the generated files, for the messages that find them stale.
 pub const REGENERATE: &str =
@@ -45,9 +48,12 @@ pub struct Source {
     pub fields: Vec<Field>,
 }
 
+/// A settings table of the README: the name rows refer to it by, and how its field column and
+/// columns are written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Table {
+    /// The name rows give in `row.table` and messages show; not written to the README.
     pub name: String,
     /// Left out of the field column (`rules[].match.` for the table of `match`).
     #[serde(default)]
@@ -65,8 +71,11 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// Free text (`string`).
     String,
+    /// `true` or `false` (`boolean`).
     Boolean,
+    /// A whole number (`int`).
     Int,
     /// A string among `options`.
     Enum,
@@ -80,12 +89,15 @@ pub enum Kind {
     Sequence,
 }
 
+/// One settings field: where it is, how the form asks for it and its README row.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Field {
     /// `cordon.ownerAnnotation`, `protectedTaints[].key`: `[]` steps into a list's elements.
     pub path: String,
+    /// The question's label in the form.
     pub label: String,
+    /// What the field holds, and so which question edits it.
     #[serde(rename = "type")]
     pub kind: Kind,
     /// The accepted values of an `enum`, or of the elements of an `array` (shown in the help).
@@ -112,36 +124,53 @@ pub struct Field {
     pub row: Option<Row>,
 }
 
+/// A field's row in a README settings table.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Row {
+    /// The table the row goes to, by name; `None`: the first table.
     pub table: Option<String>,
+    /// The type column, as readers see it (Markdown).
     #[serde(rename = "type")]
     pub kind: String,
     /// The default column; the field's default as JSON when left out.
     pub default: Option<String>,
+    /// The meaning column (Markdown); also the question's help when the field has none.
     pub meaning: String,
 }
 
 /// A question of `questions-ui.yml`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Question {
+    /// The field's path from the innermost list element holding it, or from the settings.
     pub variable: String,
+    /// The label shown over the input.
     pub label: String,
+    /// The help text shown with the input.
     pub description: String,
+    /// The UI's question type: `string`, `boolean`, `int`, `enum`, `array[`, `map[` or
+    /// `sequence[`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The values an `enum` question offers; empty for other types.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
+    /// The value the form writes when the user leaves the field alone.
     pub default: Value,
+    /// Whether the form asks for a value.
     pub required: bool,
+    /// The input is hidden: a heading of an object or list, or a value edited as YAML.
     #[serde(skip_serializing_if = "is_false")]
     pub hide_input: bool,
+    /// The text shown in an empty string input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placeholder: Option<String>,
+    /// The group the question is shown in.
     pub group: String,
+    /// The questions of an object's fields, by dotted path (`map[`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subquestions: Vec<Question>,
+    /// The questions of a list element's fields, relative to the element (`sequence[`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sequence_questions: Vec<Question>,
 }
@@ -172,6 +201,13 @@ pub fn variable(path: &str) -> &str {
 }
 
 impl Source {
+    /// Reads and checks the settings description at `path`.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read or parsed, or is inconsistent (a field described twice or before
+    /// its parent, a required field without an example, an unknown table); the message names
+    /// the file.
     pub fn read(path: &Path) -> Result<Source, String> {
         let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let source: Source =

@@ -106,9 +106,13 @@ pub fn read_yml(text: &str) -> Result<Map<String, Value>, String> {
     Ok(meta)
 }
 
+/// The annotation that holds the policy's title: its name, as its artifacts' files are named.
 pub const TITLE_ANNOTATION: &str = "io.kubewarden.policy.title";
+/// The annotation that holds the policy's version (`0.1.0`, without a leading `v`).
 pub const VERSION_ANNOTATION: &str = "io.kubewarden.policy.version";
+/// The annotation that holds the name Artifact Hub shows for the policy.
 pub const DISPLAY_NAME_ANNOTATION: &str = "io.artifacthub.displayName";
+/// The annotation that holds the OCI reference the policy is published at.
 pub const OCI_URL_ANNOTATION: &str = "io.kubewarden.policy.ociUrl";
 /// The GitHub release that holds the module as `policy.wasm`: `kwctl scaffold artifacthub` links
 /// `<source>/releases/download/<tag>/policy.wasm`, `v<version>` without it.
@@ -202,14 +206,20 @@ fn rename_for_mode(annotations: &mut Map<String, Value>, mode: &str) {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
+    /// The admission rules: the requests the webhook is sent.
     pub rules: Vec<Rule>,
+    /// Whether the policy may answer with a mutated object.
     pub mutating: bool,
+    /// The metadata's annotations, by key; empty when there are none.
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// Whether the audit scanner runs the policy on stored objects; `true` by default.
     #[serde(default = "default_background_audit")]
     pub background_audit: bool,
+    /// The ABI the module is run with: `kubewarden-wapc` by default; `opa`, `gatekeeper`, `wasi`.
     #[serde(default = "default_execution_mode")]
     pub execution_mode: String,
+    /// The cluster resources the policy may read (`apiVersion` and `kind` each); empty: none.
     #[serde(default)]
     pub context_aware_resources: Vec<Value>,
 }
@@ -227,10 +237,15 @@ fn default_execution_mode() -> String {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rule {
+    /// The API groups the rule matches (`""` is the core group).
     pub api_groups: Vec<String>,
+    /// The API versions the rule matches.
     pub api_versions: Vec<String>,
+    /// The resources the rule matches, with subresources as `pods/status`.
     pub resources: Vec<String>,
+    /// The operations the rule matches (`CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`).
     pub operations: Vec<String>,
+    /// Any other key of the rule, kept as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -241,6 +256,7 @@ impl Metadata {
         serde_json::from_value(Value::Object(read_yml(text)?)).map_err(|e| e.to_string())
     }
 
+    /// The annotation `key`'s value; `None` when the metadata has no such annotation.
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations.get(key).map(String::as_str)
     }

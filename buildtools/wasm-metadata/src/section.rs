@@ -10,6 +10,7 @@ use wasmparser::{Parser, Payload};
 
 use crate::metadata::Metadata;
 
+/// The custom section's name, which policy-evaluator reads the metadata from.
 pub const SECTION: &str = "io.kubewarden.metadata";
 /// What policy-fetcher checks a pulled module starts with.
 pub const MAGIC: &[u8; 4] = b"\0asm";

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
+/// A policy module compiled for the waPC host: each call gets a fresh instance of it.
 pub struct WapcPolicy {
     pre: WasmtimeEngineProviderPre,
 }
@@ -15,6 +16,11 @@ pub struct WapcPolicy {
 pub use taintguard_suite::review::admission_request;
 
 impl WapcPolicy {
+    /// Compiles the waPC module `bytes`.
+    ///
+    /// # Errors
+    ///
+    /// The module does not compile.
     pub fn from_bytes(bytes: &[u8]) -> Result<WapcPolicy, String> {
         let pre = WasmtimeEngineProviderBuilder::new()
             .module_bytes(bytes)
@@ -81,6 +87,12 @@ impl WapcPolicy {
         self.validate_with(request, settings, &ClusterAnswers::default())
     }
 
+    /// The policy's answer to `settings`: Kubewarden's settings-validation response (`valid`,
+    /// `message`).
+    ///
+    /// # Errors
+    ///
+    /// The call failed, or its answer is not JSON.
     pub fn validate_settings(&self, settings: &Value) -> Result<Value, String> {
         let out = self.call("validate_settings", settings.to_string().as_bytes())?;
         serde_json::from_slice(&out)
@@ -113,6 +125,7 @@ fn check_mutation(request: &Value, response: &Value) -> Result<(), String> {
 /// Each of the three is a [`Responder`]; with none, every operation is refused.
 #[derive(Clone, Default)]
 pub struct ClusterAnswers {
+    /// Every call the policy made, as `(operation, request JSON)`, in order; shared by the clones.
     pub asked: Arc<Mutex<Vec<(String, Value)>>>,
     responder: Option<Arc<Responder>>,
 }
@@ -181,6 +194,8 @@ fn not_granted(operation: &str) -> String {
 }
 
 impl ClusterAnswers {
+    /// A host that answers each listed operation with its recorded answer and refuses the others,
+    /// as a host that does not grant them refuses.
     pub fn answering(answers: Vec<(&'static str, Result<Value, String>)>) -> ClusterAnswers {
         ClusterAnswers::responding(move |operation, _| {
             match answers.iter().find(|(op, _)| *op == operation) {
@@ -242,6 +257,7 @@ impl ClusterAnswers {
         }
     }
 
+    /// The calls the policy has made so far, as `(operation, request JSON)`, in order.
     pub fn asked(&self) -> Vec<(String, Value)> {
         self.asked.lock().expect("not poisoned").clone()
     }

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+/// Reads suites and the files they name, so that the suite code runs the same on the disk and
+/// through Node's `fs`.
 pub trait Files {
     /// The text of the file at `path`.
     ///

@@ -11,6 +11,8 @@
 #![forbid(unsafe_code)]
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 pub mod cluster;
 pub mod expect;
@@ -42,7 +44,9 @@ pub enum Output {
 
 /// What `taintguard test` prints and whether every case passed.
 pub struct Tested {
+    /// The report, in the format asked for.
     pub output: String,
+    /// The counts of passed, failed and skipped cases; every case passed when `failed` is 0.
     pub totals: Totals,
 }
 

@@ -11,12 +11,16 @@ use crate::run::{CaseResult, Outcome};
 /// The counts of a run.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Totals {
+    /// Cases whose requests met their expectations.
     pub passed: usize,
+    /// Cases that failed their expectations, or whose two builds disagreed.
     pub failed: usize,
+    /// Cases skipped, by the suite or because the engine cannot run them.
     pub skipped: usize,
 }
 
 impl Totals {
+    /// The counts of `results`.
     pub fn of<'a>(results: impl IntoIterator<Item = &'a CaseResult>) -> Totals {
         let mut totals = Totals::default();
         for result in results {

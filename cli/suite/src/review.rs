@@ -8,8 +8,11 @@ use serde_json::{json, Map, Value};
 /// An admission operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
+    /// `CREATE`.
     Create,
+    /// `UPDATE`.
     Update,
+    /// `DELETE`.
     Delete,
 }
 
@@ -50,10 +53,20 @@ impl TryFrom<&str> for Operation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Requester {
     /// A user by name, in `groups`; the API server adds `system:authenticated`.
-    User { name: String, groups: Vec<String> },
+    User {
+        /// The username.
+        name: String,
+        /// The groups the request names, besides those the API server adds.
+        groups: Vec<String>,
+    },
     /// `namespace/name`: the username `system:serviceaccount:<namespace>:<name>` in the groups
     /// the API server gives every service account.
-    ServiceAccount { namespace: String, name: String },
+    ServiceAccount {
+        /// The service account's namespace.
+        namespace: String,
+        /// The service account's name within its namespace.
+        name: String,
+    },
     /// No requester: what Kubewarden's audit scanner sends for a stored object.
     Nobody,
 }
@@ -61,8 +74,11 @@ pub enum Requester {
 /// What a caller calls the requester's parts, for the errors [`Requester::from_parts`] gives:
 /// a suite's fields, or the command's flags.
 pub struct RequesterFields {
+    /// The field or flag that names the username.
     pub user: &'static str,
+    /// The field or flag that lists the user's groups.
     pub groups: &'static str,
+    /// The field or flag that names a service account as `namespace/name`.
     pub service_account: &'static str,
 }
 
@@ -163,7 +179,9 @@ impl Requester {
 /// The parts of a review.
 #[derive(Debug, Clone)]
 pub struct Parts {
+    /// The request's operation.
     pub operation: Operation,
+    /// Who makes the request.
     pub requester: Requester,
     /// The object written: required but for DELETE.
     pub object: Option<Value>,
@@ -174,6 +192,7 @@ pub struct Parts {
     /// The UPDATE was a PATCH (`kubectl patch`, a strategic merge or JSON patch, server-side
     /// apply): the API server then sends `PatchOptions`.
     pub patch: bool,
+    /// The request's `uid`, which the response must echo.
     pub uid: String,
 }
 

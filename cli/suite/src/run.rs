@@ -14,7 +14,9 @@ use crate::suite::{Case, Cluster, Requests, Step, Suite, Verdict, Write};
 /// A violation the gatekeeper build reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
+    /// The violation's message, as the gatekeeper build wrote it.
     pub message: String,
+    /// The HTTP code the violation gives, when it gives one.
     pub code: Option<u64>,
 }
 
@@ -60,6 +62,7 @@ pub trait Judge {
 /// How a case ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// Every request met its expectations.
     Passed,
     /// The policy's answers did not meet the expectations: each line a difference.
     Failed(Vec<String>),
@@ -67,14 +70,20 @@ pub enum Outcome {
     /// they agree: taintguard's failure, not the suite's. (Where the documentation says they
     /// differ, the gatekeeper build is not compared, and the case is judged by its expectations.)
     Disagreed(Vec<String>),
+    /// The case was not run: the suite's `skip` reason, or why the engine cannot run it.
     Skipped(String),
 }
 
+/// What one case of a suite came to, for the reports.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
+    /// The name of the suite the case belongs to.
     pub suite: String,
+    /// The suite's file.
     pub file: PathBuf,
+    /// The case's name.
     pub case: String,
+    /// How the case ended.
     pub outcome: Outcome,
     /// The requests the case sent (a sequence sends several).
     pub requests: usize,

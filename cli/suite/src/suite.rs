@@ -13,7 +13,9 @@ use crate::files::Files;
 use crate::object;
 use crate::review::{Operation, Requester, SUITE_FIELDS};
 
+/// The `apiVersion` every suite file must have.
 pub const API_VERSION: &str = "taintguard.io/v1alpha1";
+/// The `kind` every suite file must have, and that marks a file as a suite.
 pub const KIND: &str = "TestSuite";
 
 /// A suite file as written.
@@ -164,8 +166,11 @@ struct ExpectFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// Accepted as it is.
     Accepted,
+    /// Accepted with a patch to the object.
     Mutated,
+    /// Rejected.
     Rejected,
 }
 
@@ -182,20 +187,30 @@ impl std::fmt::Display for Verdict {
 /// A checked expectation.
 #[derive(Debug, Clone)]
 pub struct Expect {
+    /// The verdict the request must get.
     pub verdict: Verdict,
+    /// A fragment the response's message must contain.
     pub message: Option<String>,
+    /// A pattern the response's message must match.
     pub message_regex: Option<regex_lite::Regex>,
+    /// The HTTP code the response must carry.
     pub code: Option<u16>,
+    /// Fragments of the warnings, one per warning in order; a warning not listed fails the case.
     pub warnings: Option<Vec<String>>,
+    /// A fragment of each audit annotation, by key; an annotation not listed fails the case.
     pub audit_annotations: Option<BTreeMap<String, String>>,
+    /// What the patched object must hold: the members named, a `null` member absent.
     pub patched_object: Option<Value>,
 }
 
 /// What the cluster answers while a case runs.
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
+    /// The Node objects the policy's node queries are answered from.
     pub nodes: Vec<Value>,
+    /// The Namespace objects the policy's namespace queries are answered from.
     pub namespaces: Vec<Value>,
+    /// The SubjectAccessReview answers; a review not listed is answered "not allowed".
     pub can_i: Vec<CanI>,
     /// A kwctl session's text.
     pub session: Option<String>,
@@ -217,9 +232,13 @@ impl Cluster {
 /// One SubjectAccessReview answer: for the requester, the verb and (if given) the node.
 #[derive(Debug, Clone)]
 pub struct CanI {
+    /// The requester's username.
     pub username: String,
+    /// The verb asked about.
     pub verb: String,
+    /// The node the review names; `None`: any node.
     pub name: Option<String>,
+    /// Whether the review allows it.
     pub allowed: bool,
 }
 
@@ -238,12 +257,17 @@ pub enum Write {
 /// One write of a sequence, or a single case built from parts.
 #[derive(Debug, Clone)]
 pub struct Step {
+    /// The step's name, as reports show it.
     pub name: String,
+    /// The operation; `None`: UPDATE when an object is stored, CREATE when none is.
     pub operation: Option<Operation>,
+    /// Who makes the request.
     pub requester: Requester,
+    /// `status` for a write to a status subresource.
     pub sub_resource: Option<String>,
     /// None for a DELETE.
     pub write: Option<Write>,
+    /// What the request must get.
     pub expect: Expect,
 }
 
@@ -251,30 +275,48 @@ pub struct Step {
 #[derive(Debug, Clone)]
 pub enum Requests {
     /// A ready AdmissionReview, and what it must get.
-    Review { review: Value, expect: Expect },
+    Review {
+        /// The AdmissionReview, sent as it is.
+        review: Value,
+        /// What the review must get.
+        expect: Expect,
+    },
     /// Writes applied in turn to what the previous one stored, starting from `stored`.
     Steps {
+        /// The object stored before the first write; `None`: nothing, the first write creates it.
         stored: Option<Value>,
+        /// The writes, in order.
         steps: Vec<Step>,
     },
 }
 
+/// One case of a suite: its settings, its cluster and the requests it sends.
 #[derive(Debug, Clone)]
 pub struct Case {
+    /// The case's name, as reports show it.
     pub name: String,
+    /// Why the case is skipped; `None`: it runs.
     pub skip: Option<String>,
+    /// The policy settings the case is judged with.
     pub settings: Value,
+    /// What the cluster answers the policy.
     pub cluster: Cluster,
+    /// The requests and what each must get.
     pub requests: Requests,
 }
 
+/// A suite read and checked: its files read, its requests built, every case with an expectation.
 #[derive(Debug, Clone)]
 pub struct Suite {
+    /// The suite's file, as found.
     pub file: PathBuf,
+    /// The suite's name; by default the policy module's file stem.
     pub name: String,
+    /// The waPC module, resolved against the suite file's directory.
     pub policy: PathBuf,
     /// The gatekeeper build, when the suite names one.
     pub gatekeeper: Option<PathBuf>,
+    /// The cases, in the file's order.
     pub cases: Vec<Case>,
 }
 

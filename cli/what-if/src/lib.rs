@@ -7,6 +7,8 @@
 #![forbid(unsafe_code)]
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 pub mod owners;
 
@@ -36,8 +38,11 @@ pub fn objects(value: Value) -> Result<Vec<Value>, String> {
 /// What each object is judged with: the policy's settings, the requester of the audit's requests
 /// and the cluster the policy's host calls see.
 pub struct Audit<'a> {
+    /// The policy's settings, as JSON.
     pub settings: &'a Value,
+    /// The requester every audit request is made as.
     pub requester: &'a Requester,
+    /// What the cluster answers the policy's host calls.
     pub cluster: &'a Cluster,
 }
 

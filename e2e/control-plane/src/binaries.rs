@@ -4,10 +4,15 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
+/// The executables an end-to-end run starts or calls, each found by [`Binaries::find`].
 pub struct Binaries {
+    /// The `etcd` the API server stores into.
     pub etcd: PathBuf,
+    /// The `kube-apiserver` the webhooks are registered with.
     pub kube_apiserver: PathBuf,
+    /// The `kubectl` the scenarios write with, the control plane's own when it has one.
     pub kubectl: PathBuf,
+    /// Kubewarden's `policy-server`, which runs the policies behind the webhooks.
     pub policy_server: PathBuf,
     /// Only the gatekeeper parity check needs it.
     pub kwctl: Option<PathBuf>,
@@ -51,6 +56,11 @@ const KUBEWARDEN: &str =
     "Kubewarden 1.35, built by hand from its public source; no package registry has it";
 
 impl Binaries {
+    /// Finds each executable: from its environment variable, else on `PATH`.
+    ///
+    /// # Errors
+    ///
+    /// A required executable is not found; the message names it and where it comes from.
     pub fn find() -> Result<Binaries, String> {
         Ok(Binaries {
             kube_apiserver: find("kube-apiserver", "KUBEBUILDER_ASSETS", true, CONTROL_PLANE)?,

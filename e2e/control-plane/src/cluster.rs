@@ -40,6 +40,11 @@ fn kill(pid: u32) {
         .status();
 }
 
+/// A TCP port of 127.0.0.1 that is free now (another process may take it before it is used).
+///
+/// # Errors
+///
+/// No port could be bound.
 pub fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
@@ -83,16 +88,24 @@ struct Process {
     child: Child,
 }
 
+/// A running control plane and, once started, policy-server. Dropped, it stops its processes
+/// and deletes its folder (kept when `TAINTGUARD_E2E_KEEP` is set).
 pub struct Cluster {
+    /// The run's temporary folder: data, certificates, configuration and logs.
     pub dir: PathBuf,
     processes: Vec<Process>,
     etcd_port: u16,
+    /// The API server's HTTPS port on 127.0.0.1.
     pub api_port: u16,
+    /// The admin's bearer token (group `system:masters`).
     pub token: String,
+    /// A kubeconfig that reaches the API server as the admin.
     pub kubeconfig: PathBuf,
+    /// The API server's audit log.
     pub audit_log: PathBuf,
     /// The CA that signed policy-server's serving certificate (the webhooks' `caBundle`).
     pub webhook_ca: PathBuf,
+    /// policy-server's HTTPS port on 127.0.0.1, which the webhooks call.
     pub policy_server_port: u16,
     readiness_port: u16,
     policy_server_args: Vec<String>,
@@ -558,10 +571,12 @@ impl Cluster {
         Ok(requests_in_metrics(&metrics, verb, resource))
     }
 
+    /// The log file of the run's process `name` (`etcd`, `kube-apiserver`, `policy-server`).
     pub fn log_of(&self, name: &str) -> PathBuf {
         self.dir.join(format!("{name}.log"))
     }
 
+    /// The path of `name` in the run's folder.
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }

@@ -57,8 +57,13 @@ const CILIUM_AGENT_NOT_READY: &[TaintKeyGlob] =
 /// The default protected-taint rule's key: every taint the lists above leave alone.
 const PROTECT_EVERYTHING: TaintKeyGlob = TaintKeyGlob::constant("*");
 
+/// The annotation that names a cordon's owner, unless `cordon.ownerAnnotation` says otherwise.
 pub const DEFAULT_OWNER_ANNOTATION: &str = "taintguard.io/cordoned-by";
+/// The annotation that lists the one-shot taints removed from a node, unless
+/// `oneShotRecordAnnotation` says otherwise.
 pub const DEFAULT_ONE_SHOT_RECORD_ANNOTATION: &str = "taintguard.io/removed-startup-taints";
+/// The annotation that records who added each protected taint, unless
+/// `taintOwners.annotation` says otherwise.
 pub const DEFAULT_TAINT_OWNERS_ANNOTATION: &str = "taintguard.io/taint-owners";
 
 /// The ownership records controllers keep of their own taints, each with its writer in that
@@ -107,6 +112,7 @@ const DEFAULT_CONTROLLER_RECORDS: &[ControllerRecord] = &[
 ];
 
 string_enum! {
+    /// What the policy does with a request that would lose protected state: restore it or deny.
     #[derive(Default)]
     pub enum Mode {
         /// Mutate the request so that the protected state stays, accept and warn.
@@ -124,9 +130,12 @@ string_enum! {
 #[serde(deny_unknown_fields)]
 #[settings(from_str = "ProtectedRule::from_key")]
 pub struct ProtectedRule {
+    /// The glob of the taint keys the rule protects.
     pub key: TaintKeyGlob,
+    /// The effects the rule protects; empty: every effect.
     #[serde(default)]
     pub effects: Vec<Effect>,
+    /// Who, besides the global `permitted` list, may remove or change the selected taints.
     #[serde(default)]
     pub permitted: PrincipalList,
 }
@@ -156,7 +165,9 @@ impl SelectsTaints for ProtectedRule {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[settings(from_str = "OneShotRule::from_key")]
 pub struct OneShotRule {
+    /// The glob of the startup taints' keys.
     pub key: TaintKeyGlob,
+    /// The effects the rule selects; empty: every effect.
     #[serde(default)]
     pub effects: Vec<Effect>,
     /// Keys the selector leaves out, so that a convention can be written as one glob even when
@@ -206,6 +217,8 @@ impl OneShotRule {
         }
     }
 
+    /// Whether `taint` is one of this rule's: its key and effect match and no `except` glob
+    /// names its key.
     pub fn selects(&self, taint: &Taint<'_>) -> bool {
         self.matches(taint) && !self.except.iter().any(|g| g.matches(taint.key.as_str()))
     }
@@ -228,8 +241,11 @@ string_enum! {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControllerRecord {
+    /// The Node annotation the controller keeps its record in.
     pub annotation: AnnotationKey,
+    /// How the record lists the taints.
     pub format: RecordFormat,
+    /// The controller that writes the record and owns the taints it lists.
     pub owner: PrincipalList,
 }
 
@@ -237,7 +253,10 @@ pub struct ControllerRecord {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Cordon {
+    /// Whether the cordon's owner is recorded and only the owner (or a permitted principal) may
+    /// lift it. On by default.
     pub enabled: bool,
+    /// The Node annotation that names the user who cordoned it.
     pub owner_annotation: AnnotationKey,
     /// Who, besides the permitted principals, may lift a cordon whose owner is not recorded: a
     /// cordon from before the install, or any cordon where only the gatekeeper build runs, which
@@ -260,7 +279,10 @@ impl Default for Cordon {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TaintOwners {
+    /// Whether the adder of a protected taint is recorded and may change or remove it. On by
+    /// default.
     pub enabled: bool,
+    /// The Node annotation that keeps the record.
     pub annotation: AnnotationKey,
 }
 
@@ -287,8 +309,12 @@ impl Default for TaintOwners {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Rbac {
+    /// Whether a SubjectAccessReview is asked when the settings lists do not permit a requester.
+    /// Off by default: on, such a request costs a call to the API server.
     pub enabled: bool,
+    /// The API group the review names.
     pub api_group: ApiGroup,
+    /// The resource the review names, with the node as its name.
     pub resource: RbacName,
     /// Permits what the taint part forbids: removing or changing protected taints, re-adding
     /// one-shot taints, editing the one-shot removal record.
@@ -324,20 +350,27 @@ impl Default for Rbac {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Settings {
+    /// Whether a forbidden request is restored or denied.
     pub mode: Mode,
+    /// The protected-taint rules; a list in the settings replaces the default whole.
     pub protected_taints: Vec<ProtectedRule>,
     /// The lists, built in or read from the settings. Built in, they are borrowed: defaults are
     /// made for every request, and copying then dropping these lists was a third of what the
     /// defaults cost (benchmarks/cost.md, "Decision work, measured per function").
     pub unprotected_taints: Cow<'static, [TaintSelector]>,
+    /// The one-shot startup taints; a list in the settings replaces the default whole.
     pub one_shot_taints: Cow<'static, [OneShotRule]>,
     /// The annotation that records which one-shot taints were removed from a node.
     pub one_shot_record_annotation: AnnotationKey,
+    /// Who may remove or change any protected taint, lift any cordon and re-add one-shot taints.
     pub permitted: PrincipalList<true>,
+    /// Whether and where cordons' owners are recorded.
     pub cordon: Cordon,
+    /// Whether and where the adders of protected taints are recorded.
     pub taint_owners: TaintOwners,
     /// Controllers' own ownership records; a list in the settings replaces the default whole.
     pub controller_records: Cow<'static, [ControllerRecord]>,
+    /// Whether RBAC may permit what the settings lists do not, and with which verbs.
     pub rbac: Rbac,
 }
 

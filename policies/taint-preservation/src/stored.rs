@@ -24,8 +24,11 @@ pub enum Owner {
 pub struct StoredTaint {
     /// `key=value:Effect`, as messages name taints.
     pub text: String,
+    /// The taint's key.
     pub key: String,
+    /// The taint's effect, as the Node writes it (`NoSchedule`, `PreferNoSchedule`, `NoExecute`).
     pub effect: String,
+    /// Where the taint's owner is known from, if anywhere.
     pub owner: Owner,
 }
 

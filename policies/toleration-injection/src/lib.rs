@@ -19,6 +19,8 @@
 #![forbid(unsafe_code)]
 // No function of the policy's own code over 60 lines (clippy.toml); tests may hold long tables.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 #[cfg(feature = "wasm")]
 mod exports;
@@ -51,6 +53,8 @@ pub use settings::Settings;
 use verdicts::malformed;
 use workload::{Kind, Workload};
 
+/// The toleration-injection policy, as the adapters' `policy!` macros export it: it has no
+/// state, all it is told comes in the request and the settings.
 pub struct TolerationInjection;
 
 impl Policy for TolerationInjection {

@@ -27,24 +27,32 @@ const DEFAULT_ALIAS_GROUP: [&str; 2] = [
 pub struct Match {
     /// Empty: every kind the policy handles.
     pub kinds: Vec<Kind>,
+    /// Globs of the request's namespace; empty: every namespace.
     pub namespaces: Vec<Glob>,
+    /// The requesters the rule applies to; `None`: everyone.
     pub principals: Option<PrincipalList>,
+    /// The selector the workload's labels must match; `None`: any labels.
     #[serde(rename = "labelSelector")]
     pub labels: Option<LabelSelector>,
     /// Matched against `metadata.name`, or `metadata.generateName` when there is no name yet.
     pub names: Vec<Glob>,
+    /// JSONPath conditions on the object, every one of which must hold.
     #[serde(rename = "jsonPath")]
     pub conditions: Vec<Condition>,
 }
 
+/// An injection rule: the tolerations it adds, if nothing already covers them, to the workloads
+/// its `match` selects.
 #[derive(Debug, Clone, PartialEq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// Required; read as empty when absent so that the check names it.
     #[serde(default)]
     pub name: String,
+    /// What the rule applies to.
     #[serde(rename = "match", default)]
     pub matcher: Match,
+    /// The tolerations the rule adds.
     #[serde(default)]
     pub tolerations: Vec<Toleration<'static>>,
     /// Tolerations taken from the taints nodes carry, asked of the cluster per request.
@@ -63,10 +71,13 @@ pub struct NodeTaints {
     pub nodes: Option<LabelSelector>,
     /// Empty: every taint.
     pub taints: Vec<TaintSelector>,
+    /// Taints left out of those `taints` selects.
     pub except: Vec<TaintSelector>,
 }
 
 impl NodeTaints {
+    /// Whether a node's taint with `key` and `effect` is one this rule tolerates: `taints`
+    /// selects it (or is empty) and `except` does not.
     pub fn selects(&self, key: &str, effect: &str) -> bool {
         (self.taints.is_empty()
             || self
@@ -87,10 +98,13 @@ pub struct Restriction {
     /// Required; read as empty when absent so that the check names it.
     #[serde(default)]
     pub name: String,
+    /// The taints whose tolerations are restricted.
     #[serde(default)]
     pub taints: Vec<TaintSelector>,
+    /// Globs of the namespaces whose workloads may tolerate them.
     #[serde(default)]
     pub allowed_namespaces: Vec<Glob>,
+    /// The requesters who may give a workload those tolerations anywhere.
     #[serde(default)]
     pub allowed_principals: PrincipalList,
 }
@@ -119,6 +133,7 @@ impl AliasKey {
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Aliases {
+    /// Whether alias groups are applied. On by default.
     pub enabled: bool,
     /// Borrowed for the default group, built on every request without settings: as lists
     /// of strings it cost each such request four allocations and their frees
@@ -164,9 +179,13 @@ impl Aliases {
 #[derive(Debug, Clone, Default, PartialEq, SettingsFields, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
+    /// The injection rules, each applied on its own.
     pub rules: Vec<Rule>,
+    /// The groups of taint keys that stand for the same taint.
     pub aliases: Aliases,
+    /// The rules that deny tolerations outside allowed namespaces and principals.
     pub restrictions: Vec<Restriction>,
+    /// PodTolerationRestriction's drop-in; off by default.
     #[serde(rename = "podTolerationRestriction")]
     pub pod_toleration_restriction: PodTolerationRestriction,
 }

@@ -17,6 +17,8 @@
 #![forbid(unsafe_code)]
 // No function of the policy's own code over 60 lines (clippy.toml); tests may hold long tables.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 #[cfg(feature = "wasm")]
 mod exports;

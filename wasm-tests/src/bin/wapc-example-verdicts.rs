@@ -9,6 +9,8 @@
 
 // No function of the shipped code over 60 lines (clippy.toml); tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
+// Each public item says what it is and why (the docs rule every crate keeps).
+#![warn(missing_docs)]
 
 use std::path::Path;
 use std::process::ExitCode;

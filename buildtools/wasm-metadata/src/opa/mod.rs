@@ -15,6 +15,8 @@ use wasmparser::{
 /// Pages of the memory both hosts create (burrego `MemoryType::new(5, None)`, the SDK's default).
 pub const HOST_PAGES: u64 = 5;
 
+/// The exported globals that give the OPA ABI's major and minor version, which the rewrite
+/// turns into constants.
 pub const ABI_GLOBALS: [&str; 2] = ["opa_wasm_abi_version", "opa_wasm_abi_minor_version"];
 
 const I: ValType = ValType::I32;
@@ -51,8 +53,11 @@ fn host_function(name: &str) -> Option<(Vec<ValType>, Vec<ValType>)> {
 /// An exported global: its type, mutability and, when it is a constant, its value.
 #[derive(Debug)]
 pub struct Global {
+    /// The global's value type.
     pub ty: ValType,
+    /// Whether the global is mutable.
     pub mutable: bool,
+    /// The global's value, when its initializer is a constant.
     pub value: Option<i64>,
     /// Byte range of the `i32.const` immediate in the module, for the rewrite.
     immediate: Option<std::ops::Range<usize>>,
@@ -61,7 +66,9 @@ pub struct Global {
 /// What the check needs to know of a module.
 #[derive(Debug, Default)]
 pub struct Abi {
+    /// The exported functions, by name, with their types.
     pub functions: HashMap<String, FuncType>,
+    /// The exported globals, by name.
     pub globals: HashMap<String, Global>,
     /// `module.name` → function type (`None` for non-function imports).
     pub imports: Vec<(String, Option<FuncType>)>,

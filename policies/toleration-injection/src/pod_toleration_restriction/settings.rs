@@ -31,6 +31,8 @@ pub struct PodTolerationRestriction {
     pub default_toleration_seconds: DefaultTolerationSeconds,
     /// Only `annotationEditors` may set or change the two annotations (kubernetes#59366).
     pub guard_annotations: bool,
+    /// Who may set or change the two annotations when `guardAnnotations` is on; by default the
+    /// `system:masters` group.
     pub annotation_editors: PrincipalList,
     /// Whether policy-server's cache may answer a Pod's Namespace (at most five seconds old, as
     /// the plugin's informer is a moment behind) or every Pod reads it from the API server.
@@ -75,7 +77,9 @@ impl PodTolerationRestriction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DefaultTolerationSeconds {
+    /// Seconds of the `node.kubernetes.io/not-ready` toleration.
     pub not_ready: i64,
+    /// Seconds of the `node.kubernetes.io/unreachable` toleration.
     pub unreachable: i64,
 }
 
