@@ -16,6 +16,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use taintguard_control_plane::binaries::Binaries;
 use taintguard_control_plane::cluster::{self, ApiRequest, Cluster};
+use taintguard_control_plane::metrics::{histogram, label, Histogram};
 
 use super::{load, server, Modules, Timing};
 use crate::inputs::{self, Input};
@@ -24,6 +25,8 @@ use crate::inputs::{self, Input};
 const WEBHOOK_HISTOGRAM: &str = "apiserver_admission_webhook_admission_duration_seconds";
 /// The histogram each request is timed in, from its arrival to its answer, in seconds.
 const REQUEST_HISTOGRAM: &str = "apiserver_request_duration_seconds";
+/// The input the Node streams write to, and the stale write they send: incident 1's.
+const STALE: &str = "incident-1-stale-taint-patch [default]";
 /// Connections of each stream: enough to keep policy-server's two workers busy.
 pub const CONNECTIONS: u32 = 8;
 
@@ -44,49 +47,16 @@ struct Stream {
     /// policy does (a controller's stale write is restored, a person's is permitted).
     user: String,
     group: String,
+    /// The policy's webhook's failure settings, from its folder's manifest.
+    failure: Failure,
 }
 
-/// A webhook's calls during one stream, as the API server timed them.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Histogram {
-    /// (upper bound in seconds, calls at or under it), cumulative, the bounds ascending.
-    pub buckets: Vec<(f64, f64)>,
-    pub sum: f64,
-    pub count: f64,
-}
-
-impl Histogram {
-    /// The mean in milliseconds.
-    pub fn mean_ms(&self) -> f64 {
-        if self.count == 0.0 {
-            0.0
-        } else {
-            self.sum / self.count * 1000.0
-        }
-    }
-
-    /// The least bound all calls are at or under, in seconds.
-    pub fn slowest_bound(&self) -> f64 {
-        (self.buckets.iter())
-            .find(|(_, calls)| *calls >= self.count)
-            .map_or(f64::INFINITY, |(bound, _)| *bound)
-    }
-
-    /// What was counted between `before` and `self`.
-    fn since(&self, before: &Histogram) -> Histogram {
-        let earlier = |bound: f64| {
-            (before.buckets.iter())
-                .find(|(b, _)| *b == bound)
-                .map_or(0.0, |(_, calls)| *calls)
-        };
-        Histogram {
-            buckets: (self.buckets.iter())
-                .map(|(bound, calls)| (*bound, calls - earlier(*bound)))
-                .collect(),
-            sum: self.sum - before.sum,
-            count: self.count - before.count,
-        }
-    }
+/// A webhook's `failurePolicy` and `timeoutSeconds`, as the policy's folder manifest deploys
+/// it (Kubernetes' defaults, `Fail` and 10 s, where it sets none).
+#[derive(Clone)]
+struct Failure {
+    policy: String,
+    timeout_seconds: u64,
 }
 
 /// One stream's figures.
@@ -115,63 +85,6 @@ pub enum Outcome {
     NotRun(String),
 }
 
-/// The series of `metric` in Prometheus' text format `metrics` whose labels `keep` accepts,
-/// summed into one histogram.
-pub fn histogram(metrics: &str, metric: &str, keep: &dyn Fn(&str) -> bool) -> Histogram {
-    let mut out = Histogram::default();
-    for line in metrics.lines() {
-        let Some((name, labels, value)) = sample(line) else {
-            continue;
-        };
-        if !keep(labels) {
-            continue;
-        }
-        match name.strip_prefix(metric) {
-            Some("_sum") => out.sum += value,
-            Some("_count") => out.count += value,
-            Some("_bucket") => {
-                let Some(bound) = label(labels, "le").and_then(bound) else {
-                    continue;
-                };
-                match out.buckets.iter_mut().find(|(b, _)| *b == bound) {
-                    Some((_, calls)) => *calls += value,
-                    None => out.buckets.push((bound, value)),
-                }
-            }
-            _ => {}
-        }
-    }
-    out.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-    out
-}
-
-/// A sample line's metric name, label block and value.
-fn sample(line: &str) -> Option<(&str, &str, f64)> {
-    let (name, rest) = line.split_once('{')?;
-    let (labels, value) = rest.rsplit_once('}')?;
-    Some((name, labels, value.trim().parse().ok()?))
-}
-
-/// The value of `key` in a label block (`a="1",b="2"`).
-pub fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
-    let start = labels
-        .match_indices(&format!("{key}=\""))
-        .find(|(i, _)| *i == 0 || labels.as_bytes()[i - 1] == b',')?
-        .0
-        + key.len()
-        + 2;
-    let len = labels[start..].find('"')?;
-    Some(&labels[start..start + len])
-}
-
-fn bound(le: &str) -> Option<f64> {
-    if le == "+Inf" {
-        Some(f64::INFINITY)
-    } else {
-        le.parse().ok()
-    }
-}
-
 /// The input named `name` among `all`.
 fn input<'a>(all: &'a [Input], name: &str) -> Result<&'a Input, String> {
     all.iter()
@@ -196,9 +109,10 @@ fn to_create(object: &Value) -> Value {
 }
 
 /// The streams: a label write and a stale whole-list taint write (incident 1) to one Node, and
-/// Pod CREATEs in a Namespace whose annotations the policy reads.
-fn streams(all: &[Input]) -> Result<Vec<Stream>, String> {
-    let stale = input(all, "incident-1-stale-taint-patch [default]")?;
+/// Pod CREATEs in a Namespace whose annotations the policy reads; each policy's failure settings
+/// read once from `repo`.
+fn streams(all: &[Input], repo: &Path) -> Result<Vec<Stream>, String> {
+    let stale = input(all, STALE)?;
     let node = stale.request["oldObject"]["metadata"]["name"]
         .as_str()
         .ok_or("incident 1 has no Node name")?;
@@ -214,7 +128,9 @@ fn streams(all: &[Input]) -> Result<Vec<Stream>, String> {
         (text(&user_info["username"]), text(&user_info["groups"][0]))
     };
     let (node_user, node_group) = writer(stale);
+    let node_failure = failure_settings(repo, "taint-preservation")?;
     let node_patch = |name, input: &'static str, body| Stream {
+        failure: node_failure.clone(),
         name,
         user: node_user.clone(),
         group: node_group.clone(),
@@ -230,12 +146,12 @@ fn streams(all: &[Input]) -> Result<Vec<Stream>, String> {
     Ok(vec![
         node_patch(
             "Node label PATCH (accepted)",
-            "incident-1-stale-taint-patch [default]",
+            STALE,
             json!({"metadata": {"labels": {"bench.taintguard.io/touched": "true"}}}),
         ),
         node_patch(
             "Node taints PATCH from a stale cache (restored)",
-            "incident-1-stale-taint-patch [default]",
+            STALE,
             json!({"spec": {"taints": stale.request["object"]["spec"]["taints"]}}),
         ),
         Stream {
@@ -250,26 +166,27 @@ fn streams(all: &[Input]) -> Result<Vec<Stream>, String> {
             body: created,
             user: writer(pod).0,
             group: writer(pod).1,
+            failure: failure_settings(repo, "toleration-injection")?,
         },
     ])
 }
 
 /// The failure settings of `policy`'s folder manifest, as its deployment writes them.
-fn failure_settings(repo: &Path, policy: &str) -> Result<(String, u64), String> {
+fn failure_settings(repo: &Path, policy: &str) -> Result<Failure, String> {
     let path = repo.join(format!("policies/{policy}/cluster-admission-policy.yaml"));
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let doc: Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let spec = &doc["spec"];
-    Ok((
-        spec["failurePolicy"].as_str().unwrap_or("Fail").to_owned(),
-        spec["timeoutSeconds"].as_u64().unwrap_or(10),
-    ))
+    Ok(Failure {
+        policy: spec["failurePolicy"].as_str().unwrap_or("Fail").to_owned(),
+        timeout_seconds: spec["timeoutSeconds"].as_u64().unwrap_or(10),
+    })
 }
 
 /// The objects the streams write to: incident 1's Node as stored before its stale write, and
 /// the Pods' Namespace.
 fn create_objects(cluster: &Cluster, all: &[Input]) -> Result<(), String> {
-    let stale = input(all, "incident-1-stale-taint-patch [default]")?;
+    let stale = input(all, STALE)?;
     let pod = input(all, inputs::NAMESPACED_POD)?;
     let namespace = pod
         .namespace
@@ -330,12 +247,7 @@ struct WebhookClient<'a> {
 }
 
 /// The webhook `id` of policy-server for `stream`'s resource and operation.
-fn webhook(
-    client: &WebhookClient<'_>,
-    id: &str,
-    stream: &Stream,
-    failure: &(String, u64),
-) -> Value {
+fn webhook(client: &WebhookClient<'_>, id: &str, stream: &Stream) -> Value {
     let operation = if stream.method == "POST" {
         "CREATE"
     } else {
@@ -349,8 +261,8 @@ fn webhook(
         },
         "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": [stream.resource],
                    "operations": [operation]}],
-        "failurePolicy": failure.0,
-        "timeoutSeconds": failure.1,
+        "failurePolicy": stream.failure.policy,
+        "timeoutSeconds": stream.failure.timeout_seconds,
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
     })
@@ -358,7 +270,7 @@ fn webhook(
 
 /// One MutatingWebhookConfiguration: per stream, the null module's webhook and then the
 /// policy's.
-fn register_webhooks(cluster: &Cluster, repo: &Path, streams: &[Stream]) -> Result<(), String> {
+fn register_webhooks(cluster: &Cluster, streams: &[Stream]) -> Result<(), String> {
     use base64::Engine as _;
     let pem = std::fs::read(&cluster.webhook_ca).map_err(|e| e.to_string())?;
     let ca = base64::engine::general_purpose::STANDARD.encode(pem);
@@ -368,9 +280,8 @@ fn register_webhooks(cluster: &Cluster, repo: &Path, streams: &[Stream]) -> Resu
     };
     let mut webhooks: Vec<Value> = Vec::new();
     for stream in streams {
-        let failure = failure_settings(repo, stream.policy)?;
         for id in [format!("null-{}", stream.policy), stream.policy.to_owned()] {
-            let hook = webhook(&client, &id, stream, &failure);
+            let hook = webhook(&client, &id, stream);
             if !webhooks.iter().any(|w| w["name"] == hook["name"]) {
                 webhooks.push(hook);
             }
@@ -463,7 +374,6 @@ fn measure(
     if policy_webhook.count == 0.0 || null_webhook.count == 0.0 {
         return Err(format!("{}: the API server called no webhook", stream.name));
     }
-    let (failure_policy, timeout_seconds) = failure_settings(repo, stream.policy)?;
     Ok(Measured {
         stream: stream.name,
         policy: stream.policy,
@@ -471,8 +381,8 @@ fn measure(
         requests_per_second: point.requests_per_second,
         p99_ms: point.p99 / 1000.0,
         request,
-        failure_policy,
-        timeout_seconds,
+        failure_policy: stream.failure.policy.clone(),
+        timeout_seconds: stream.failure.timeout_seconds,
         policy_webhook,
         null_webhook,
     })
@@ -480,7 +390,7 @@ fn measure(
 
 /// The taints of incident 1's Node the stale stream must have left stored: the policy acted.
 fn check_restored(cluster: &Cluster, all: &[Input]) -> Result<(), String> {
-    let stale = input(all, "incident-1-stale-taint-patch [default]")?;
+    let stale = input(all, STALE)?;
     let old = &stale.request["oldObject"];
     let name = old["metadata"]["name"].as_str().unwrap_or_default();
     let stored: Value = serde_json::from_str(&cluster.api(&ApiRequest {
@@ -513,14 +423,14 @@ pub fn run(repo: &Path, modules: &Modules, timing: Timing) -> Result<Outcome, St
         Err(missing) => return Ok(Outcome::NotRun(missing)),
     };
     let all = inputs::all(repo)?;
-    let streams = streams(&all)?;
+    let streams = streams(&all, repo)?;
     cluster::clean_up_on_signals();
     let mut cluster = Cluster::start(&bins, "bench-apiserver")?;
     create_objects(&cluster, &all)?;
     let policies = server::policies_yml(&entries(&all, &streams, modules)?)?;
     std::fs::write(cluster.file("policies.yml"), policies).map_err(|e| e.to_string())?;
     cluster.start_policy_server(&bins)?;
-    register_webhooks(&cluster, repo, &streams)?;
+    register_webhooks(&cluster, &streams)?;
     let seconds = 5 * timing.seconds;
     let mut measured = Vec::new();
     for stream in &streams {
@@ -540,69 +450,4 @@ pub fn run(repo: &Path, modules: &Modules, timing: Timing) -> Result<Outcome, St
         seconds,
         measured,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{histogram, label, Histogram};
-
-    const METRICS: &str = "\
-# HELP apiserver_admission_webhook_admission_duration_seconds x
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\",le=\"0.005\"} 2
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\",le=\"0.025\"} 9
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\",le=\"+Inf\"} 10
-apiserver_admission_webhook_admission_duration_seconds_sum{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\"} 0.1
-apiserver_admission_webhook_admission_duration_seconds_count{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\"} 10
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"true\",type=\"admit\",le=\"0.005\"} 0
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"true\",type=\"admit\",le=\"0.025\"} 1
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"true\",type=\"admit\",le=\"+Inf\"} 1
-apiserver_admission_webhook_admission_duration_seconds_sum{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"true\",type=\"admit\"} 0.02
-apiserver_admission_webhook_admission_duration_seconds_count{name=\"a.nodes\",operation=\"UPDATE\",rejected=\"true\",type=\"admit\"} 1
-apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"ba.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\",le=\"0.005\"} 7
-apiserver_admission_webhook_admission_duration_seconds_count{name=\"ba.nodes\",operation=\"UPDATE\",rejected=\"false\",type=\"admit\"} 7
-";
-
-    /// Every series of one webhook is summed, rejected or not, and only its own: a name that
-    /// ends with another's is not it.
-    #[test]
-    fn sums_one_webhooks_series() {
-        let a = histogram(
-            METRICS,
-            "apiserver_admission_webhook_admission_duration_seconds",
-            &|labels| label(labels, "name") == Some("a.nodes"),
-        );
-        assert_eq!(
-            a.buckets,
-            [(0.005, 2.0), (0.025, 10.0), (f64::INFINITY, 11.0)]
-        );
-        assert_eq!((a.count, (a.sum * 100.0).round()), (11.0, 12.0));
-        assert_eq!(a.slowest_bound(), f64::INFINITY);
-        let later = Histogram {
-            buckets: vec![(0.005, 12.0), (0.025, 30.0), (f64::INFINITY, 31.0)],
-            sum: 0.52,
-            count: 31.0,
-        };
-        let since = later.since(&a);
-        assert_eq!(
-            since.buckets,
-            [(0.005, 10.0), (0.025, 20.0), (f64::INFINITY, 20.0)]
-        );
-        assert_eq!(since.count, 20.0);
-        assert_eq!(since.slowest_bound(), 0.025);
-        assert_eq!((since.mean_ms() * 10.0).round(), 200.0);
-    }
-
-    #[test]
-    fn reads_a_label_by_its_whole_key() {
-        let labels = "rename=\"x\",name=\"a\",le=\"+Inf\"";
-        let cases = [
-            ("name", Some("a")),
-            ("le", Some("+Inf")),
-            ("ame", None),
-            ("x", None),
-        ];
-        for (key, want) in cases {
-            assert_eq!(label(labels, key), want, "{key}");
-        }
-    }
 }

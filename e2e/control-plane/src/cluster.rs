@@ -568,7 +568,9 @@ impl Cluster {
             content_type: "text/plain",
             body: "",
         })?;
-        Ok(requests_in_metrics(&metrics, verb, resource))
+        Ok(crate::metrics::requests_in_metrics(
+            &metrics, verb, resource,
+        ))
     }
 
     /// The log file of the run's process `name` (`etcd`, `kube-apiserver`, `policy-server`).
@@ -620,59 +622,5 @@ pub fn curl(args: &[&str]) -> Result<String, String> {
         Ok(text)
     } else {
         Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
-    }
-}
-
-/// The sum of the `apiserver_request_total` series of `metrics` (Prometheus' text format) for
-/// `verb` on the core group's `resource` answered with 200, on the resource itself (no
-/// subresource).
-fn requests_in_metrics(metrics: &str, verb: &str, resource: &str) -> f64 {
-    let wanted = [
-        r#"code="200""#.to_owned(),
-        r#"group="""#.to_owned(),
-        r#"subresource="""#.to_owned(),
-        format!(r#"resource="{resource}""#),
-        format!(r#"verb="{verb}""#),
-    ];
-    metrics
-        .lines()
-        .filter_map(|line| line.strip_prefix("apiserver_request_total{"))
-        .filter_map(|line| line.split_once("} "))
-        .filter(|(labels, _)| {
-            let labels: Vec<&str> = labels.split(',').collect();
-            wanted.iter().all(|w| labels.contains(&w.as_str()))
-        })
-        .filter_map(|(_, value)| value.trim().parse::<f64>().ok())
-        .sum()
-}
-
-#[cfg(test)]
-mod metrics_tests {
-    use super::requests_in_metrics;
-
-    #[test]
-    fn request_counts_sum_the_matching_series() {
-        let metrics = r#"# HELP apiserver_request_total [STABLE] Counter of apiserver requests
-# TYPE apiserver_request_total counter
-apiserver_request_total{code="200",component="apiserver",contentType="application/json",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"} 12
-apiserver_request_total{code="200",component="apiserver",contentType="application/vnd.kubernetes.protobuf",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"} 3
-apiserver_request_total{code="404",component="apiserver",contentType="application/json",dry_run="",group="",resource="namespaces",scope="resource",subresource="",verb="GET",version="v1"} 7
-apiserver_request_total{code="200",component="apiserver",contentType="application/json",dry_run="",group="",resource="namespaces",scope="resource",subresource="status",verb="GET",version="v1"} 5
-apiserver_request_total{code="200",component="apiserver",contentType="application/json",dry_run="",group="",resource="namespaces",scope="cluster",subresource="",verb="LIST",version="v1"} 2
-apiserver_request_total{code="200",component="apiserver",contentType="application/json",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="GET",version="v1"} 1e+06
-apiserver_request_duration_seconds_count{code="200",group="",resource="namespaces",subresource="",verb="GET"} 99
-"#;
-        for (verb, resource, want) in [
-            ("GET", "namespaces", 15.0),
-            ("LIST", "namespaces", 2.0),
-            ("GET", "nodes", 1e6),
-            ("PATCH", "nodes", 0.0),
-        ] {
-            assert_eq!(
-                requests_in_metrics(metrics, verb, resource),
-                want,
-                "{verb} {resource}"
-            );
-        }
     }
 }

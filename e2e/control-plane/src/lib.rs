@@ -9,3 +9,4 @@
 
 pub mod binaries;
 pub mod cluster;
+pub mod metrics;
