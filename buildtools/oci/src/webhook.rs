@@ -7,10 +7,12 @@
 //! `cluster-admission-policy-<suffix>.yaml` (taint-preservation's `nodes/status` guard,
 //! docs/records.md), deployed with the same module and settings.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
+use taintguard_wasm_metadata::metadata::Metadata;
 
 /// The webhook fields of a policy resource's spec that its folder's manifest sets.
 #[derive(Debug, Default, Clone, Serialize, PartialEq)]
@@ -42,11 +44,15 @@ pub const FAILURE_ANNOTATIONS: [(&str, &str); 2] = [
     ("io.taintguard.webhook.timeoutSeconds", "timeoutSeconds"),
 ];
 
-/// Each of [`FAILURE_ANNOTATIONS`] in `metadata` (the folder's `metadata.yml`) equals the
-/// manifest `spec`'s field, or both are absent.
-fn check_failure_annotations(metadata: &Value, spec: &Value, folder: &Path) -> Result<(), String> {
+/// Each of [`FAILURE_ANNOTATIONS`] among `annotations` (the folder's `metadata.yml`'s) equals
+/// the manifest `spec`'s field, or both are absent.
+fn check_failure_annotations(
+    annotations: &BTreeMap<String, String>,
+    spec: &Value,
+    folder: &Path,
+) -> Result<(), String> {
     for (annotation, field) in FAILURE_ANNOTATIONS {
-        let stated = metadata["annotations"][annotation].as_str();
+        let stated = annotations.get(annotation).map(String::as_str);
         let deployed = match &spec[field] {
             Value::Null => None,
             Value::String(text) => Some(text.clone()),
@@ -109,12 +115,10 @@ pub fn deployment(policies: &Path, policy: &str) -> Result<Deployment, String> {
         return Ok(Deployment::default());
     }
     let (doc, _) = read_yaml(&main)?;
-    let metadata = folder.join("metadata.yml");
-    let text =
-        std::fs::read_to_string(&metadata).map_err(|e| format!("{}: {e}", metadata.display()))?;
-    let metadata_doc: Value =
-        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", metadata.display()))?;
-    check_failure_annotations(&metadata_doc, &doc["spec"], &folder)?;
+    let path = folder.join("metadata.yml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let metadata = Metadata::from_yml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    check_failure_annotations(&metadata.annotations, &doc["spec"], &folder)?;
     let mut companions = Vec::new();
     let mut entries: Vec<_> = std::fs::read_dir(&folder)
         .map_err(|e| format!("{}: {e}", folder.display()))?
@@ -191,14 +195,13 @@ mod tests {
     #[test]
     fn failure_annotations_must_equal_the_manifest() {
         let metadata = |failure: Option<&str>, timeout: Option<&str>| {
-            let mut annotations = serde_json::Map::new();
-            if let Some(v) = failure {
-                annotations.insert("io.taintguard.webhook.failurePolicy".into(), json!(v));
-            }
-            if let Some(v) = timeout {
-                annotations.insert("io.taintguard.webhook.timeoutSeconds".into(), json!(v));
-            }
-            json!({"annotations": annotations})
+            let stated = [
+                ("io.taintguard.webhook.failurePolicy", failure),
+                ("io.taintguard.webhook.timeoutSeconds", timeout),
+            ];
+            (stated.into_iter())
+                .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned())))
+                .collect::<std::collections::BTreeMap<String, String>>()
         };
         let deployed = json!({"failurePolicy": "Fail", "timeoutSeconds": 5});
         // (metadata, spec, the error names, or None for agreement)
@@ -224,7 +227,7 @@ mod tests {
         for (metadata, spec, want) in cases {
             let got = check_failure_annotations(&metadata, &spec, std::path::Path::new("p"));
             match want {
-                None => assert_eq!(got, Ok(()), "{metadata} {spec}"),
+                None => assert_eq!(got, Ok(()), "{metadata:?} {spec}"),
                 Some(text) => {
                     let error = got.expect_err("a disagreement is an error");
                     assert!(error.contains(text), "{error}");
