@@ -77,6 +77,63 @@ pub fn sent(conditions: &[MatchCondition], request: &Value) -> Option<bool> {
     Some(all)
 }
 
+/// How a soundness test's corpus fared with a webhook's conditions: requests sent to the
+/// webhook, filtered out, and whose evaluation failed (the `failurePolicy` decides those).
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Requests the conditions send to the webhook.
+    pub sent: usize,
+    /// Requests the conditions keep from it.
+    pub filtered: usize,
+    /// Requests whose conditions could not be evaluated.
+    pub errors: usize,
+}
+
+impl Tally {
+    /// Counts one request as a policy's soundness test judges it: `Ok(Some(sent))`, `Ok(None)`
+    /// for an evaluation error, `Err` for a hole, which it names.
+    ///
+    /// # Panics
+    ///
+    /// A hole: a request the policy acts on that the conditions filter out.
+    pub fn count(&mut self, decision: Result<Option<bool>, String>) {
+        match decision {
+            Ok(Some(true)) => self.sent += 1,
+            Ok(Some(false)) => self.filtered += 1,
+            Ok(None) => self.errors += 1,
+            Err(hole) => panic!("{hole}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Tally {
+            sent,
+            filtered,
+            errors,
+        } = self;
+        write!(f, "{sent} sent, {filtered} filtered, {errors} errors")
+    }
+}
+
+/// Every bundled example of the policy folder `policy` ([`bundled_examples`]) judged by a
+/// soundness test's `judge`; how many it judged.
+///
+/// # Panics
+///
+/// A hole, named by `judge`.
+pub fn assert_no_bundled_hole(
+    policy: &Path,
+    judge: impl Fn(&Value, &str) -> Result<Option<bool>, String>,
+) -> usize {
+    let examples = bundled_examples(policy);
+    for (request, settings) in &examples {
+        judge(request, settings).unwrap_or_else(|hole| panic!("{hole}"));
+    }
+    examples.len()
+}
+
 /// Whether a verdict does anything but accept the request untouched and silently: what no
 /// condition may keep from the policy.
 pub fn acts(verdict: &Verdict) -> bool {
