@@ -171,6 +171,17 @@ fn run_case(k: &Kubectl, ns: &str, case: &Case) -> Result<Outcome, String> {
     Ok(create(k, &pod(ns, &case.tolerations, case.burstable)))
 }
 
+/// `case` in namespace `ns` through the reference API server's plugin (`upstream`), then through
+/// the policy: the two outcomes, in that order.
+fn through_both(
+    upstream: &Kubectl,
+    policy: &Kubectl,
+    ns: &str,
+    case: &Case,
+) -> Result<(Outcome, Outcome), String> {
+    Ok((run_case(upstream, ns, case)?, run_case(policy, ns, case)?))
+}
+
 /// The cases, in order: the defaults' first, then the whitelists'.
 fn cases() -> Vec<Case> {
     let mut cases = defaults_cases();
@@ -336,10 +347,7 @@ pub fn side_by_side(env: &mut Env) -> Result<(), String> {
     let mut problems = Vec::new();
     for (i, case) in cases().iter().enumerate() {
         let ns = format!("ptr-{i}");
-        let (a, b) = (
-            run_case(&upstream, &ns, case)?,
-            run_case(policy, &ns, case)?,
-        );
+        let (a, b) = through_both(&upstream, policy, &ns, case)?;
         if !agree(&a, &b) {
             problems.push(format!("{}: plugin {a:?}, policy {b:?}", case.name));
         }
@@ -468,10 +476,7 @@ fn implicit_whitelist(
         burstable: false,
         want: Want::Stores(vec![]),
     };
-    let (a, b) = (
-        run_case(upstream, "ptr-gap-implicit", &implicit)?,
-        run_case(policy, "ptr-gap-implicit", &implicit)?,
-    );
+    let (a, b) = through_both(upstream, policy, "ptr-gap-implicit", &implicit)?;
     if !matches!(&a, Err(e) if e.contains(CONFLICT))
         || !matches!(&b, Ok(t) if t.contains(&stored(not_ready())) && t.contains(&stored(unreachable())))
     {
@@ -496,10 +501,7 @@ fn covered_toleration_kept(
         burstable: false,
         want: Want::Stores(vec![]),
     };
-    let (a, b) = (
-        run_case(upstream, "ptr-gap-merge", &redundant)?,
-        run_case(policy, "ptr-gap-merge", &redundant)?,
-    );
+    let (a, b) = through_both(upstream, policy, "ptr-gap-merge", &redundant)?;
     let dropped = matches!(&a, Ok(t) if !t.contains(&narrow) && t.contains(&wide));
     let kept = matches!(&b, Ok(t) if t[..2] == [narrow.clone(), wide.clone()]);
     if !dropped || !kept {
