@@ -429,7 +429,7 @@ new_policy() {
   done < <(find "policies/$name" -type f -print0)
   # Linked as its neighbours are: a workspace dependency, and the npm package's line naming it.
   grep -q "^$name = " Cargo.toml ||
-    sed -i "/^toleration-injection = { path/a $name = { path = \"policies/$name\" }" Cargo.toml
+    sed -i "/^\[workspace.dependencies\]/a $name = { path = \"policies/$name\" }" Cargo.toml
   local js=abi/js/Cargo.toml
   grep -q "^$name[ .]" "$js" ||
     sed -i "/^# The policies it runs/a $name.workspace = true" "$js"
