@@ -40,6 +40,8 @@ pub type Answer = Result<Vec<u8>, String>;
 #[macro_export]
 macro_rules! guest {
     ($serve:expr) => {
+        /// waPC's entry point: the host calls it for each operation, with the lengths of the
+        /// operation's name and payload, which the guest then fetches from the host.
         #[cfg(target_arch = "wasm32")]
         #[no_mangle]
         pub extern "C" fn __guest_call(op_len: i32, payload_len: i32) -> i32 {
