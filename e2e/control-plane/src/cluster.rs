@@ -127,6 +127,9 @@ impl Drop for Cluster {
     }
 }
 
+/// What the API server audits: writes of Nodes and Pods, for the policies' audit annotations, and
+/// GETs of Namespaces, so that a read can be counted by who sent it and which Namespace it named
+/// (the request metric counts every client's GETs of every Namespace alike).
 const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -135,6 +138,11 @@ rules:
     resources:
       - group: ""
         resources: ["nodes", "pods"]
+  - level: Metadata
+    verbs: ["get"]
+    resources:
+      - group: ""
+        resources: ["namespaces"]
   - level: None
 "#;
 
