@@ -1,7 +1,7 @@
 //! The contract between a policy's logic and the ABI adapters that run it.
 
 use crate::admission::AdmissionRequest;
-use crate::cluster::Cluster;
+use crate::cluster::{Asks, Cluster, Declared};
 use crate::json;
 use crate::settings::{self, At, PolicySettings, SettingsError};
 use crate::verdict::{Decision, Verdict};
@@ -14,28 +14,6 @@ pub enum Half {
     /// Engines that cannot mutate (OPA, Gatekeeper): whatever the mutating half would repair is
     /// reported as a rejection instead, and no object is ever mutated.
     Validating,
-}
-
-/// What a policy may ask the cluster through [`Cluster`]. Adapters make only these host calls,
-/// so a module carries, and its metadata declares, exactly the capabilities it uses
-/// (docs/context.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Asks {
-    /// [`Cluster::list_nodes`]: Kubewarden's `kubernetes/list_resources_all` for `v1/Node`.
-    pub nodes: bool,
-    /// [`Cluster::can_i`]: Kubewarden's `kubernetes/can_i`.
-    pub access: bool,
-    /// [`Cluster::get_namespace`]: Kubewarden's `kubernetes/get_resource` for `v1/Namespace`.
-    pub namespaces: bool,
-}
-
-impl Asks {
-    /// Nothing: what [`Policy::ASKS`] is unless a policy says otherwise.
-    pub const NOTHING: Asks = Asks {
-        nodes: false,
-        access: false,
-        namespaces: false,
-    };
 }
 
 /// One admission policy: the settings it reads and how it judges a request. This is what a
@@ -85,7 +63,8 @@ pub trait Policy {
     /// Validated settings.
     type Settings: PolicySettings;
 
-    /// What it may ask the cluster.
+    /// What it may ask the cluster: every engine refuses the rest ([`Declared`]), and the build
+    /// checks the metadata's declarations against it.
     const ASKS: Asks = Asks::NOTHING;
 
     /// Judges one request with `half` of the policy (see [`Half`]); `cluster` answers what the
@@ -219,7 +198,11 @@ fn judge<P: Policy>(
     half: Half,
     cluster: &dyn Cluster,
 ) -> Result<Verdict, String> {
-    let mut verdict = P::evaluate(request, settings, half, cluster);
+    let declared = Declared {
+        asks: P::ASKS,
+        inner: cluster,
+    };
+    let mut verdict = P::evaluate(request, settings, half, &declared);
     if half == Half::Validating {
         verdict = verdict.without_mutation();
     }

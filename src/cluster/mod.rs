@@ -1,23 +1,103 @@
 //! What a policy may ask the cluster while it judges a request, through its engine
 //! (docs/context.md). The core knows no engine: each adapter implements [`Cluster`] with what its
 //! host offers (Kubewarden's host capabilities, the inventory a Gatekeeper-style engine passes as
-//! data, or nothing), and says why when it cannot answer.
+//! data, a test suite's objects, or nothing), and says why when it cannot answer.
+//!
+//! The contract is open: [`Cluster::get`] and [`Cluster::list`] read objects of any kind, as
+//! Kubewarden's host reads them, and [`Cluster::can_i`] asks RBAC. What a policy reads is declared
+//! once, in its [`Asks`](crate::policy::Asks), which also writes what its metadata declares.
 
-use serde::Deserialize;
+mod asks;
+mod nodes;
+#[cfg(any(test, feature = "testing"))]
+pub mod recorded;
 
-use crate::json::{JsonStr, Raw};
+pub use asks::{Asks, Declared, Read, ReadBy, DECLARATION_HEADER, DECLARATION_SECTION};
+pub use nodes::{nodes_of_list, ClusterNode, NODE_FIELDS};
+
+use crate::json::JsonStr;
 use crate::settings::string_enum;
-use crate::taint::{parse_taints, Taint};
 
-/// One node as the cluster lists it: what the policies read of it, borrowed from the list's
-/// text. The host selects nodes by label, so labels are not read here. Its taints are read as a
-/// request's are.
-#[derive(Debug, Clone)]
-pub struct ClusterNode<'a> {
-    /// The node's name.
-    pub name: JsonStr<'a>,
-    /// Its `spec.taints`.
-    pub taints: Vec<Taint<'a>>,
+/// A kind of object, as the API names it: the group version (`v1` for the core group,
+/// `apps/v1`) and the kind (`ConfigMap`). Shown as `v1/ConfigMap`, the form metadata's
+/// `contextAwareResources` and messages use.
+///
+/// # Examples
+///
+/// ```
+/// use taintguard::cluster::ResourceKind;
+///
+/// const CONFIG_MAP: ResourceKind = ResourceKind::new("v1", "ConfigMap");
+/// assert_eq!(CONFIG_MAP.to_string(), "v1/ConfigMap");
+/// assert_eq!(ResourceKind::NODE.to_string(), "v1/Node");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKind<'a> {
+    /// The group version: `v1` for the core group, `<group>/<version>` for others.
+    pub api_version: &'a str,
+    /// The kind, in the API's PascalCase (`Namespace`).
+    pub kind: &'a str,
+}
+
+impl<'a> ResourceKind<'a> {
+    /// The kind `kind` of group version `api_version`.
+    pub const fn new(api_version: &'a str, kind: &'a str) -> Self {
+        ResourceKind { api_version, kind }
+    }
+}
+
+impl ResourceKind<'static> {
+    /// Core `v1` Nodes.
+    pub const NODE: ResourceKind<'static> = ResourceKind::new("v1", "Node");
+    /// Core `v1` Namespaces.
+    pub const NAMESPACE: ResourceKind<'static> = ResourceKind::new("v1", "Namespace");
+}
+
+impl std::fmt::Display for ResourceKind<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.api_version, self.kind)
+    }
+}
+
+/// One object asked for by name: [`Cluster::get`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Get<'a> {
+    /// Its kind.
+    pub kind: ResourceKind<'a>,
+    /// Its namespace; `None` for a cluster-scoped kind.
+    pub namespace: Option<&'a str>,
+    /// Its name.
+    pub name: &'a str,
+    /// How old the answer may be.
+    pub freshness: Freshness,
+}
+
+/// Objects asked for by kind: [`Cluster::list`]. Lists are answered from the host's watch of the
+/// kind (policy-server keeps one per listed kind), as current as that watch: no freshness to
+/// choose, as Kubewarden's host offers none for lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct List<'a> {
+    /// Their kind.
+    pub kind: ResourceKind<'a>,
+    /// Only those of this namespace (a namespaced kind); `None`: all of the cluster.
+    pub namespace: Option<&'a str>,
+    /// Only those this label selector selects (the API's selector string); `None`: all.
+    pub label_selector: Option<&'a str>,
+    /// Only these fields of each object (`metadata.name`, `spec.taints`), which keeps a list of
+    /// thousands small; empty: whole objects. A host that cannot cut may send more.
+    pub fields: &'a [&'a str],
+}
+
+impl<'a> List<'a> {
+    /// Every object of `kind` in the cluster, whole.
+    pub const fn all(kind: ResourceKind<'a>) -> Self {
+        List {
+            kind,
+            namespace: None,
+            label_selector: None,
+            fields: &[],
+        }
+    }
 }
 
 /// A SubjectAccessReview question: may `user` (in `groups`) `verb` the `resource` named `name`
@@ -58,10 +138,12 @@ string_enum! {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClusterError {
     /// The engine offers no way to ask (a Gatekeeper-style engine asked for RBAC, the
-    /// JavaScript package without a cluster given, a policy-server that did not grant access).
+    /// JavaScript package without a cluster given, a policy-server that did not grant access,
+    /// a kind the policy's [`Asks`] does not name).
     Unavailable(String),
     /// The engine asked and the question failed (API server unreachable, RBAC refused the
-    /// policy-server's service account, an answer that could not be read).
+    /// policy-server's service account, an object that does not exist, an answer that could not
+    /// be read).
     Failed(String),
 }
 
@@ -74,50 +156,84 @@ impl std::fmt::Display for ClusterError {
     }
 }
 
-/// The questions a policy may ask. Implementations answer from the engine's host; answers are
-/// never cached across requests (a fresh module instance serves every request).
+/// The questions a policy may ask. Each engine's answerer implements the three required
+/// methods; the others are asked through them. Answers are never cached across requests (a fresh
+/// module instance serves every request). A policy may ask only what its
+/// [`Asks`](crate::policy::Asks) declares: the engines' answerers refuse the rest.
+///
+/// # Errors
+///
+/// Every method answers [`ClusterError::Unavailable`] where the engine cannot ask and
+/// [`ClusterError::Failed`] where asking failed. An object that does not exist is `Failed`: a
+/// policy must not read "no annotations" into an object it could not read.
 ///
 /// # Examples
 ///
-/// A cluster of one namespace, as a policy's test may give it:
+/// A cluster of one ConfigMap, as a policy's test may give it:
 ///
 /// ```
-/// use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
+/// use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness, Get, List};
+/// use taintguard::cluster::ResourceKind;
 ///
-/// struct OneNamespace;
+/// const CONFIG_MAP: ResourceKind = ResourceKind::new("v1", "ConfigMap");
 ///
-/// impl Cluster for OneNamespace {
-///     fn list_nodes(&self, _: Option<&str>) -> Result<String, ClusterError> {
-///         Err(ClusterError::Unavailable("no nodes here".to_owned()))
+/// struct OneConfigMap;
+///
+/// impl Cluster for OneConfigMap {
+///     fn get(&self, q: &Get<'_>) -> Result<String, ClusterError> {
+///         match (q.kind, q.namespace, q.name) {
+///             (CONFIG_MAP, Some("team-a"), "limits") => Ok(r#"{"data": {"max": "3"}}"#.into()),
+///             _ => Err(ClusterError::Failed(format!("{} {:?} not found", q.kind, q.name))),
+///         }
+///     }
+///     fn list(&self, q: &List<'_>) -> Result<String, ClusterError> {
+///         Err(ClusterError::Unavailable(format!("no lists of {} here", q.kind)))
 ///     }
 ///     fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
 ///         Ok(false)
 ///     }
-///     fn get_namespace(&self, name: &str, _: Freshness) -> Result<String, ClusterError> {
-///         match name {
-///             "team-a" => Ok(r#"{"metadata": {"name": "team-a"}}"#.to_owned()),
-///             _ => Err(ClusterError::Failed(format!("namespace {name:?} not found"))),
-///         }
-///     }
 /// }
 ///
-/// let cluster: &dyn Cluster = &OneNamespace;
-/// assert!(cluster.get_namespace("team-a", Freshness::Cached).unwrap().contains("team-a"));
-/// let error = cluster.get_namespace("team-b", Freshness::Fresh).unwrap_err();
-/// assert_eq!(error.to_string(), "asking the cluster failed: namespace \"team-b\" not found");
+/// let cluster: &dyn Cluster = &OneConfigMap;
+/// let get = |name| Get { kind: CONFIG_MAP, namespace: Some("team-a"), name, freshness: Freshness::Cached };
+/// assert!(cluster.get(&get("limits")).unwrap().contains("max"));
+/// let error = cluster.get(&get("quotas")).unwrap_err();
+/// assert_eq!(error.to_string(), "asking the cluster failed: v1/ConfigMap \"quotas\" not found");
+/// // Today's questions are asked through the generic ones.
+/// let error = cluster.list_nodes(None).unwrap_err();
+/// assert_eq!(error, ClusterError::Unavailable("no lists of v1/Node here".into()));
 /// ```
 pub trait Cluster {
-    /// Every node, or those matching `label_selector` (Kubernetes selector syntax), as the text
-    /// of a Kubernetes `List` (`{"items": [Node, ...]}`), read with [`nodes_of_list`].
-    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError>;
+    /// The object `query` names, as the text of the object, no older than its freshness allows.
+    fn get(&self, query: &Get<'_>) -> Result<String, ClusterError>;
+
+    /// The objects `query` selects, as the text of a Kubernetes `List`
+    /// (`{"items": [object, ...]}`).
+    fn list(&self, query: &List<'_>) -> Result<String, ClusterError>;
 
     /// The answer of a SubjectAccessReview.
     fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError>;
 
-    /// The Namespace `name`, as the text of the object, no older than `freshness` allows. A
-    /// namespace that does not exist is an error, as every other failure is: a policy must not
-    /// read "no annotations" into a namespace it could not read.
-    fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError>;
+    /// Every node, or those matching `label_selector` (Kubernetes selector syntax), with the
+    /// fields the policies read of them ([`NODE_FIELDS`]), as a `List`'s text, read with
+    /// [`nodes_of_list`].
+    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
+        self.list(&List {
+            label_selector,
+            fields: NODE_FIELDS,
+            ..List::all(ResourceKind::NODE)
+        })
+    }
+
+    /// The Namespace `name`, as the text of the object, no older than `freshness` allows.
+    fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError> {
+        self.get(&Get {
+            kind: ResourceKind::NAMESPACE,
+            namespace: None,
+            name,
+            freshness,
+        })
+    }
 }
 
 /// A host that can answer nothing, with the reason given in every error.
@@ -136,176 +252,15 @@ pub trait Cluster {
 pub struct NoCluster(pub &'static str);
 
 impl Cluster for NoCluster {
-    fn list_nodes(&self, _: Option<&str>) -> Result<String, ClusterError> {
+    fn get(&self, _: &Get<'_>) -> Result<String, ClusterError> {
+        Err(ClusterError::Unavailable(self.0.to_owned()))
+    }
+
+    fn list(&self, _: &List<'_>) -> Result<String, ClusterError> {
         Err(ClusterError::Unavailable(self.0.to_owned()))
     }
 
     fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
         Err(ClusterError::Unavailable(self.0.to_owned()))
-    }
-
-    fn get_namespace(&self, _: &str, _: Freshness) -> Result<String, ClusterError> {
-        Err(ClusterError::Unavailable(self.0.to_owned()))
-    }
-}
-
-/// `items` is required (a `null` list is empty): without it, an answer that is not a list at all
-/// (`{}`, `[]`) would read as "no nodes".
-#[derive(Deserialize)]
-struct ListText<'a> {
-    #[serde(borrow, deserialize_with = "null_as_default")]
-    items: Vec<NodeText<'a>>,
-}
-
-/// Reads `null` as the type's default, as Kubernetes writes an empty list.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
-}
-
-#[derive(Deserialize)]
-struct NodeText<'a> {
-    #[serde(borrow, default)]
-    metadata: Option<MetadataText<'a>>,
-    #[serde(borrow, default)]
-    spec: Option<SpecText<'a>>,
-}
-
-#[derive(Deserialize)]
-struct MetadataText<'a> {
-    #[serde(borrow, default)]
-    name: JsonStr<'a>,
-}
-
-#[derive(Deserialize)]
-struct SpecText<'a> {
-    #[serde(borrow, default)]
-    taints: Raw<'a>,
-}
-
-/// The nodes of a Kubernetes `List` of Nodes; `null` items is an empty list. An answer that is
-/// not such a list is an error: a policy must not read "no nodes" into an answer it cannot read.
-pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode<'_>>, ClusterError> {
-    let unreadable = |e: serde_json::Error| {
-        ClusterError::Failed(format!("the list of nodes cannot be read: {e}"))
-    };
-    let list: ListText = serde_json::from_str(text).map_err(unreadable)?;
-    list.items
-        .into_iter()
-        .map(|node| {
-            let taints = node.spec.as_ref().and_then(|s| s.taints.value());
-            Ok(ClusterNode {
-                name: node.metadata.map(|m| m.name).unwrap_or_default(),
-                taints: parse_taints(taints).map_err(unreadable)?,
-            })
-        })
-        .collect()
-}
-
-/// A cluster that answers from recorded answers, and remembers what it was asked: the core's
-/// tests judge requests against it. The engines' own hosts are tested in `wasm-tests` and `e2e`.
-#[cfg(any(test, feature = "testing"))]
-pub mod recorded {
-    use std::cell::RefCell;
-
-    use super::*;
-
-    /// Recorded answers, and the questions asked.
-    #[derive(Default)]
-    pub struct Recorded {
-        /// The answer to every `list_nodes`.
-        pub nodes: Option<Result<String, ClusterError>>,
-        /// `(user, verb)` pairs RBAC allows; `can_i_error` instead answers every question.
-        pub grants: Vec<(&'static str, &'static str)>,
-        /// The error every `can_i` answers, when set.
-        pub can_i_error: Option<ClusterError>,
-        /// The Namespaces `get_namespace` finds, as `(name, object text)`.
-        pub namespaces: Vec<(&'static str, String)>,
-        /// One line per question: `list <selector>`, `can_i <user> <verb> <group> <resource>/<name>`
-        /// or `get namespace <name> <freshness>`.
-        pub asked: RefCell<Vec<String>>,
-    }
-
-    impl Cluster for Recorded {
-        fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
-            self.asked
-                .borrow_mut()
-                .push(format!("list {}", label_selector.unwrap_or("")));
-            self.nodes
-                .clone()
-                .unwrap_or_else(|| Err(ClusterError::Unavailable("no nodes recorded".into())))
-        }
-
-        fn can_i(&self, q: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
-            self.asked.borrow_mut().push(format!(
-                "can_i {} {} {} {}/{}",
-                q.user,
-                q.verb,
-                q.group,
-                q.resource,
-                q.name.unwrap_or("")
-            ));
-            match &self.can_i_error {
-                Some(e) => Err(e.clone()),
-                None => Ok(self.grants.contains(&(q.user, q.verb))),
-            }
-        }
-
-        fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError> {
-            self.asked
-                .borrow_mut()
-                .push(format!("get namespace {name} {}", freshness.as_str()));
-            self.namespaces
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, text)| text.clone())
-                .ok_or_else(|| ClusterError::Failed(format!("namespace {name:?} not found")))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_lists_are_read_or_refused() {
-        let cases = [
-            (r#"{"items": null}"#, Ok(0)),
-            (
-                r#"{"apiVersion": "v1", "kind": "List", "items": []}"#,
-                Ok(0),
-            ),
-            (
-                r#"{"items": [{"metadata": {"name": "n1", "labels": {"pool": "gpu"}},
-                               "spec": {"taints": [{"key": "a", "effect": "NoSchedule"},
-                                                   {"key": "b", "value": "v", "effect": "NoExecute"}]}},
-                              {"metadata": {"name": "n2"}}]}"#,
-                Ok(2),
-            ),
-            ("[]", Err("cannot be read")),
-            ("{}", Err("missing field `items`")),
-            (
-                r#"{"items": [{"spec": {"taints": [{"key": "a", "effect": 7}]}}]}"#,
-                Err("cannot be read: invalid type: integer `7`, expected a string"),
-            ),
-            ("not json", Err("cannot be read")),
-        ];
-        for (text, want) in cases {
-            match (nodes_of_list(text), want) {
-                (Ok(nodes), Ok(n)) => assert_eq!(nodes.len(), n, "{text}"),
-                (Err(ClusterError::Failed(e)), Err(fragment)) => {
-                    assert!(e.contains(fragment), "{text}: {e}")
-                }
-                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
-            }
-        }
-        let nodes = nodes_of_list(cases[2].0).unwrap();
-        assert_eq!(nodes[0].name.as_str(), "n1");
-        assert_eq!(nodes[0].taints[1].describe(), "b=v:NoExecute");
-        assert!(nodes[1].taints.is_empty());
     }
 }

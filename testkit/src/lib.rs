@@ -26,7 +26,7 @@ pub use taintguard_kinds::{assert_valid_object, k8s_openapi, valid_object, KINDS
 use taint_preservation::settings::RecordFormat;
 use taint_preservation::TaintPreservation;
 use taintguard::admission::AdmissionRequest;
-use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
+use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Get, List, ResourceKind};
 use taintguard::json::{span_in, JsonStr, Raw};
 use taintguard::policy::{read_settings, run, Half, Policy};
 use taintguard::taint::{SelectsTaints, Taint};
@@ -63,18 +63,25 @@ pub fn check_both(request: &str, settings: &str) -> Checked {
 struct CaseCluster<'a>(Option<&'a str>);
 
 impl Cluster for CaseCluster<'_> {
-    fn list_nodes(&self, _: Option<&str>) -> Result<String, ClusterError> {
-        Err(ClusterError::Unavailable("the case gives no Nodes".into()))
+    fn get(&self, q: &Get<'_>) -> Result<String, ClusterError> {
+        match (q.kind == ResourceKind::NAMESPACE, self.0) {
+            (true, Some(namespace)) => Ok(namespace.to_owned()),
+            _ => Err(ClusterError::Unavailable(format!(
+                "the case gives no {}",
+                q.kind
+            ))),
+        }
+    }
+
+    fn list(&self, q: &List<'_>) -> Result<String, ClusterError> {
+        Err(ClusterError::Unavailable(format!(
+            "the case gives no {} list",
+            q.kind
+        )))
     }
 
     fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
         Err(ClusterError::Unavailable("the case gives no RBAC".into()))
-    }
-
-    fn get_namespace(&self, _: &str, _: Freshness) -> Result<String, ClusterError> {
-        self.0
-            .map(str::to_owned)
-            .ok_or_else(|| ClusterError::Unavailable("the case gives no Namespace".into()))
     }
 }
 

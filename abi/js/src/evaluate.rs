@@ -303,13 +303,14 @@ mod tests {
         )
         .unwrap()
         .unwrap();
-        assert_eq!(given.namespaces.len(), 1);
+        assert_eq!(given.objects.len(), 1);
+        assert_eq!(given.objects[0]["kind"], "Namespace");
         assert_eq!(given.can_i[0].username, "system:serviceaccount:ops:m");
         assert!(given_cluster("null").unwrap().is_none());
         let yaml = given_cluster("namespaces:\n- metadata: {name: team-a}\n")
             .unwrap()
             .unwrap();
-        assert_eq!(yaml.namespaces[0]["metadata"]["name"], "team-a");
+        assert_eq!(yaml.objects[0]["metadata"]["name"], "team-a");
         let cases = [
             (
                 r#"{"namespaces": ["team-a.yaml"]}"#,

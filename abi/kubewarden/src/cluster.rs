@@ -6,42 +6,66 @@
 use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
-use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
+use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness, Get, List, ReadBy};
 use taintguard::Policy;
 
-/// The host of the running module, for policy `P`: only the calls `P::ASKS` names are made, so
-/// the others are not even compiled into its module (kwctl finds a module's host calls by the
-/// names in it, and warns about any its metadata does not declare).
+/// The host of the running module, for policy `P`: only the host calls `P::ASKS` makes are
+/// compiled into its module (kwctl finds a module's host calls by the names in it, and warns
+/// about any its metadata does not declare). Which kinds are asked is checked for every engine
+/// alike, before this is asked ([`taintguard::cluster::Declared`]).
 pub struct HostCluster<P>(pub PhantomData<P>);
 
-fn not_asked(what: &str) -> ClusterError {
-    ClusterError::Unavailable(format!("this policy does not ask the cluster for {what}"))
+fn not_asked(what: impl std::fmt::Display) -> ClusterError {
+    ClusterError::Unavailable(format!(
+        "this policy does not ask the cluster for {what} (its Asks, docs/context.md)"
+    ))
 }
 
 /// `list_resources_all`'s request. Field masks ask the host to keep only what the policy reads,
-/// which keeps a list of thousands of nodes small (their image lists and status are most of it).
+/// which keeps a list of thousands of nodes small (their image lists and status are most of it);
+/// none (`null`) asks for whole objects.
 #[derive(Serialize)]
 struct ListAll<'a> {
     api_version: &'a str,
     kind: &'a str,
     label_selector: Option<&'a str>,
     field_selector: Option<&'a str>,
-    field_masks: [&'a str; 3],
+    field_masks: Option<&'a [&'a str]>,
 }
 
-/// `get_resource`'s request for the Namespace `name`. [`Freshness::Cached`] lets policy-server
+/// `list_resources_by_namespace`'s request: [`ListAll`]'s, in one namespace.
+#[derive(Serialize)]
+struct ListInNamespace<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    namespace: &'a str,
+    label_selector: Option<&'a str>,
+    field_selector: Option<&'a str>,
+    field_masks: Option<&'a [&'a str]>,
+}
+
+/// `get_resource`'s request for the object `q` names. [`Freshness::Cached`] lets policy-server
 /// answer from its five-second cache, which spares the API server a GET per Pod;
 /// [`Freshness::Fresh`] sets `disable_cache`, so that a whitelist narrowed a moment ago counts
 /// (docs/context.md, "How old an answer may be"). Written as serde writes a `GetResource` (the
 /// test holds the two equal), but by hand: serde's writer took 4k guest instructions of every Pod
 /// the plugin judges (benchmarks/cost.md, "PodTolerationRestriction's reads").
-fn namespace_request(name: &str, freshness: Freshness) -> Vec<u8> {
-    let mut out = String::with_capacity(96 + name.len());
-    out.push_str(r#"{"api_version":"v1","kind":"Namespace","name":"#);
-    taintguard::json::write_str(&mut out, name);
-    out.push_str(match freshness {
-        Freshness::Cached => r#","namespace":null,"disable_cache":false}"#,
-        Freshness::Fresh => r#","namespace":null,"disable_cache":true}"#,
+fn get_request(q: &Get<'_>) -> Vec<u8> {
+    let mut out = String::with_capacity(96 + q.name.len());
+    out.push_str(r#"{"api_version":"#);
+    taintguard::json::write_str(&mut out, q.kind.api_version);
+    out.push_str(r#","kind":"#);
+    taintguard::json::write_str(&mut out, q.kind.kind);
+    out.push_str(r#","name":"#);
+    taintguard::json::write_str(&mut out, q.name);
+    out.push_str(r#","namespace":"#);
+    match q.namespace {
+        Some(namespace) => taintguard::json::write_str(&mut out, namespace),
+        None => out.push_str("null"),
+    }
+    out.push_str(match q.freshness {
+        Freshness::Cached => r#","disable_cache":false}"#,
+        Freshness::Fresh => r#","disable_cache":true}"#,
     });
     out.into_bytes()
 }
@@ -109,23 +133,57 @@ fn ask_text<W: std::fmt::Display>(
 }
 
 impl<P: Policy> Cluster for HostCluster<P> {
-    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
-        if !P::ASKS.nodes {
-            return Err(not_asked("nodes"));
+    fn get(&self, q: &Get<'_>) -> Result<String, ClusterError> {
+        if !const { P::ASKS.makes(ReadBy::Get) } {
+            return Err(not_asked(format_args!("gets of {}", q.kind)));
         }
-        let request = ListAll {
-            api_version: "v1",
-            kind: "Node",
-            label_selector,
-            field_selector: None,
-            field_masks: ["metadata.name", "metadata.labels", "spec.taints"],
-        };
-        let payload = serde_json::to_vec(&request).expect("strings only");
-        ask_text("list_resources_all", &payload, || "list of nodes")
+        ask_text("get_resource", &get_request(q), || {
+            format!("{} {:?}", q.kind, q.name)
+        })
+    }
+
+    fn list(&self, q: &List<'_>) -> Result<String, ClusterError> {
+        let field_masks = (!q.fields.is_empty()).then_some(q.fields);
+        let (api_version, kind) = (q.kind.api_version, q.kind.kind);
+        let (label_selector, field_selector) = (q.label_selector, None);
+        match q.namespace {
+            None if const { P::ASKS.makes(ReadBy::ListAll) } => {
+                let request = ListAll {
+                    api_version,
+                    kind,
+                    label_selector,
+                    field_selector,
+                    field_masks,
+                };
+                let payload = serde_json::to_vec(&request).expect("strings only");
+                ask_text("list_resources_all", &payload, || {
+                    format!("list of {}", q.kind)
+                })
+            }
+            Some(namespace) if const { P::ASKS.makes(ReadBy::ListInNamespace) } => {
+                let request = ListInNamespace {
+                    api_version,
+                    kind,
+                    namespace,
+                    label_selector,
+                    field_selector,
+                    field_masks,
+                };
+                let payload = serde_json::to_vec(&request).expect("strings only");
+                ask_text("list_resources_by_namespace", &payload, || {
+                    format!("list of {} in namespace {namespace:?}", q.kind)
+                })
+            }
+            None => Err(not_asked(format_args!("lists of {}", q.kind))),
+            Some(_) => Err(not_asked(format_args!(
+                "lists of {} in a namespace",
+                q.kind
+            ))),
+        }
     }
 
     fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
-        if !P::ASKS.access {
+        if !const { P::ASKS.access } {
             return Err(not_asked("RBAC answers"));
         }
         let request = CanI {
@@ -154,41 +212,55 @@ impl<P: Policy> Cluster for HostCluster<P> {
                 ))
             })
     }
-
-    fn get_namespace(&self, name: &str, freshness: Freshness) -> Result<String, ClusterError> {
-        if !P::ASKS.namespaces {
-            return Err(not_asked("namespaces"));
-        }
-        let payload = namespace_request(name, freshness);
-        ask_text("get_resource", &payload, || format!("Namespace {name:?}"))
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use taintguard::cluster::ResourceKind;
+
     use super::*;
 
     /// What the Kubewarden SDK's `GetResourceRequest` is serialised as (its fields in this
-    /// order, `None` as `null`), the names escaped as serde_json escapes a string
+    /// order, `None` as `null`), the strings escaped as serde_json escapes a string
     /// (`json::write_str`, tested against serde_json itself).
     #[test]
-    fn the_namespace_request_is_what_serde_writes() {
-        for (name, freshness, written, disable_cache) in [
-            ("team-a", Freshness::Cached, r#""team-a""#, false),
-            ("team-a", Freshness::Fresh, r#""team-a""#, true),
-            ("", Freshness::Cached, r#""""#, false),
+    fn the_get_request_is_what_serde_writes() {
+        #[derive(Serialize)]
+        struct GetResource<'a> {
+            api_version: &'a str,
+            kind: &'a str,
+            name: &'a str,
+            namespace: Option<&'a str>,
+            disable_cache: bool,
+        }
+        let config_map = ResourceKind::new("v1", "ConfigMap");
+        for (kind, namespace, name, freshness) in [
+            (ResourceKind::NAMESPACE, None, "team-a", Freshness::Cached),
+            (ResourceKind::NAMESPACE, None, "team-a", Freshness::Fresh),
+            (ResourceKind::NAMESPACE, None, "", Freshness::Cached),
+            (config_map, Some("team-a"), "limits", Freshness::Cached),
             (
+                config_map,
+                Some("a\"b"),
                 "a\"b\\c\u{1}\u{e9}",
                 Freshness::Fresh,
-                "\"a\\\"b\\\\c\\u0001\u{e9}\"",
-                true,
             ),
         ] {
-            let want = format!(
-                r#"{{"api_version":"v1","kind":"Namespace","name":{written},"namespace":null,"disable_cache":{disable_cache}}}"#
-            );
-            let got = String::from_utf8(namespace_request(name, freshness)).unwrap();
-            assert_eq!(got, want);
+            let q = Get {
+                kind,
+                namespace,
+                name,
+                freshness,
+            };
+            let want = serde_json::to_string(&GetResource {
+                api_version: kind.api_version,
+                kind: kind.kind,
+                name,
+                namespace,
+                disable_cache: freshness == Freshness::Fresh,
+            })
+            .unwrap();
+            assert_eq!(String::from_utf8(get_request(&q)).unwrap(), want);
         }
     }
 }

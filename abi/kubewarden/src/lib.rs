@@ -23,6 +23,9 @@ use taintguard::admission::AdmissionRequest;
 use taintguard::json::{write_str, Level, Object};
 use taintguard::{read_settings, run, run_read, Half, Policy, Verdict};
 
+/// The core, for the `policy!` expansion in a policy crate.
+#[doc(hidden)]
+pub use taintguard;
 pub use taintguard_wapc;
 
 /// Exports waPC's `__guest_call`, which answers the policy's operations ([`serve`]) from the
@@ -31,6 +34,9 @@ pub use taintguard_wapc;
 #[macro_export]
 macro_rules! policy {
     ($policy:ty) => {
+        // What the policy reads of the cluster, for the build's check of its metadata.
+        $crate::taintguard::declare_asks!($policy);
+
         #[cfg(target_arch = "wasm32")]
         #[global_allocator]
         static ALLOCATOR: $crate::arena::Arena<$crate::arena::Memory> =

@@ -1,6 +1,7 @@
 //! The cluster as a Gatekeeper-style engine hands it to a policy: objects replicated into the
 //! data document, `data.inventory.cluster[<groupVersion>][<kind>][<name>]` for cluster-scoped
-//! ones (docs/context.md). Gatekeeper fills it from its sync configuration; Kubewarden's
+//! ones and `data.inventory.namespace[<namespace>][<groupVersion>][<kind>][<name>]` for
+//! namespaced ones (docs/context.md). Gatekeeper fills it from its sync configuration; Kubewarden's
 //! gatekeeper execution mode from the policy's `contextAwareResources` (policy-evaluator's
 //! `GatekeeperInventory`, which lists a kind only when the cluster has objects of it).
 //!
@@ -12,95 +13,170 @@
 //! as an empty cluster where the answer decides a refusal: toleration-injection refuses the Pod
 //! whose Namespace it cannot read (500), as the waPC build does.
 
-use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Freshness};
+use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Get, List, ResourceKind};
 use taintguard::json::{member_at, members};
 use taintguard::label_selector::{parse_labels, SelectorQuery};
 
-/// The `inventory.cluster` member of an engine's data document, read only as far as a question
-/// needs.
+/// The `inventory` member of an engine's data document, read only as far as a question needs.
 pub struct Inventory<'d> {
-    /// The text of `data.inventory.cluster`, or why the data holds none (an engine that
-    /// replicates nothing, OPA mode's data, which is the settings, or data that cannot be read).
-    cluster: Result<&'d str, String>,
+    /// The text of `data.inventory`, or why the data holds none (an engine that replicates
+    /// nothing, OPA mode's data, which is the settings, or data that cannot be read).
+    inventory: Result<&'d str, String>,
 }
 
 /// What replicates `kind` into the inventory, for the reason an inventory lacks it.
-fn sync_hint(kind: &str) -> String {
+fn sync_hint(kind: ResourceKind<'_>) -> String {
+    let (group, version) = kind
+        .api_version
+        .split_once('/')
+        .unwrap_or(("", kind.api_version));
     format!(
         "Gatekeeper replicates it with a `Config` (config.gatekeeper.sh/v1alpha1) whose \
-         spec.sync.syncOnly lists {{group: \"\", version: v1, kind: {kind}}}; Kubewarden's \
-         gatekeeper mode with v1/{kind} in the policy's contextAwareResources (metadata.yml); \
-         right after a restart the engine may still be syncing (docs/context.md)"
+         spec.sync.syncOnly lists {{group: {group:?}, version: {version}, kind: {}}}; \
+         Kubewarden's gatekeeper mode with {kind} in the policy's contextAwareResources \
+         (metadata.yml); right after a restart the engine may still be syncing \
+         (docs/context.md)",
+        kind.kind
     )
+}
+
+/// The reason an inventory holds no objects of `kind` at all.
+fn no_objects(kind: ResourceKind<'_>) -> ClusterError {
+    ClusterError::Unavailable(format!(
+        "the engine's inventory (data.inventory) holds no {kind} objects: {}",
+        sync_hint(kind)
+    ))
+}
+
+fn unreadable(kind: ResourceKind<'_>, e: impl std::fmt::Display) -> ClusterError {
+    ClusterError::Failed(format!(
+        "the inventory's {kind} objects cannot be read: {e}"
+    ))
+}
+
+/// Whether `objects` (a kind's objects by name) is `{}`.
+fn is_empty(objects: &str) -> bool {
+    objects.strip_prefix('{').map(str::trim_start) == Some("}")
 }
 
 impl<'d> Inventory<'d> {
     /// The inventory in `data`, the data document's text. A document without one, or one that
     /// cannot be read, holds nothing, and says why.
     pub fn from_data(data: Option<&'d str>) -> Inventory<'d> {
-        let cluster = match data {
+        let inventory = match data {
             None => Err("the engine passed no data document".to_owned()),
-            Some(data) => match member_at(data, &["inventory", "cluster"]) {
+            Some(data) => match member_at(data, &["inventory"]) {
                 Err(e) => Err(format!(
                     "the engine's data document cannot be read as an inventory: {e}"
                 )),
-                Ok(found) => found.value().ok_or_else(|| {
-                    "the engine's data document has no inventory (data.inventory.cluster)"
-                        .to_owned()
-                }),
+                Ok(found) => found
+                    .value()
+                    .filter(|inventory| !is_empty(inventory))
+                    .ok_or_else(|| {
+                        "the engine's data document has no inventory (data.inventory)".to_owned()
+                    }),
             },
         };
-        Inventory { cluster }
+        Inventory { inventory }
     }
 
-    /// The objects of `kind` (in group version `v1`), by name, as the text of an object.
-    fn kind(&self, kind: &str) -> Result<&'d str, ClusterError> {
-        let cluster = (self.cluster.as_ref())
+    /// The member at `path` of the inventory: `None` when absent, an error when the inventory
+    /// is missing or cannot be read, which names what replicates `kind`.
+    fn at(&self, path: &[&str], kind: ResourceKind<'_>) -> Result<Option<&'d str>, ClusterError> {
+        let inventory = (self.inventory.as_ref())
             .map_err(|why| ClusterError::Unavailable(format!("{why}: {}", sync_hint(kind))))?;
-        let held = member_at(cluster, &["v1", kind]).map_err(|e| {
+        let found = member_at(inventory, path).map_err(|e| {
             ClusterError::Unavailable(format!(
                 "the engine's inventory cannot be read: {e}: {}",
                 sync_hint(kind)
             ))
         })?;
-        held.value().ok_or_else(|| no_objects(kind))
+        Ok(found.value())
+    }
+
+    /// The objects of `kind` by name: the cluster-scoped ones (`namespace` `None`) or those of
+    /// one namespace.
+    fn objects(
+        &self,
+        kind: ResourceKind<'_>,
+        namespace: Option<&str>,
+    ) -> Result<Option<&'d str>, ClusterError> {
+        let (api_version, name) = (kind.api_version, kind.kind);
+        match namespace {
+            None => self.at(&["cluster", api_version, name], kind),
+            Some(namespace) => self.at(&["namespace", namespace, api_version, name], kind),
+        }
+    }
+
+    /// The sets of `kind`'s objects by name the inventory holds: the cluster-scoped one and each
+    /// namespace's (`namespace` `Some`: only that one's). The kind held nowhere is
+    /// [`no_objects`]: the engine was not asked to replicate it, or is still at it.
+    fn sets(
+        &self,
+        kind: ResourceKind<'_>,
+        namespace: Option<&str>,
+    ) -> Result<Vec<&'d str>, ClusterError> {
+        let mut sets: Vec<&'d str> = self.objects(kind, None)?.into_iter().collect();
+        let namespaces = self.at(&["namespace"], kind)?.unwrap_or("{}");
+        for (name, _) in members(namespaces).map_err(|e| unreadable(kind, e))? {
+            sets.extend(self.objects(kind, Some(name.as_str()))?);
+        }
+        if sets.is_empty() {
+            return Err(no_objects(kind));
+        }
+        match namespace {
+            None => Ok(sets),
+            Some(namespace) => Ok(self.objects(kind, Some(namespace))?.into_iter().collect()),
+        }
     }
 }
 
-/// The reason an inventory holds no objects of `kind` at all.
-fn no_objects(kind: &str) -> ClusterError {
-    ClusterError::Unavailable(format!(
-        "the engine's inventory (data.inventory) holds no v1 {kind} objects: {}",
-        sync_hint(kind)
-    ))
-}
-
-fn unreadable(kind: &str, e: impl std::fmt::Display) -> ClusterError {
-    ClusterError::Failed(format!(
-        "the inventory's v1 {kind} objects cannot be read: {e}"
-    ))
-}
-
 impl Cluster for Inventory<'_> {
-    /// The inventory's Nodes that `label_selector` selects, as a `List`'s text.
-    fn list_nodes(&self, label_selector: Option<&str>) -> Result<String, ClusterError> {
-        let nodes = self.kind("Node")?;
-        let query = SelectorQuery::parse(label_selector.unwrap_or_default())
+    /// The inventory is as old as the engine's replication: the freshness asked cannot ask for
+    /// newer. An object its kind's objects do not hold is `Failed`, as a GET of one that does
+    /// not exist fails; a kind the inventory holds nothing of is `Unavailable`.
+    fn get(&self, q: &Get<'_>) -> Result<String, ClusterError> {
+        if let Some(objects) = self.objects(q.kind, q.namespace)? {
+            let found = member_at(objects, &[q.name]).map_err(|e| unreadable(q.kind, e))?;
+            if let Some(object) = found.value() {
+                return Ok(object.to_owned());
+            }
+        }
+        // Off the path of an object found: a kind held nowhere, or only as `{}`, cannot say an
+        // object does not exist (every cluster has Namespaces).
+        if self.sets(q.kind, None)?.into_iter().all(is_empty) {
+            return Err(no_objects(q.kind));
+        }
+        let at = (q.namespace)
+            .map(|ns| format!(" in namespace {ns:?}"))
+            .unwrap_or_default();
+        Err(ClusterError::Failed(format!(
+            "the engine's inventory holds no {} {:?}{at}",
+            q.kind, q.name
+        )))
+    }
+
+    /// The inventory's objects of the kind that the query's namespace and label selector
+    /// select, as a `List`'s text (whole objects: an inventory cannot cut fields).
+    fn list(&self, q: &List<'_>) -> Result<String, ClusterError> {
+        let selector = SelectorQuery::parse(q.label_selector.unwrap_or_default())
             .map_err(ClusterError::Failed)?;
         let mut list = String::from(r#"{"items":["#);
         let mut first = true;
-        for (_, node) in members(nodes).map_err(|e| unreadable("Node", e))? {
-            let labels =
-                member_at(node, &["metadata", "labels"]).map_err(|e| unreadable("Node", e))?;
-            let labels = parse_labels(labels.value()).map_err(|e| unreadable("Node", e))?;
-            if !query.matches(&labels) {
-                continue;
+        for objects in self.sets(q.kind, q.namespace)? {
+            for (_, object) in members(objects).map_err(|e| unreadable(q.kind, e))? {
+                let labels = (member_at(object, &["metadata", "labels"]))
+                    .map_err(|e| unreadable(q.kind, e))?;
+                let labels = parse_labels(labels.value()).map_err(|e| unreadable(q.kind, e))?;
+                if !selector.matches(&labels) {
+                    continue;
+                }
+                if !first {
+                    list.push(',');
+                }
+                first = false;
+                list.push_str(object);
             }
-            if !first {
-                list.push(',');
-            }
-            first = false;
-            list.push_str(node);
         }
         list.push_str("]}");
         Ok(list)
@@ -113,27 +189,12 @@ impl Cluster for Inventory<'_> {
                 .to_owned(),
         ))
     }
-
-    /// The inventory is as old as the engine's replication: `freshness` cannot ask for newer.
-    fn get_namespace(&self, name: &str, _: Freshness) -> Result<String, ClusterError> {
-        let namespaces = self.kind("Namespace")?;
-        let found = member_at(namespaces, &[name]).map_err(|e| unreadable("Namespace", e))?;
-        match found.value() {
-            Some(namespace) => Ok(namespace.to_owned()),
-            // `{}`: a kind listed with no objects is as good as none (every cluster has
-            // Namespaces), checked only here, off the path of a Namespace found.
-            None if namespaces.strip_prefix('{').map(str::trim_start) == Some("}") => {
-                Err(no_objects("Namespace"))
-            }
-            None => Err(ClusterError::Failed(format!(
-                "the engine's inventory holds no Namespace {name:?}"
-            ))),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use taintguard::cluster::Freshness;
+
     use super::*;
 
     const DATA: &str = r#"{"inventory": {"cluster": {"v1": {
@@ -155,7 +216,7 @@ mod tests {
         );
         assert!(matches!(
             inventory.get_namespace("team-b", Freshness::Fresh),
-            Err(ClusterError::Failed(m)) if m.contains(r#"no Namespace "team-b""#)
+            Err(ClusterError::Failed(m)) if m.contains(r#"no v1/Namespace "team-b""#)
         ));
         let nodes = |selector| {
             let list = inventory.list_nodes(selector).unwrap();
@@ -190,7 +251,7 @@ mod tests {
             (Some("["), "cannot be read as an inventory", true),
             (
                 Some(r#"{"inventory": "x"}"#),
-                "cannot be read as an inventory",
+                "inventory cannot be read",
                 true,
             ),
             (
@@ -200,17 +261,17 @@ mod tests {
             ),
             (
                 Some(r#"{"inventory": {"cluster": {}}}"#),
-                "holds no v1 Namespace",
+                "holds no v1/Namespace",
                 true,
             ),
             (
                 Some(r#"{"inventory": {"cluster": {"v1": {"Node": {}}}}}"#),
-                "holds no v1 Namespace",
+                "holds no v1/Namespace",
                 false,
             ),
             (
                 Some(r#"{"inventory": {"cluster": {"v1": {"Namespace": { }, "Node": {}}}}}"#),
-                "holds no v1 Namespace",
+                "holds no v1/Namespace",
                 false,
             ),
         ];
@@ -237,5 +298,84 @@ mod tests {
                 false => assert_eq!(nodes.as_deref(), Ok(r#"{"items":[]}"#), "{data:?}"),
             }
         }
+    }
+
+    /// Namespaced objects are read from `data.inventory.namespace`: got by namespace and name,
+    /// listed in one namespace or across all, selected by label; a kind held nowhere is
+    /// Unavailable, naming its group and version for Gatekeeper's sync.
+    #[test]
+    fn namespaced_objects_come_from_their_namespace() {
+        let data = r#"{"inventory": {"cluster": {}, "namespace": {
+            "team-a": {"v1": {"ConfigMap": {
+                "limits": {"metadata": {"name": "limits", "namespace": "team-a", "labels": {"tier": "gold"}}},
+                "other": {"metadata": {"name": "other", "namespace": "team-a"}}}}},
+            "team-b": {"v1": {"ConfigMap": {
+                "limits": {"metadata": {"name": "limits", "namespace": "team-b"}}}}},
+            "team-c": {"apps/v1": {"Deployment": {}}}}}}"#;
+        let inventory = Inventory::from_data(Some(data));
+        let config_map = ResourceKind::new("v1", "ConfigMap");
+        let get = |namespace, name| {
+            inventory.get(&Get {
+                kind: config_map,
+                namespace,
+                name,
+                freshness: Freshness::Fresh,
+            })
+        };
+        assert!(get(Some("team-a"), "limits").unwrap().contains("gold"));
+        assert!(get(Some("team-b"), "limits").unwrap().contains("team-b"));
+        for (namespace, name) in [
+            (Some("team-c"), "limits"),
+            (Some("team-a"), "x"),
+            (None, "limits"),
+        ] {
+            assert!(
+                matches!(get(namespace, name), Err(ClusterError::Failed(m)) if m.contains("holds no v1/ConfigMap")),
+                "{namespace:?} {name}"
+            );
+        }
+        let names = |namespace, label_selector| {
+            let list = inventory
+                .list(&List {
+                    namespace,
+                    label_selector,
+                    ..List::all(config_map)
+                })
+                .unwrap();
+            let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+            (list["items"].as_array().unwrap().iter())
+                .map(|o| {
+                    format!(
+                        "{}/{}",
+                        o["metadata"]["namespace"].as_str().unwrap(),
+                        o["metadata"]["name"].as_str().unwrap()
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(None, None),
+            ["team-a/limits", "team-a/other", "team-b/limits"]
+        );
+        assert_eq!(names(Some("team-a"), Some("tier=gold")), ["team-a/limits"]);
+        assert_eq!(names(Some("team-c"), None), Vec::<String>::new());
+        let secret = ResourceKind::new("v1", "Secret");
+        let deployment = ResourceKind::new("apps/v1", "Deployment");
+        let unavailable = |kind, hint: &str| match inventory.list(&List::all(kind)) {
+            Err(ClusterError::Unavailable(m)) => assert!(m.contains(hint), "{m}"),
+            other => panic!("{kind}: {other:?}"),
+        };
+        unavailable(secret, r#"{group: "", version: v1, kind: Secret}"#);
+        assert!(inventory.list(&List::all(deployment)).is_ok());
+        let get_deployment = inventory.get(&Get {
+            kind: deployment,
+            namespace: Some("team-c"),
+            name: "web",
+            freshness: Freshness::Cached,
+        });
+        assert!(
+            matches!(&get_deployment, Err(ClusterError::Unavailable(m)) if m.contains(r#"{group: "apps", version: v1, kind: Deployment}"#)),
+            "{get_deployment:?}"
+        );
     }
 }

@@ -31,6 +31,9 @@ mod heap;
 mod host;
 
 pub use evaluate::{evaluate, refuse, Entrypoint, ENTRYPOINTS_JSON};
+/// The core, for the `policy!` expansion in a policy crate.
+#[doc(hidden)]
+pub use taintguard;
 
 /// `opa_wasm_abi_version` and `opa_wasm_abi_minor_version`: 1.2 is the version that has
 /// `opa_eval`, the one-call evaluation the JavaScript SDK uses when it is offered.
@@ -43,6 +46,9 @@ pub const ABI_VERSION: (i32, i32) = (1, 2);
 #[macro_export]
 macro_rules! policy {
     ($policy:ty) => {
+        // What the policy reads of the cluster, for the build's check of its metadata.
+        $crate::taintguard::declare_asks!($policy);
+
         /// # Safety
         /// The host's side of the OPA ABI: see `taintguard_opa::abi::eval`.
         #[no_mangle]

@@ -19,6 +19,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use judge::{HostJudge, Modules};
+use taintguard::cluster::ResourceKind;
+use taintguard_suite::cluster::checked_object;
 use taintguard_suite::files::Disk;
 use taintguard_suite::review::{review, Operation, Parts, Requester, RequesterFields};
 use taintguard_suite::run::Judge;
@@ -221,14 +223,19 @@ fn what_if(args: &WhatIfArgs) -> Result<String, String> {
         Some(path) => object::read_any(&Disk, path)?,
         None => serde_json::json!({}),
     };
-    let listed = |file: &Option<PathBuf>| match file {
-        Some(path) => what_if::objects(object::read_any(&Disk, path)?)
-            .map_err(|e| format!("{}: {e}", path.display())),
-        None => Ok(Vec::new()),
-    };
+    let mut objects = Vec::new();
+    for (file, kind) in [
+        (&args.nodes, ResourceKind::NODE),
+        (&args.namespaces, ResourceKind::NAMESPACE),
+    ] {
+        let Some(path) = file else { continue };
+        let at = |e: String| format!("{}: {e}", path.display());
+        for object in what_if::objects(object::read_any(&Disk, path)?).map_err(at)? {
+            objects.push(checked_object(object, Some(kind)).map_err(at)?);
+        }
+    }
     let cluster = Cluster {
-        nodes: listed(&args.nodes)?,
-        namespaces: listed(&args.namespaces)?,
+        objects,
         ..Cluster::default()
     };
     let file = &args.file;

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
+use taintguard::cluster::ResourceKind;
 
+use crate::cluster;
 use crate::files::Files;
 use crate::object;
 use crate::review::{Operation, Requester, SUITE_FIELDS};
@@ -116,11 +118,14 @@ impl CaseFile {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ClusterFile {
-    /// The nodes a `list_resources_all` of `v1/Node` returns: files or inline objects.
+    /// The objects the cluster's reads find, of any kind: files or inline objects, each with
+    /// its `apiVersion`, `kind` and `metadata.name` (and `metadata.namespace` if namespaced).
+    #[serde(default)]
+    objects: Vec<Value>,
+    /// Nodes, as `objects` whose `apiVersion` and `kind` may be left out.
     #[serde(default)]
     nodes: Vec<Value>,
-    /// The Namespaces a `get_resource` of `v1/Namespace` finds, by `metadata.name`: files or
-    /// inline objects.
+    /// Namespaces, as `objects` whose `apiVersion` and `kind` may be left out.
     #[serde(default)]
     namespaces: Vec<Value>,
     /// SubjectAccessReview answers; a question no entry answers is denied.
@@ -206,10 +211,9 @@ pub struct Expect {
 /// What the cluster answers while a case runs.
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
-    /// The Node objects the policy's node queries are answered from.
-    pub nodes: Vec<Value>,
-    /// The Namespace objects the policy's namespace queries are answered from.
-    pub namespaces: Vec<Value>,
+    /// The objects the policy's reads are answered from, of any kind, each with a string
+    /// `apiVersion`, `kind` and `metadata.name` ([`cluster::checked_object`]).
+    pub objects: Vec<Value>,
     /// The SubjectAccessReview answers; a review not listed is answered "not allowed".
     pub can_i: Vec<CanI>,
     /// A kwctl session's text.
@@ -615,18 +619,19 @@ fn settings(
 }
 
 fn cluster(dir: &Base<'_>, file: ClusterFile) -> Result<Cluster, String> {
-    let nodes = file
-        .nodes
-        .into_iter()
-        .enumerate()
-        .map(|(i, node)| source(dir, node, &format!("nodes[{i}]")))
-        .collect::<Result<_, _>>()?;
-    let namespaces = file
-        .namespaces
-        .into_iter()
-        .enumerate()
-        .map(|(i, namespace)| source(dir, namespace, &format!("namespaces[{i}]")))
-        .collect::<Result<_, _>>()?;
+    let mut objects = Vec::new();
+    let given = [
+        ("objects", None, file.objects),
+        ("nodes", Some(ResourceKind::NODE), file.nodes),
+        ("namespaces", Some(ResourceKind::NAMESPACE), file.namespaces),
+    ];
+    for (field, kind, values) in given {
+        for (i, value) in values.into_iter().enumerate() {
+            let at = format!("{field}[{i}]");
+            let object = source(dir, value, &at)?;
+            objects.push(cluster::checked_object(object, kind).map_err(|e| format!("{at}: {e}"))?);
+        }
+    }
     let can_i: Vec<CanI> = file
         .can_i
         .into_iter()
@@ -662,8 +667,7 @@ fn cluster(dir: &Base<'_>, file: ClusterFile) -> Result<Cluster, String> {
         return Err("session: a session answers every question; give it or `canI`".to_owned());
     }
     Ok(Cluster {
-        nodes,
-        namespaces,
+        objects,
         can_i,
         session,
     })

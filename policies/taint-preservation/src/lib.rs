@@ -36,8 +36,8 @@ pub mod stored;
 mod taints;
 
 use taintguard::admission::{AdmissionRequest, Operation};
-use taintguard::cluster::{AccessQuestion, Cluster};
-use taintguard::policy::{Asks, Half, Policy};
+use taintguard::cluster::{AccessQuestion, Asks, Cluster};
+use taintguard::policy::{Half, Policy};
 use taintguard::principal::Principal;
 use taintguard::verdict::Verdict;
 
@@ -57,8 +57,7 @@ impl Policy for TaintPreservation {
     type Settings = Settings;
     /// RBAC, when the settings enable it.
     const ASKS: Asks = Asks {
-        namespaces: false,
-        nodes: false,
+        reads: &[],
         access: true,
     };
 

@@ -41,8 +41,8 @@ mod verdicts;
 mod workload;
 
 use taintguard::admission::{AdmissionRequest, Operation};
-use taintguard::cluster::Cluster;
-use taintguard::policy::{Asks, Half, Policy};
+use taintguard::cluster::{Asks, Cluster, Read, ReadBy, ResourceKind};
+use taintguard::policy::{Half, Policy};
 use taintguard::toleration::Toleration;
 use taintguard::verdict::Verdict;
 
@@ -63,9 +63,17 @@ impl Policy for TolerationInjection {
     /// The nodes' taints, for `nodeTaints` rules; a Pod's Namespace, for
     /// `podTolerationRestriction`.
     const ASKS: Asks = Asks {
-        nodes: true,
+        reads: &[
+            Read {
+                kind: ResourceKind::NAMESPACE,
+                by: &[ReadBy::Get],
+            },
+            Read {
+                kind: ResourceKind::NODE,
+                by: &[ReadBy::ListAll],
+            },
+        ],
         access: false,
-        namespaces: true,
     };
 
     /// Engines that cannot mutate only get the restrictions: computing the tolerations the

@@ -1114,7 +1114,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             settings: rule(json!({})),
             object: ds.clone(),
             answer: Ok(nodes.clone()),
-            asked: &["list "],
+            asked: &["list v1/Node "],
             added: Some(vec![
                 exists("nvidia.com/gpu", "NoSchedule"),
                 exists("dedicated", "NoSchedule"),
@@ -1128,7 +1128,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             settings: rule(json!({"taints": [{"key": "*", "effects": ["NoSchedule"]}], "except": ["dedicated"]})),
             object: ds.clone(),
             answer: Ok(nodes.clone()),
-            asked: &["list "],
+            asked: &["list v1/Node "],
             added: Some(vec![exists("nvidia.com/gpu", "NoSchedule")]),
             says: &[],
         },
@@ -1137,7 +1137,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             settings: rule(json!({"nodeSelector": {"matchLabels": {"pool": "gpu"}, "matchExpressions": [{"key": "retired", "operator": "DoesNotExist"}]}})),
             object: ds.clone(),
             answer: Ok(r#"{"items": []}"#.to_owned()),
-            asked: &["list pool=gpu,!retired"],
+            asked: &["list v1/Node pool=gpu,!retired"],
             added: Some(vec![]),
             says: &[],
         },
@@ -1146,7 +1146,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             settings: rule(json!({})),
             object: object("DaemonSet", Some(json!([{"operator": "Exists", "effect": "NoSchedule"}]))),
             answer: Ok(nodes.clone()),
-            asked: &["list "],
+            asked: &["list v1/Node "],
             added: Some(vec![exists("example.com/edge", "NoExecute")]),
             says: &[],
         },
@@ -1159,7 +1159,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             },
             object: ds.clone(),
             answer: Ok(nodes.clone()),
-            asked: &["list "],
+            asked: &["list v1/Node "],
             added: Some(vec![exists("nvidia.com/gpu", "NoSchedule"), exists("example.com/edge", "NoExecute")]),
             says: &["did not add toleration dedicated:NoSchedule (Exists) (restriction \"ml-only\" protects taints dedicated), which rule \"system-daemonsets\", node gpu-1 carries it"],
         },
@@ -1168,7 +1168,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             settings: rule(json!({})),
             object: ds.clone(),
             answer: failed(),
-            asked: &["list "],
+            asked: &["list v1/Node "],
             added: None,
             says: &["rule \"system-daemonsets\" tolerates the taints of every node, but asking the cluster failed: the API server is unreachable"],
         },
@@ -1177,7 +1177,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             settings: rule(json!({})),
             object: ds.clone(),
             answer: Ok("{}".to_owned()),
-            asked: &["list "],
+            asked: &["list v1/Node "],
             added: None,
             says: &["the list of nodes cannot be read"],
         },
@@ -1238,7 +1238,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
         .push(json!({"name": "second", "nodeTaints": {"taints": ["dedicated"]}}));
     let req = request("CREATE", "alice", "kube-system", &ds);
     let verdict = run::<TolerationInjection>(&req, &two.to_string(), Half::Mutating, &cluster);
-    assert_eq!(*cluster.asked.borrow(), ["list "]);
+    assert_eq!(*cluster.asked.borrow(), ["list v1/Node "]);
     assert_eq!(added(&verdict, "DaemonSet", 0).len(), 3, "{verdict:?}");
 
     // The validating half injects nothing: it reads the nodes the engine holds (an inventory)
@@ -1251,7 +1251,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
     let req = request("CREATE", "alice", "kube-system", &ds);
     let settings = rule(json!({"except": ["dedicated"]})).to_string();
     let verdict = run::<TolerationInjection>(&req, &settings, Half::Validating, &cluster);
-    assert_eq!(*cluster.asked.borrow(), ["list "]);
+    assert_eq!(*cluster.asked.borrow(), ["list v1/Node "]);
     assert!(
         verdict.accepted() && verdict.mutated_object().is_none(),
         "{verdict:?}"
@@ -1303,7 +1303,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Mutating,
             pod(json!([])),
-            vec!["get namespace team-a cached"],
+            vec!["get v1/Namespace team-a cached"],
             "mutated",
         ),
         (
@@ -1311,7 +1311,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Mutating,
             pod(gpu.clone()),
-            vec!["get namespace team-a cached"],
+            vec!["get v1/Namespace team-a cached"],
             "403",
         ),
         (
@@ -1320,7 +1320,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
                 "whitelist": [{"key": "dedicated", "operator": "Exists"}]}}),
             Half::Mutating,
             pod(json!([])),
-            vec!["get namespace team-a fresh"],
+            vec!["get v1/Namespace team-a fresh"],
             "mutated",
         ),
         (
@@ -1328,7 +1328,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Validating,
             pod(gpu.clone()),
-            vec!["get namespace team-a cached"],
+            vec!["get v1/Namespace team-a cached"],
             "403",
         ),
         (
@@ -1336,7 +1336,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Validating,
             pod(json!([{"key": "dedicated", "operator": "Exists"}])),
-            vec!["get namespace team-a cached"],
+            vec!["get v1/Namespace team-a cached"],
             "accepted",
         ),
         (
@@ -1344,7 +1344,7 @@ fn the_namespace_is_read_only_where_it_can_be_and_is_needed() {
             on.clone(),
             Half::Validating,
             pod(json!([])),
-            vec!["get namespace team-a cached"],
+            vec!["get v1/Namespace team-a cached"],
             "lacks",
         ),
     ];

@@ -49,13 +49,13 @@ const unread = (why) => ({ code: 500, message: [/annotations of namespace "team-
 const cases = [
   // [what, the data document, the violation: code and what its message says]
   ['no data document', {}, unread(/has no inventory/)],
-  ['an inventory of nothing', { inventory: { cluster: {}, namespace: {} } }, unread(/holds no v1 Namespace objects/)],
-  ['Nodes but no Namespaces', inventory({ Node: { w1: node } }), unread(/holds no v1 Namespace objects/)],
-  ['Namespaces listed empty', inventory({ Namespace: {}, Node: { w1: node } }), unread(/holds no v1 Namespace objects/)],
+  ['an inventory of nothing', { inventory: { cluster: {}, namespace: {} } }, unread(/holds no v1\/Namespace objects/)],
+  ['Nodes but no Namespaces', inventory({ Node: { w1: node } }), unread(/holds no v1\/Namespace objects/)],
+  ['Namespaces listed empty', inventory({ Namespace: {}, Node: { w1: node } }), unread(/holds no v1\/Namespace objects/)],
   ['an inventory that is not one', { inventory: 'synced' }, unread(/cannot be read as an inventory/)],
   ['a cluster that is not an object', { inventory: { cluster: [] } }, unread(/inventory cannot be read/)],
   ['Namespaces, but not team-a', inventory({ Namespace: { 'team-b': { metadata: { name: 'team-b' } } } }),
-    { code: 500, message: [/holds no Namespace "team-a"/] }],
+    { code: 500, message: [/holds no v1\/Namespace "team-a"/] }],
   ['team-a: its whitelist decides', inventory({ Namespace: { 'team-a': teamA } }),
     { code: 403, message: [/conflict with its namespace whitelist/] }],
 ];

@@ -1,6 +1,6 @@
 //! `embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM`: writes
 //! OUT_WASM, IN_WASM with the Kubewarden metadata section, after checking the module's interface
-//! for its execution mode. A waPC module's `memory.copy` operators first become calls of a copy
+//! for its execution mode and that the metadata declares what the module reads ([`asks`]). A waPC module's `memory.copy` operators first become calls of a copy
 //! function of its own ([`short_copies`]: short copies without a call into the host).
 //!
 //! `--execution-mode gatekeeper|opa` makes the artifact of the same policy for another engine
@@ -16,7 +16,7 @@
 
 use std::process::ExitCode;
 
-use taintguard_wasm_metadata::{metadata, opa, section, short_copies, wapc};
+use taintguard_wasm_metadata::{asks, metadata, opa, section, short_copies, wapc};
 
 const USAGE: &str =
     "usage: embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM";
@@ -37,6 +37,9 @@ fn run(args: &[String]) -> Result<(), String> {
     if let Some(mode) = mode {
         meta = metadata::for_execution_mode(meta, mode)
             .map_err(|e| format!("--execution-mode: {e}"))?;
+    }
+    if let Some(declared) = asks::read(&wasm).map_err(|e| format!("{input}: {e}"))? {
+        asks::check(&meta, &declared).map_err(|e| format!("{metadata_yml}: {e}"))?;
     }
     match meta["executionMode"].as_str() {
         Some("kubewarden-wapc") => short_copies::rewrite(&wasm)
