@@ -1,10 +1,9 @@
 -- wrk script of the API server's admission benchmark (benchmarks/src/realhost/apiserver.rs):
 -- sends the body in the file named after `--` with the method, content type and bearer token
--- given after it, as the user and group after those when given, and when done prints the line of figures post.lua prints (microseconds; errors
--- are connect, read, write, timeout and non-2xx answers). Each `@SEQ@` of the body becomes the
--- fifth argument and the request's number: the name of each object a stream creates (the API
--- server's generated names collide now and then over thousands of objects, and it answers a
--- collision with an error).
+-- given after it, as the user and group after those when given, and when done prints report.lua's
+-- line of figures. Each `@SEQ@` of the body becomes the fifth argument and the request's number:
+-- the name of each object a stream creates (the API server's generated names collide now and then
+-- over thousands of objects, and it answers a collision with an error).
 
 local template, tag, sequence = nil, nil, 0
 
@@ -42,9 +41,5 @@ function response(status, headers, body)
   end
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("taintguard-wrk requests=%d duration_us=%d p99_us=%d errors=%d\n",
-    summary.requests, summary.duration, latency:percentile(99),
-    e.connect + e.read + e.write + e.status + e.timeout))
-end
+-- report.lua, from the folder this script is in, prints the figures when done.
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "report.lua")

@@ -56,8 +56,8 @@ pub fn run(url: &str, load: &Load<'_>) -> Result<Point, String> {
     figures(&stdout).map_err(|e| format!("wrk {url}: {e}\n{stderr}"))
 }
 
-/// The point in wrk's output: the line `post.lua` prints when done. Any error (connection,
-/// timeout, non-2xx answer) voids it.
+/// The point in wrk's output: the line `report.lua` prints when done (every wrk script loads it).
+/// Any error (connection, timeout, non-2xx answer) voids it.
 fn figures(stdout: &str) -> Result<Point, String> {
     let line = stdout
         .lines()
@@ -86,7 +86,7 @@ mod tests {
     use super::figures;
 
     #[test]
-    fn reads_the_line_post_lua_prints() {
+    fn reads_the_line_report_lua_prints() {
         let out = "Running 2s test @ http://127.0.0.1:1/validate/policy-0\n  1 threads and 8 \
                    connections\ntaintguard-wrk requests=5000 duration_us=2000000 p99_us=4100 \
                    errors=0\n";
