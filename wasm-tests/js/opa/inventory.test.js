@@ -52,7 +52,7 @@ const cases = [
   ['an inventory of nothing', { inventory: { cluster: {}, namespace: {} } }, unread(/holds no v1\/Namespace objects/)],
   ['Nodes but no Namespaces', inventory({ Node: { w1: node } }), unread(/holds no v1\/Namespace objects/)],
   ['Namespaces listed empty', inventory({ Namespace: {}, Node: { w1: node } }), unread(/holds no v1\/Namespace objects/)],
-  ['an inventory that is not one', { inventory: 'synced' }, unread(/cannot be read as an inventory/)],
+  ['an inventory that is not one', { inventory: 'synced' }, unread(/inventory cannot be read/)],
   ['a cluster that is not an object', { inventory: { cluster: [] } }, unread(/inventory cannot be read/)],
   ['Namespaces, but not team-a', inventory({ Namespace: { 'team-b': { metadata: { name: 'team-b' } } } }),
     { code: 500, message: [/holds no v1\/Namespace "team-a"/] }],
