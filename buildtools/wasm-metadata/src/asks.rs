@@ -1,8 +1,9 @@
 //! What a policy module says it reads of the cluster (the core's `Asks`, written into its
-//! `taintguard.asks` section by the engine adapters), and the check that its metadata declares
-//! exactly that: Kubewarden grants a policy the `contextAwareResources` and `hostCapabilities`
-//! its metadata names, so a kind left out is refused at run time and one too many is access
-//! nobody uses (docs/context.md, "Declaring what a policy reads").
+//! `taintguard.asks` section by the engine adapters), and the metadata that grants it: Kubewarden
+//! grants a policy the `contextAwareResources` and `hostCapabilities` its metadata names, so a
+//! kind left out is refused at run time and one too many is access nobody uses. The build writes
+//! a declaration `metadata.yml` leaves out and refuses one it states otherwise (docs/context.md,
+//! "Declaring what a policy reads").
 
 use std::collections::BTreeSet;
 
@@ -61,60 +62,115 @@ fn parse(data: &[u8]) -> Result<Declared, String> {
     Ok(declared)
 }
 
-/// `Ok` if `meta` (the metadata JSON for its execution mode) declares what `declared` says the
+/// Which of the two declarations `metadata.yml` states itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stated {
+    /// It has `contextAwareResources`.
+    pub resources: bool,
+    /// It has `hostCapabilities`.
+    pub capabilities: bool,
+}
+
+impl Stated {
+    /// What `metadata.yml`'s text states.
+    ///
+    /// # Errors
+    ///
+    /// Text that is not a YAML map.
+    pub fn of_yml(text: &str) -> Result<Stated, String> {
+        let map: serde_json::Map<String, Value> =
+            serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        Ok(Stated {
+            resources: map.contains_key("contextAwareResources"),
+            capabilities: map.contains_key("hostCapabilities"),
+        })
+    }
+}
+
+/// `meta` (the metadata JSON for its execution mode) made to declare what `declared` says the
 /// module reads: every mode but `opa` its `contextAwareResources` (a gatekeeper module reads
-/// them from the inventory they fill), waPC its `hostCapabilities` too.
+/// them from the inventory they fill), waPC its `hostCapabilities` too. A declaration
+/// `metadata.yml` leaves out is written from the module's; one it states must be the module's,
+/// so that what a reviewer reads in the file is what the policy is granted.
 ///
 /// # Errors
 ///
-/// The first field that differs, with what is missing and what is extra, and the YAML to write.
-pub fn check(meta: &Value, declared: &Declared) -> Result<(), String> {
-    let mode = meta["executionMode"].as_str().unwrap_or_default();
+/// The first stated field that differs, with what is missing and what is extra, and the YAML to
+/// write.
+pub fn reconcile(meta: &mut Value, stated: Stated, declared: &Declared) -> Result<(), String> {
+    let mode = meta["executionMode"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     if mode == "opa" {
         return Ok(());
     }
-    let resources: BTreeSet<String> = (meta["contextAwareResources"].as_array())
-        .into_iter()
-        .flatten()
-        .map(|r| format!("{}/{}", text(&r["apiVersion"]), text(&r["kind"])))
+    let resources: Vec<Value> = (declared.resources.iter())
+        .map(|kind| {
+            let (api_version, kind) = kind.rsplit_once('/').unwrap_or(("", kind));
+            serde_json::json!({"apiVersion": api_version, "kind": kind})
+        })
         .collect();
-    let yaml = |kind: &String| {
-        let (api_version, kind) = kind.rsplit_once('/').unwrap_or(("", kind));
-        format!("  - apiVersion: {api_version}\n    kind: {kind}\n")
-    };
-    same(
-        "contextAwareResources",
-        &resources,
-        &declared.resources,
-        yaml,
-    )?;
+    reconcile_field(meta, "contextAwareResources", stated.resources, resources)?;
     if mode != "kubewarden-wapc" {
         return Ok(());
     }
-    let capabilities: BTreeSet<String> = (meta["hostCapabilities"].as_array())
-        .into_iter()
-        .flatten()
-        .map(|c| text(c).to_owned())
-        .collect();
-    same(
+    let capabilities = declared
+        .capabilities
+        .iter()
+        .map(|c| Value::from(c.as_str()));
+    reconcile_field(
+        meta,
         "hostCapabilities",
-        &capabilities,
-        &declared.capabilities,
-        |c| format!("  - {c}\n"),
+        stated.capabilities,
+        capabilities.collect(),
     )
+}
+
+/// `meta[field]` written as `read` when not `stated`, else checked against it entry by entry
+/// ([`entry_name`]).
+fn reconcile_field(
+    meta: &mut Value,
+    field: &str,
+    stated: bool,
+    read: Vec<Value>,
+) -> Result<(), String> {
+    if !stated {
+        meta[field] = Value::Array(read);
+        return Ok(());
+    }
+    let names = |values: &[Value]| values.iter().map(entry_name).collect::<BTreeSet<String>>();
+    let given = names(
+        meta[field]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+    );
+    let wanted = names(&read);
+    let yaml =
+        serde_yaml::to_string(&serde_json::json!({ field: read })).map_err(|e| e.to_string())?;
+    same(field, &given, &wanted, &yaml)
+}
+
+/// A declaration's entry by name: a host capability as it is, a resource as `apiVersion/kind`.
+fn entry_name(entry: &Value) -> String {
+    match entry.as_str() {
+        Some(capability) => capability.to_owned(),
+        None => format!("{}/{}", text(&entry["apiVersion"]), text(&entry["kind"])),
+    }
 }
 
 fn text(value: &Value) -> &str {
     value.as_str().unwrap_or_default()
 }
 
-/// `Ok` if `field`'s `given` entries are the `read` ones, else both differences and the YAML
-/// (`yaml` of each entry) to write.
+/// `Ok` if `field`'s `given` entries are the `read` ones, else both differences and `yaml`, the
+/// declaration to write.
 fn same(
     field: &str,
     given: &BTreeSet<String>,
     read: &BTreeSet<String>,
-    yaml: impl Fn(&String) -> String,
+    yaml: &str,
 ) -> Result<(), String> {
     if given == read {
         return Ok(());
@@ -126,14 +182,9 @@ fn same(
             false => names.join(", "),
         }
     };
-    let written: String = read.iter().map(yaml).collect();
-    let written = match written.is_empty() {
-        true => format!("{field}: []\n"),
-        false => format!("{field}:\n{written}"),
-    };
     Err(format!(
         "metadata.yml's {field} must be what the module reads (its policy's Asks): missing {}; \
-         not read {}. Write:\n{written}",
+         not read {}. Write this, or leave the field out and the build writes it:\n{yaml}",
         list(read.difference(given).collect()),
         list(given.difference(read).collect()),
     ))
@@ -179,9 +230,9 @@ mod tests {
     }
 
     /// The metadata of each mode against one declaration: equal sets pass whatever their order;
-    /// a difference names both sides and the YAML to write.
+    /// a difference names both sides and the YAML to write; a field left out is written.
     #[test]
-    fn metadata_must_declare_what_the_module_reads() {
+    fn metadata_declares_what_the_module_reads() {
         let read = declared("list-in-namespace apps/v1/Deployment\nget v1/ConfigMap\n");
         let meta = |mode: &str, resources: Value, capabilities: Value| {
             json!({"executionMode": mode, "contextAwareResources": resources,
@@ -193,29 +244,57 @@ mod tests {
             "kubernetes/list_resources_by_namespace",
             "kubernetes/get_resource"
         ]);
+        let stated = Stated {
+            resources: true,
+            capabilities: true,
+        };
         let cases = [
             (meta("kubewarden-wapc", both.clone(), capabilities.clone()), None),
             (meta("gatekeeper", both.clone(), Value::Null), None),
             (meta("opa", json!([]), Value::Null), None),
             (
                 meta("kubewarden-wapc", both.clone(), json!(["kubernetes/get_resource"])),
-                Some("hostCapabilities must be what the module reads (its policy's Asks): missing kubernetes/list_resources_by_namespace; not read none. Write:\nhostCapabilities:\n  - kubernetes/get_resource\n  - kubernetes/list_resources_by_namespace\n"),
+                Some("hostCapabilities must be what the module reads (its policy's Asks): missing kubernetes/list_resources_by_namespace; not read none. Write this, or leave the field out and the build writes it:\nhostCapabilities:\n- kubernetes/get_resource\n- kubernetes/list_resources_by_namespace\n"),
             ),
             (
                 meta("gatekeeper", json!([{"apiVersion": "v1", "kind": "ConfigMap"}, {"apiVersion": "v1", "kind": "Node"}]), Value::Null),
-                Some("contextAwareResources must be what the module reads (its policy's Asks): missing apps/v1/Deployment; not read v1/Node. Write:\ncontextAwareResources:\n  - apiVersion: apps/v1\n    kind: Deployment\n  - apiVersion: v1\n    kind: ConfigMap\n"),
+                Some("contextAwareResources must be what the module reads (its policy's Asks): missing apps/v1/Deployment; not read v1/Node. Write this, or leave the field out and the build writes it:\ncontextAwareResources:\n- apiVersion: apps/v1\n  kind: Deployment\n- apiVersion: v1\n  kind: ConfigMap\n"),
             ),
         ];
-        for (meta, error) in cases {
-            let got = check(&meta, &read);
+        for (mut meta, error) in cases {
+            let before = meta.clone();
+            let got = reconcile(&mut meta, stated, &read);
             match error {
-                None => assert_eq!(got, Ok(()), "{meta}"),
+                None => assert_eq!((got, &meta), (Ok(()), &before)),
                 Some(error) => assert_eq!(got.unwrap_err(), format!("metadata.yml's {error}")),
             }
         }
-        let nothing = check(&meta("kubewarden-wapc", both, capabilities), &declared(""));
+        let nothing = reconcile(
+            &mut meta("kubewarden-wapc", both, capabilities),
+            stated,
+            &declared(""),
+        );
         assert!(nothing
             .unwrap_err()
-            .contains("Write:\ncontextAwareResources: []\n"));
+            .contains("it:\ncontextAwareResources: []\n"));
+        // Left out of metadata.yml: written, in each mode as that mode declares them.
+        for (mode, resources, capabilities) in [
+            ("kubewarden-wapc", 2, Some(2)),
+            ("gatekeeper", 2, None),
+            ("opa", 0, None),
+        ] {
+            let mut meta = json!({"executionMode": mode, "contextAwareResources": []});
+            reconcile(&mut meta, Stated::default(), &read).unwrap();
+            assert_eq!(
+                meta["contextAwareResources"].as_array().unwrap().len(),
+                resources
+            );
+            assert_eq!(
+                meta["hostCapabilities"].as_array().map(Vec::len),
+                capabilities
+            );
+        }
+        let stated = Stated::of_yml("rules: []\nhostCapabilities: []\n").unwrap();
+        assert_eq!((stated.resources, stated.capabilities), (false, true));
     }
 }

@@ -1,6 +1,7 @@
 //! `embed-metadata [--execution-mode MODE] METADATA_YML USAGE_MD IN_WASM OUT_WASM`: writes
 //! OUT_WASM, IN_WASM with the Kubewarden metadata section, after checking the module's interface
-//! for its execution mode and that the metadata declares what the module reads ([`asks`]). A waPC module's `memory.copy` operators first become calls of a copy
+//! for its execution mode, and with the declarations of what the module reads ([`asks`]) written
+//! where metadata.yml leaves them out and checked where it states them. A waPC module's `memory.copy` operators first become calls of a copy
 //! function of its own ([`short_copies`]: short copies without a call into the host).
 //!
 //! `--execution-mode gatekeeper|opa` makes the artifact of the same policy for another engine
@@ -39,7 +40,10 @@ fn run(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("--execution-mode: {e}"))?;
     }
     if let Some(declared) = asks::read(&wasm).map_err(|e| format!("{input}: {e}"))? {
-        asks::check(&meta, &declared).map_err(|e| format!("{metadata_yml}: {e}"))?;
+        let stated = asks::Stated::of_yml(&text(metadata_yml)?)
+            .map_err(|e| format!("{metadata_yml}: {e}"))?;
+        asks::reconcile(&mut meta, stated, &declared)
+            .map_err(|e| format!("{metadata_yml}: {e}"))?;
     }
     match meta["executionMode"].as_str() {
         Some("kubewarden-wapc") => short_copies::rewrite(&wasm)
