@@ -198,9 +198,9 @@ fn judge<P: Policy>(
     half: Half,
     cluster: &dyn Cluster,
 ) -> Result<Verdict, String> {
-    let declared = Declared {
-        asks: P::ASKS,
+    let declared = Declared::<P> {
         inner: cluster,
+        policy: std::marker::PhantomData,
     };
     let mut verdict = P::evaluate(request, settings, half, &declared);
     if half == Half::Validating {

@@ -191,20 +191,21 @@ impl Asks {
     }
 }
 
-/// A cluster that answers only what `asks` declares, from `inner`: [`run`](crate::run) hands
-/// every policy its engine's cluster through one, so that a question its [`Asks`] does not name
-/// is refused alike in every engine, with the same words.
-pub struct Declared<'c> {
-    /// What the policy declared.
-    pub asks: Asks,
+/// A cluster that answers only what `P`'s [`Asks`] declares, from `inner`: [`run`](crate::run)
+/// hands every policy its engine's cluster through one, so that a question its [`Asks`] does not
+/// name is refused alike in every engine, with the same words. `P`'s [`Asks`] is a constant here,
+/// so a module keeps no code of its engine's answerer for a question its policy never asks.
+pub struct Declared<'c, P> {
     /// The engine's cluster.
     pub inner: &'c dyn super::Cluster,
+    /// The policy whose [`Asks`] decide.
+    pub policy: std::marker::PhantomData<P>,
 }
 
-impl Declared<'_> {
+impl<P: crate::Policy> Declared<'_, P> {
     /// `Ok` if `kind` may be read `by`, else why not.
-    fn check(&self, kind: ResourceKind<'_>, by: ReadBy) -> Result<(), super::ClusterError> {
-        if self.asks.allows(kind, by) {
+    fn check(kind: ResourceKind<'_>, by: ReadBy) -> Result<(), super::ClusterError> {
+        if P::ASKS.allows(kind, by) {
             return Ok(());
         }
         Err(super::ClusterError::Unavailable(format!(
@@ -215,9 +216,9 @@ impl Declared<'_> {
     }
 }
 
-impl super::Cluster for Declared<'_> {
+impl<P: crate::Policy> super::Cluster for Declared<'_, P> {
     fn get(&self, q: &super::Get<'_>) -> Result<String, super::ClusterError> {
-        self.check(q.kind, ReadBy::Get)?;
+        Self::check(q.kind, ReadBy::Get)?;
         self.inner.get(q)
     }
 
@@ -226,12 +227,12 @@ impl super::Cluster for Declared<'_> {
             None => ReadBy::ListAll,
             Some(_) => ReadBy::ListInNamespace,
         };
-        self.check(q.kind, by)?;
+        Self::check(q.kind, by)?;
         self.inner.list(q)
     }
 
     fn can_i(&self, q: &super::AccessQuestion<'_>) -> Result<bool, super::ClusterError> {
-        if !self.asks.access {
+        if !P::ASKS.access {
             return Err(super::ClusterError::Unavailable(
                 "the policy does not declare `can-i` in its Asks, so no engine asks RBAC for it \
                  (docs/context.md, \"Declaring what a policy reads\")"

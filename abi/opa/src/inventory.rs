@@ -16,6 +16,13 @@
 use taintguard::cluster::{AccessQuestion, Cluster, ClusterError, Get, List, ResourceKind};
 use taintguard::json::{member_at, members};
 use taintguard::label_selector::{parse_labels, SelectorQuery};
+use taintguard::NoCluster;
+
+/// What an inventory answers a question that is not about its objects: nothing, and why.
+pub const NO_ANSWERS: NoCluster = NoCluster(
+    "a Gatekeeper-style engine's inventory holds objects, not SubjectAccessReview answers \
+     (docs/context.md)",
+);
 
 /// The `inventory` member of an engine's data document, read only as far as a question needs.
 pub struct Inventory<'d> {
@@ -182,12 +189,8 @@ impl Cluster for Inventory<'_> {
         Ok(list)
     }
 
-    fn can_i(&self, _: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
-        Err(ClusterError::Unavailable(
-            "a Gatekeeper-style engine's inventory holds objects, not SubjectAccessReview answers \
-             (docs/context.md)"
-                .to_owned(),
-        ))
+    fn can_i(&self, question: &AccessQuestion<'_>) -> Result<bool, ClusterError> {
+        NO_ANSWERS.can_i(question)
     }
 }
 

@@ -60,7 +60,8 @@ enum Command {
     /// $COSIGN_PASSWORD, and PREFIX.pub, the public key verifiers are given.
     GenerateKeyPair { prefix: String },
     /// Write each module's manifests, DIST/<name>/{cluster-admission-policy.yaml,
-    /// admission-policy.yaml,artifacthub-pkg.yml,README.md}, its policy-catalog Helm chart
+    /// admission-policy.yaml,artifacthub-pkg.yml,README.md} (and a gatekeeper module's
+    /// gatekeeper-config.yaml, the sync of what it reads), its policy-catalog Helm chart
     /// DIST/charts/<name>/ (docs/settings-ui.md), and DIST/artifacthub-repo.yml.
     Manifests {
         #[command(flatten)]
