@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use taintguard_wasm_metadata::{opa, wapc};
+use taintguard_wasm_metadata::{asks, opa, section, wapc};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -161,4 +161,33 @@ fn errors_name_the_file_and_write_nothing() {
         );
     }
     std::fs::remove_file(bad_yml).unwrap();
+}
+
+/// Every policy artifact carries its policy's declaration of what it reads, and its embedded
+/// metadata grants exactly that: the adapters' section name is the one the build reads (were they
+/// apart, the build would find no declaration and check nothing).
+#[test]
+fn every_policy_artifact_declares_what_it_reads() {
+    let folders = taintguard_wasm_metadata::metadata::policy_folders(&repo("policies")).unwrap();
+    assert!(!folders.is_empty());
+    for policy in folders {
+        for artifact in [
+            format!("dist/{policy}.wasm"),
+            format!("dist/{policy}.gatekeeper.wasm"),
+        ] {
+            let wasm = read(&artifact);
+            let declared = asks::read(&wasm)
+                .unwrap()
+                .unwrap_or_else(|| panic!("{artifact} has no declaration of what it reads"));
+            let mut meta = section::read_json(&wasm).unwrap().unwrap();
+            let before = meta.clone();
+            let stated = asks::Stated {
+                resources: true,
+                capabilities: meta.get("hostCapabilities").is_some(),
+            };
+            asks::reconcile(&mut meta, stated, &declared)
+                .unwrap_or_else(|e| panic!("{artifact}: {e}"));
+            assert_eq!(meta, before, "{artifact}");
+        }
+    }
 }
