@@ -33,10 +33,11 @@
 #   ./build.sh fuzz [SECONDS] [TARGET...]
 #                       run each cargo-fuzz target in fuzz/ for SECONDS (default 60); a crash fails
 #                       the run and leaves its input in fuzz/artifacts/ (see fuzz/run.sh)
-#   ./build.sh new-policy NAME
-#                       copy the policy template (templates/policy) into policies/NAME with the name
-#                       substituted, and link it into the npm package: a policy whose tests pass,
-#                       that every other command finds by its folder (policies/README.md)
+#   ./build.sh new-policy NAME [TEMPLATE]
+#                       copy a policy template (templates/TEMPLATE, default `policy`; `reads` is a
+#                       policy that reads the cluster) into policies/NAME with the name substituted,
+#                       and link it into the npm package: a policy whose tests pass, that every
+#                       other command finds by its folder (policies/README.md)
 #   ./build.sh go-differential [VALUES] [SEED]
 #                       read VALUES (default 100000) generated annotation values with the policy's
 #                       reader and with Go's encoding/json, from SEED (default: the clock's, printed);
@@ -401,31 +402,56 @@ run_tests() {
   evaluate_examples
   run_js_tests
   registry_roundtrip
-  policy_template_test
+  local pair
+  for pair in "${TEMPLATE_TESTS[@]}"; do
+    policy_template_test "${pair%%:*}" "${pair#*:}"
+  done
 }
 
-# `new_policy NAME`: policies/NAME from templates/policy, every spelling of the template's name
-# (template-policy, template_policy, TemplatePolicy, Template Policy) replaced by NAME's. The
-# two lines outside the folder, written as the other policies' are: NAME among the workspace's
-# dependencies (Cargo.toml) and as a dependency of the npm package (abi/js/Cargo.toml), the one
-# list Cargo cannot discover (its build fails naming a policy folder it does not link).
-new_policy() {
-  local name=${1:-}
-  [[ $name =~ ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ ]] ||
-    { echo "usage: $0 new-policy NAME (lowercase words joined by dashes, e.g. require-labels)" >&2; exit 2; }
-  [ ! -e "policies/$name" ] || { echo "policies/$name already exists" >&2; exit 1; }
-  ! grep -qx "name = \"$name\"" Cargo.toml ./*/Cargo.toml ./*/*/Cargo.toml ||
-    { echo "a crate of this workspace is already named $name" >&2; exit 1; }
-  local snake=${name//-/_} camel="" title="" word
-  for word in ${name//-/ }; do
+# The templates `new-policy` copies: the folders of templates/ that hold a crate.
+templates() {
+  local dir
+  for dir in templates/*/; do
+    [ -f "$dir/Cargo.toml" ] && basename "$dir"
+  done
+}
+
+# `spellings NAME`: NAME's other spellings, as `new_policy` writes them: snake_case, CamelCase and
+# Title Case (require-labels: require_labels RequireLabels Require Labels).
+spellings() {
+  local camel="" title="" word
+  for word in ${1//-/ }; do
     camel+=${word^}
     title+="${title:+ }${word^}"
   done
-  cp -r templates/policy "policies/$name"
+  printf '%s\n%s\n%s\n' "${1//-/_}" "$camel" "$title"
+}
+
+# `new_policy NAME [TEMPLATE]`: policies/NAME from templates/TEMPLATE (default `policy`), every
+# spelling of the template's crate name, template-TEMPLATE (for `policy`: template-policy,
+# template_policy, TemplatePolicy, Template Policy), replaced by NAME's. The two lines outside
+# the folder, written as the other policies' are: NAME among the workspace's dependencies
+# (Cargo.toml) and as a dependency of the npm package (abi/js/Cargo.toml), the one list Cargo
+# cannot discover (its build fails naming a policy folder it does not link).
+new_policy() {
+  local name=${1:-} template=${2:-policy}
+  [[ $name =~ ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ ]] && [ $# -le 2 ] ||
+    { echo "usage: $0 new-policy NAME [TEMPLATE] (NAME: lowercase words joined by dashes, e.g. require-labels; TEMPLATE: a folder of templates/, default policy)" >&2; exit 2; }
+  local known
+  known=$(templates | paste -sd ' ')
+  [[ $template =~ ^[a-z][a-z0-9-]*$ ]] && [ -f "templates/$template/Cargo.toml" ] ||
+    { echo "new-policy: no template \"$template\" in templates/; the templates are: $known" >&2; exit 2; }
+  [ ! -e "policies/$name" ] || { echo "policies/$name already exists" >&2; exit 1; }
+  ! grep -qx "name = \"$name\"" Cargo.toml ./*/Cargo.toml ./*/*/Cargo.toml ||
+    { echo "a crate of this workspace is already named $name" >&2; exit 1; }
+  local from="template-$template" to=() was=()
+  mapfile -t to < <(spellings "$name")
+  mapfile -t was < <(spellings "$from")
+  cp -r "templates/$template" "policies/$name"
   local file
   while IFS= read -r -d '' file; do
-    sed -i -e "s/template-policy/$name/g" -e "s/template_policy/$snake/g" \
-      -e "s/TemplatePolicy/$camel/g" -e "s/Template Policy/$title/g" "$file"
+    sed -i -e "s/$from/$name/g" -e "s/${was[0]}/${to[0]}/g" \
+      -e "s/${was[1]}/${to[1]}/g" -e "s/${was[2]}/${to[2]}/g" "$file"
   done < <(find "policies/$name" -type f -print0)
   # Linked as its neighbours are: a workspace dependency, and the npm package's line naming it.
   grep -q "^$name = " Cargo.toml ||
@@ -433,24 +459,29 @@ new_policy() {
   local js=abi/js/Cargo.toml
   grep -q "^$name[ .]" "$js" ||
     sed -i "/^# The policies it runs/a $name.workspace = true" "$js"
-  say "policies/$name: cargo test -p $name, then ./build.sh (policies/README.md)"
+  say "policies/$name from templates/$template: cargo test -p $name, then ./build.sh (policies/README.md)"
 }
 
-# The issue's promise, measured: in a copy of this working tree (tracked and new files, with
-# their times, so cargo finds its compiled crates fresh in the shared target dir), `new-policy`
-# makes a policy from the template; its unit tests, its waPC and gatekeeper artifacts (with their
-# SBOMs, manifests and chart), the npm package's registry and the settings-form checks must pass
-# over it, and its example suite in the real hosts and through the npm package built with it;
-# and nothing outside its folder may have
-# changed but the dependency lines `new-policy` writes and Cargo.lock. Runs after the main build:
-# it reuses its tools and compiled crates (policies/README.md, "Proof").
+# Each template and the policy its test makes from it: `policy` is the plain one, `reads` the
+# one that reads the cluster.
+TEMPLATE_TESTS=(policy:label-check reads:label-limits)
+
+# The issue's promise, measured, for one template: `policy_template_test TEMPLATE NAME`. In a
+# copy of this working tree (tracked and new files, with their times, so cargo finds its
+# compiled crates fresh in the shared target dir), `new-policy NAME TEMPLATE` makes a policy
+# from the template; its unit tests, its waPC and gatekeeper artifacts (with their SBOMs,
+# manifests and chart), the npm package's registry and the settings-form checks must pass over
+# it, and its example suite in the real hosts and through the npm package built with it; and
+# nothing outside its folder may have changed but the dependency lines `new-policy` writes and
+# Cargo.lock. Runs after the main build: it reuses its tools and compiled crates
+# (policies/README.md, "Proof").
 policy_template_test() (
-  local name=label-check repo=$PWD work dir outside started=$SECONDS
+  local template=$1 name=$2 repo=$PWD work dir outside started=$SECONDS
   work=$(mktemp -d)
   # shellcheck disable=SC2064
   trap "rm -rf '$work' '$repo/target/wasm32-wasip1/release/${name//-/_}'.* \
     '$repo/$OPA_TARGET_DIR/wasm32-unknown-unknown/release/${name//-/_}'.*" EXIT
-  say "policy template: ./build.sh new-policy $name in a copy of the workspace"
+  say "policy template $template: ./build.sh new-policy $name $template in a copy of the workspace"
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard |
       tar -c --null --ignore-failed-read -T - -f - 2>/dev/null | tar -x -C "$work"
@@ -470,7 +501,7 @@ policy_template_test() (
   git init -q && printf 'node_modules\n' >>.git/info/exclude
   git add -A
   git -c user.name=template -c user.email=template@localhost -c commit.gpgsign=false commit -qm base
-  ./build.sh new-policy "$name"
+  ./build.sh new-policy "$name" "$template"
   say "cargo test: $name, and what must know every policy (the npm package's registry, the settings forms)"
   cargo test -q -p "$name" -p taintguard-js -p taintguard-settings-ui
   cargo fmt -p "$name" -- --check
@@ -483,7 +514,7 @@ policy_template_test() (
   write_manifests >/dev/null
   for dir in "dist/$name.spdx.json" "dist/$name.gatekeeper.spdx.json" "dist/charts/$name/Chart.yaml" \
     "dist/$name-gatekeeper/cluster-admission-policy.yaml"; do
-    [ -f "$dir" ] || { echo "policy template: no $dir" >&2; exit 1; }
+    [ -f "$dir" ] || { echo "policy template $template: no $dir" >&2; exit 1; }
   done
   say "taintguard test policies/$name: its example suite in the real hosts"
   target/debug/taintguard test "policies/$name"
@@ -497,12 +528,12 @@ policy_template_test() (
     [ "$(git diff -U0 Cargo.toml | grep -c '^[-+][^-+]')" != 1 ] ||
     [ "$(git diff -U0 abi/js/Cargo.toml | grep -c '^[-+][^-+]')" != 1 ] ||
     [ "$(git diff --numstat Cargo.lock | cut -f2)" != 0 ]; then
-    printf 'policy template: a new policy changed more than its folder, the dependency lines of Cargo.toml and abi/js/Cargo.toml and additions to Cargo.lock:\n%s\n' "$outside" >&2
+    printf 'policy template %s: a new policy changed more than its folder, the dependency lines of Cargo.toml and abi/js/Cargo.toml and additions to Cargo.lock:\n%s\n' "$template" "$outside" >&2
     git diff Cargo.toml abi/js/Cargo.toml Cargo.lock >&2
     exit 1
   fi
   printf '    outside policies/%s: the dependency lines new-policy writes (Cargo.toml, abi/js/Cargo.toml), and its entry in Cargo.lock\n' "$name"
-  printf '    policy template test: %s s\n' $((SECONDS - started))
+  printf '    policy template test (%s): %s s\n' "$template" $((SECONDS - started))
 )
 
 # The PodTolerationRestriction annotations' reader against Go's encoding/json, longer than the
@@ -598,5 +629,5 @@ case "${1:-build}" in
   go-differential) shift; go_differential "$@" ;;
   settings-ui) write_settings_ui ;;
   new-policy) shift; new_policy "$@" ;;
-  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|go-differential [VALUES] [SEED]|settings-ui|new-policy NAME]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|e2e|push REF_PREFIX [TAG] [--sign KEY]|bench [--real-host | --instructions] [--quick] [--only TEXT]... [--rounds N]|fuzz [SECONDS] [TARGET...]|go-differential [VALUES] [SEED]|settings-ui|new-policy NAME [TEMPLATE]]" >&2; exit 2 ;;
 esac

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::json::{members, JsonStr};
-use crate::k8s_names::{LabelKey, LabelValue};
+use crate::k8s_names::{label_value, qualified_name, LabelKey, LabelValue};
 use crate::settings::{string_enum, At, SettingsError, SettingsFields};
 
 /// A label selector as Kubernetes writes it: every requirement must hold. Keys and values are
@@ -218,6 +218,40 @@ impl<'q> SelectorQuery<'q> {
             .map(requirement)
             .collect::<Result<_, _>>()?;
         Ok(SelectorQuery(requirements))
+    }
+
+    /// Checks every key as a label key and every value as a label value, as the API server
+    /// checks a list's selector: [`SelectorQuery::parse`] reads what it is given (`team a`
+    /// reads as "has the label `team a`"), so settings that hold a selector's query text check
+    /// it here, where a bad one is named, not on every request, where the list would fail.
+    ///
+    /// # Errors
+    ///
+    /// The first key or value no label can have, quoted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use taintguard::label_selector::SelectorQuery;
+    ///
+    /// assert!(SelectorQuery::parse("team=a,tier in (web, db),!spot").unwrap().check().is_ok());
+    /// let error = SelectorQuery::parse("team a").unwrap().check().unwrap_err();
+    /// assert!(error.starts_with(r#""team a" is not a qualified name"#));
+    /// ```
+    pub fn check(&self) -> Result<(), String> {
+        for requirement in &self.0 {
+            let (key, values) = match requirement {
+                Requirement::In(key, values) | Requirement::NotIn(key, values) => {
+                    (key, &values[..])
+                }
+                Requirement::Exists(key) | Requirement::DoesNotExist(key) => (key, &[][..]),
+            };
+            qualified_name(key)?;
+            for value in values {
+                label_value(value)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether an object whose label `key` has the value `get(key)` is selected.

@@ -203,6 +203,61 @@ fn without_namespaces_both_builds_refuse_the_pod() {
     }
 }
 
+/// `expect.gatekeeper`: where the builds differ by design, the gatekeeper build is held against
+/// what the case says it answers, not compared; a wrong one fails the case, and one that says
+/// what a violation list cannot is refused with the suite.
+#[test]
+fn a_gatekeeper_expectation_judges_the_gatekeeper_build() {
+    let dir = std::env::temp_dir().join(format!("taintguard-gatekeeper-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../dist/toleration-injection.wasm"
+    );
+    let suite = |gatekeeper: Value| {
+        serde_json::json!({
+            "apiVersion": "taintguard.io/v1alpha1", "kind": "TestSuite", "name": "gatekeeper",
+            "policy": policy,
+            "settings": {"podTolerationRestriction": {"enabled": true}},
+            "cases": [{"name": "no Namespaces", "operation": "CREATE", "user": "alice",
+                "object": {"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": "web", "namespace": "team-a"},
+                           "spec": {"containers": [{"name": "web", "image": "nginx"}]}},
+                "expect": {"verdict": "rejected", "code": 500, "gatekeeper": gatekeeper}}]
+        })
+    };
+    let run = |gatekeeper: Value| {
+        let file = dir.join("suite.json");
+        std::fs::write(&file, suite(gatekeeper).to_string()).unwrap();
+        taintguard(&["test", file.to_str().unwrap()])
+    };
+    let met = serde_json::json!({"verdict": "rejected", "code": 500,
+                                 "message": "holds no v1/Namespace objects"});
+    let (code, stdout, stderr) = run(met);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("pass  gatekeeper / no Namespaces (waPC + gatekeeper)"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(serde_json::json!({"verdict": "accepted"}));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("FAIL  gatekeeper / no Namespaces"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gatekeeper build: verdict: expected accepted, got rejected: "),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(serde_json::json!({"verdict": "mutated"}));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("expect.gatekeeper.verdict: the gatekeeper build accepts or rejects"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `--output json`: every request's verdict, as engines are compared (allowed, code, patch,
 /// warnings), the counts on standard error.
 #[test]

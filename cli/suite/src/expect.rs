@@ -169,6 +169,7 @@ mod tests {
             warnings: None,
             audit_annotations: None,
             patched_object: None,
+            gatekeeper: None,
         }
     }
 

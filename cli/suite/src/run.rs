@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::expect::{differences, verdict};
 use crate::review::{admission_request, review, Operation, Parts};
-use crate::suite::{Case, Cluster, Requests, Step, Suite, Verdict, Write};
+use crate::suite::{Case, Cluster, Expect, Requests, Step, Suite, Verdict, Write};
 
 /// A violation the gatekeeper build reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,7 +212,7 @@ impl CaseRun<'_> {
         }
         match &self.case.requests {
             Requests::Review { review, expect } => {
-                let response = self.judge_request(review)?;
+                let response = self.judge_request(review, expect)?;
                 let object = &admission_request(review)["object"];
                 let problems = differences(expect, &response, object);
                 if problems.is_empty() {
@@ -239,7 +239,8 @@ impl CaseRun<'_> {
             };
             let parts = step_parts(i, step, stored.as_ref()).map_err(|e| fail(at(e)))?;
             let request = review(&parts).map_err(|e| fail(at(e)))?;
-            let response = self.judge_request(&request).map_err(|stop| stop.map(at))?;
+            let response =
+                (self.judge_request(&request, &step.expect)).map_err(|stop| stop.map(at))?;
             let object = parts.object.unwrap_or(Value::Null);
             let problems = differences(&step.expect, &response, &object);
             if !problems.is_empty() {
@@ -256,14 +257,19 @@ impl CaseRun<'_> {
         Ok(())
     }
 
-    /// The policy's answer to `review`, after the gatekeeper build, where it can, agreed.
-    fn judge_request(&mut self, review: &Value) -> Result<Value, Stop> {
+    /// The policy's answer to `review`, after the gatekeeper build, where it can, agreed, or
+    /// met what `expect` says of it where the two differ by design.
+    fn judge_request(&mut self, review: &Value, expect: &Expect) -> Result<Value, Stop> {
         self.requests += 1;
         let (response, asked) = self
             .judge
             .validate(review, &self.case.settings, &self.case.cluster)
             .map_err(|e| fail(format!("the policy failed: {e}")))?;
         self.verdicts.push(summary(review, &response));
+        if let Some(want) = &expect.gatekeeper {
+            self.gatekeeper_expected(review, want)?;
+            return Ok(response);
+        }
         // The gatekeeper build cannot mutate, nor ask what an inventory does not hold (RBAC, a
         // kwctl session's answers): where the policy did either, the two need not agree
         // (docs/testing.md). Namespaces and nodes it reads from the inventory, as the waPC
@@ -313,6 +319,36 @@ impl CaseRun<'_> {
                 violation.message
             ))),
         }
+    }
+
+    /// The gatekeeper build's answer to `review` held against `want`, the case's expectation of
+    /// it where it differs from the waPC build by design; nothing to hold when there is no such
+    /// build.
+    fn gatekeeper_expected(&mut self, review: &Value, want: &Expect) -> Result<(), Stop> {
+        let violations = self
+            .judge
+            .violations(review, &self.case.settings, &self.case.cluster);
+        let Some(violations) = violations else {
+            return Ok(());
+        };
+        self.gatekeeper_checked += 1;
+        let violations =
+            violations.map_err(|e| fail(format!("gatekeeper build: it failed: {e}")))?;
+        // The violations as a response, as `differences` reads one.
+        let response = match violations.first() {
+            None => json!({"accepted": true}),
+            Some(violation) => {
+                json!({"accepted": false, "message": violation.message, "code": violation.code})
+            }
+        };
+        let problems = differences(want, &response, &Value::Null);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let lines = problems
+            .into_iter()
+            .map(|line| format!("gatekeeper build: {line}"));
+        Err(Stop::Failed(lines.collect()))
     }
 }
 

@@ -165,6 +165,9 @@ struct ExpectFile {
     audit_annotations: Option<BTreeMap<String, String>>,
     #[serde(default)]
     patched_object: Option<Value>,
+    /// What the gatekeeper build answers where it differs from the waPC build by design.
+    #[serde(default)]
+    gatekeeper: Option<Box<ExpectFile>>,
 }
 
 /// What a policy made of a request.
@@ -206,6 +209,11 @@ pub struct Expect {
     pub audit_annotations: Option<BTreeMap<String, String>>,
     /// What the patched object must hold: the members named, a `null` member absent.
     pub patched_object: Option<Value>,
+    /// What the gatekeeper build must answer instead of what the waPC build answers, where the
+    /// two differ by design (docs/testing.md, "Both builds must agree"): its verdict, message
+    /// and code. Given, the gatekeeper build is judged by it rather than compared; an engine
+    /// without a gatekeeper build (the npm package) does not check it.
+    pub gatekeeper: Option<Box<Expect>>,
 }
 
 /// What the cluster answers while a case runs.
@@ -590,6 +598,11 @@ fn check_expect(expect: ExpectFile) -> Result<Expect, String> {
     if expect.verdict == Verdict::Rejected && expect.patched_object.is_some() {
         return Err("patchedObject: a rejected request patches nothing".to_owned());
     }
+    let gatekeeper = expect
+        .gatekeeper
+        .map(|gatekeeper| check_gatekeeper_expect(*gatekeeper).map(Box::new))
+        .transpose()
+        .map_err(|e| format!("gatekeeper.{e}"))?;
     Ok(Expect {
         verdict: expect.verdict,
         message: expect.message,
@@ -598,7 +611,27 @@ fn check_expect(expect: ExpectFile) -> Result<Expect, String> {
         warnings: expect.warnings,
         audit_annotations: expect.audit_annotations,
         patched_object: expect.patched_object,
+        gatekeeper,
     })
+}
+
+/// An expectation of the gatekeeper build: what a Gatekeeper violation list can say, a verdict
+/// that is no mutation, a message and a code.
+fn check_gatekeeper_expect(expect: ExpectFile) -> Result<Expect, String> {
+    let unsaid = [
+        ("verdict", expect.verdict == Verdict::Mutated),
+        ("warnings", expect.warnings.is_some()),
+        ("auditAnnotations", expect.audit_annotations.is_some()),
+        ("patchedObject", expect.patched_object.is_some()),
+        ("gatekeeper", expect.gatekeeper.is_some()),
+    ];
+    if let Some((field, _)) = unsaid.iter().find(|(_, given)| *given) {
+        return Err(format!(
+            "{field}: the gatekeeper build accepts or rejects, with a message and a code; it \
+             cannot mutate, and a violation list has no warnings or audit annotations"
+        ));
+    }
+    check_expect(expect)
 }
 
 /// Settings inline or from a file (`kwctl run -s` takes the same files); `None` when neither.
