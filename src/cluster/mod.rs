@@ -8,11 +8,13 @@
 //! once, in its [`Asks`](crate::policy::Asks), which also writes what its metadata declares.
 
 mod asks;
+mod list;
 mod nodes;
 #[cfg(any(test, feature = "testing"))]
 pub mod recorded;
 
 pub use asks::{Asks, Declared, Read, ReadBy, DECLARATION_HEADER, DECLARATION_SECTION};
+pub use list::{list_items, unreadable_list};
 pub use nodes::{nodes_of_list, ClusterNode, NODE_FIELDS};
 
 use crate::json::JsonStr;

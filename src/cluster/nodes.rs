@@ -2,7 +2,8 @@
 
 use serde::Deserialize;
 
-use super::ClusterError;
+use super::list::{list_items, unreadable_list};
+use super::{ClusterError, ResourceKind};
 use crate::json::{JsonStr, Raw};
 use crate::taint::{parse_taints, Taint};
 
@@ -19,23 +20,6 @@ pub struct ClusterNode<'a> {
     pub name: JsonStr<'a>,
     /// Its `spec.taints`.
     pub taints: Vec<Taint<'a>>,
-}
-
-/// `items` is required (a `null` list is empty): without it, an answer that is not a list at all
-/// (`{}`, `[]`) would read as "no nodes".
-#[derive(Deserialize)]
-struct ListText<'a> {
-    #[serde(borrow, deserialize_with = "null_as_default")]
-    items: Vec<NodeText<'a>>,
-}
-
-/// Reads `null` as the type's default, as Kubernetes writes an empty list.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
 #[derive(Deserialize)]
@@ -58,20 +42,17 @@ struct SpecText<'a> {
     taints: Raw<'a>,
 }
 
-/// The nodes of a Kubernetes `List` of Nodes; `null` items is an empty list. An answer that is
-/// not such a list is an error: a policy must not read "no nodes" into an answer it cannot read.
+/// The nodes of a Kubernetes `List` of Nodes ([`list_items`]); `null` items is an empty list.
+/// An answer that is not such a list is an error: a policy must not read "no nodes" into an
+/// answer it cannot read.
 pub fn nodes_of_list(text: &str) -> Result<Vec<ClusterNode<'_>>, ClusterError> {
-    let unreadable = |e: serde_json::Error| {
-        ClusterError::Failed(format!("the list of nodes cannot be read: {e}"))
-    };
-    let list: ListText = serde_json::from_str(text).map_err(unreadable)?;
-    list.items
-        .into_iter()
+    let nodes: Vec<NodeText> = list_items(text, ResourceKind::NODE)?;
+    (nodes.into_iter())
         .map(|node| {
             let taints = node.spec.as_ref().and_then(|s| s.taints.value());
             Ok(ClusterNode {
                 name: node.metadata.map(|m| m.name).unwrap_or_default(),
-                taints: parse_taints(taints).map_err(unreadable)?,
+                taints: parse_taints(taints).map_err(|e| unreadable_list(ResourceKind::NODE, e))?,
             })
         })
         .collect()

@@ -1179,7 +1179,7 @@ fn node_taint_rules_tolerate_what_nodes_carry() {
             answer: Ok("{}".to_owned()),
             asked: &["list v1/Node "],
             added: None,
-            says: &["the list of nodes cannot be read"],
+            says: &["the list of v1/Node cannot be read"],
         },
         Case {
             label: "a rule that does not match never asks",

@@ -28,7 +28,9 @@ pub mod settings;
 use serde::Deserialize;
 
 use taintguard::admission::{AdmissionRequest, Operation};
-use taintguard::cluster::{Asks, Cluster, ClusterError, List, Read, ReadBy, ResourceKind};
+use taintguard::cluster::{
+    list_items, Asks, Cluster, ClusterError, List, Read, ReadBy, ResourceKind,
+};
 use taintguard::json::{fields_in, JsonStr, Object};
 use taintguard::k8s_names::qualified_name;
 use taintguard::label_selector::{parse_labels, Labels};
@@ -203,23 +205,6 @@ impl ConfigMap<'_> {
     }
 }
 
-/// `items` is required (a `null` list is empty): without it, an answer that is not a list at all
-/// (`{}`) would read as "no ConfigMaps".
-#[derive(Deserialize)]
-struct ListText<'a> {
-    #[serde(borrow, deserialize_with = "null_as_default")]
-    items: Vec<ConfigMapText<'a>>,
-}
-
-/// Reads `null` as the type's default, as Kubernetes writes an empty list.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
-}
-
 #[derive(Deserialize)]
 struct ConfigMapText<'a> {
     #[serde(borrow, default)]
@@ -240,16 +225,16 @@ struct DataText<'a> {
     labels: Option<JsonStr<'a>>,
 }
 
-/// The ConfigMaps of a Kubernetes `List`'s text; `null` items is an empty list.
+/// The ConfigMaps of a Kubernetes `List`'s text, read by the SDK's one list reader
+/// ([`list_items`]); `null` items is an empty list.
 ///
 /// # Errors
 ///
 /// An answer that is not such a list: a policy must not read "no ConfigMaps" into an answer it
 /// cannot read.
 pub fn config_maps_of_list(text: &str) -> Result<Vec<ConfigMap<'_>>, ClusterError> {
-    let list: ListText = serde_json::from_str(text)
-        .map_err(|e| ClusterError::Failed(format!("the list of ConfigMaps cannot be read: {e}")))?;
-    Ok((list.items.into_iter())
+    let items: Vec<ConfigMapText> = list_items(text, CONFIG_MAP)?;
+    Ok((items.into_iter())
         .map(|item| ConfigMap {
             name: item.metadata.map(|m| m.name).unwrap_or_default(),
             labels: item.data.and_then(|d| d.labels),
@@ -377,13 +362,13 @@ mod tests {
             (
                 team,
                 ok("{}"),
-                Err((500, format!("{unread}asking the cluster failed: the list of ConfigMaps cannot be read: missing field `items`"))),
+                Err((500, format!("{unread}asking the cluster failed: the list of v1/ConfigMap cannot be read: missing field `items`"))),
             ),
-            (team, ok("[]"), Err((500, format!("{unread}asking the cluster failed: the list of ConfigMaps cannot be read")))),
+            (team, ok("[]"), Err((500, format!("{unread}asking the cluster failed: the list of v1/ConfigMap cannot be read")))),
             (
                 team,
                 ok(r#"{"items":[{"metadata":{"name":"x"},"data":{"labels":7}}]}"#),
-                Err((500, format!("{unread}asking the cluster failed: the list of ConfigMaps cannot be read: invalid type: integer `7`"))),
+                Err((500, format!("{unread}asking the cluster failed: the list of v1/ConfigMap cannot be read: invalid type: integer `7`"))),
             ),
             (team, unavailable(), Err((500, format!("{unread}the cluster cannot be asked here: no inventory")))),
             (team, failed(), Err((500, format!("{unread}asking the cluster failed: configmaps is forbidden")))),
