@@ -609,8 +609,22 @@ build_answer_anchors() {
 
 # The end-to-end suite (e2e/): it starts and stops everything itself and prints one line per
 # scenario and `N passed, N failed`.
+# The `reads` template's modules, waPC and gatekeeper, into target/e2e/ (no artifacts of dist/):
+# the end-to-end suite deploys them to prove the generic reads in policy-server (docs/e2e.md, 39).
+build_e2e_templates() {
+  "${WASM_CARGO[@]}" $(module_build template-reads) --target wasm32-wasip1 >/dev/null
+  "${OPA_CARGO[@]}" $(module_build template-reads) --target wasm32-unknown-unknown \
+    --target-dir "$OPA_TARGET_DIR" >/dev/null
+  mkdir -p target/e2e
+  make_artifact templates/reads target/wasm32-wasip1/release/template_reads.wasm \
+    target/e2e/template-reads.wasm
+  make_artifact templates/reads "$OPA_TARGET_DIR/wasm32-unknown-unknown/release/template_reads.wasm" \
+    target/e2e/template-reads.gatekeeper.wasm --execution-mode gatekeeper
+}
+
 run_e2e() {
   build_policies
+  build_e2e_templates
   build_host_tools
   # The outage scenario runs `taintguard what-if` as the runbook does.
   cargo build -q -p taintguard-e2e -p taintguard-cli

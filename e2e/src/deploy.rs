@@ -125,7 +125,8 @@ pub fn taint_preservation_variant(repo: &Path, variant_name: &str) -> Result<Dep
 }
 
 /// Every policy the suite deploys: the variants of taint-preservation, then those of
-/// toleration-injection, the Ignore variant of the outage scenario and the deployment shapes.
+/// toleration-injection, the Ignore variant of the outage scenario, the deployment shapes and the
+/// `reads` template's policy.
 pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     let tp = read_yaml(&repo.join("policies/taint-preservation/cluster-admission-policy.yaml"))?;
     let tp_settings = tp["spec"]["settings"].clone();
@@ -137,6 +138,8 @@ pub fn deployments(repo: &Path) -> Result<Vec<Deployed>, String> {
     ignore.spec["failurePolicy"] = json!("Ignore");
     deployed.push(ignore);
     deployed.extend(crate::shapes::deployments(repo));
+    // A policy made from the `reads` template, in both modes (crate::reads).
+    deployed.extend(crate::reads::deployments(repo)?);
     Ok(deployed)
 }
 

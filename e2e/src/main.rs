@@ -18,6 +18,7 @@ mod labels;
 mod outage;
 mod pod_toleration_restriction;
 mod policies;
+mod reads;
 mod records;
 mod scenarios;
 mod shapes;

@@ -175,6 +175,10 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "outage: registration and the lifecycle swap refused (Fail) or stored (Ignore); the records after, what-if, the runbook",
         run: crate::outage::outage,
     },
+    Scenario {
+        name: "the reads template: ConfigMaps listed through policy-server (waPC) and its gatekeeper inventory decide",
+        run: crate::reads::config_maps_decide,
+    },
 ];
 
 // ---------------------------------------------------------------------------------------------
