@@ -150,7 +150,7 @@ pub fn try_run<P: Policy>(
 ) -> Result<Verdict, String> {
     let settings = read_settings::<P>(settings).map_err(|e| named::<P>(format!("invalid {e}")))?;
     let request = AdmissionRequest::parse(request).map_err(|e| named::<P>(e.to_string()))?;
-    judge::<P>(&request, &settings, half, cluster)
+    judge::<P, dyn Cluster>(&request, &settings, half, cluster)
 }
 
 /// [`run`] on a request and settings the adapter has already read, in the same pass as the
@@ -158,16 +158,16 @@ pub fn try_run<P: Policy>(
 /// (benchmarks/cost.md, "What each change bought"). The settings are checked here
 /// ([`PolicySettings::check`]); settings that do not fit together become the same 400
 /// rejection as in [`run`].
-pub fn run_read<P: Policy>(
+pub fn run_read<P: Policy, C: Cluster + ?Sized>(
     request: &AdmissionRequest<'_>,
     settings: &P::Settings,
     half: Half,
-    cluster: &dyn Cluster,
+    cluster: &C,
 ) -> Verdict {
     settings
         .check(At::Root)
         .map_err(|e| named::<P>(format!("invalid {e}")))
-        .and_then(|()| judge::<P>(request, settings, half, cluster))
+        .and_then(|()| judge::<P, C>(request, settings, half, cluster))
         .unwrap_or_else(|message| Verdict::reject(400, message))
 }
 
@@ -192,13 +192,13 @@ fn is_named(name: &str, message: &str) -> bool {
 }
 
 /// What [`try_run`] and [`run_read`] share once settings and request are read.
-fn judge<P: Policy>(
+fn judge<P: Policy, C: Cluster + ?Sized>(
     request: &AdmissionRequest<'_>,
     settings: &P::Settings,
     half: Half,
-    cluster: &dyn Cluster,
+    cluster: &C,
 ) -> Result<Verdict, String> {
-    let declared = Declared::<P> {
+    let declared = Declared::<P, C> {
         inner: cluster,
         policy: std::marker::PhantomData,
     };

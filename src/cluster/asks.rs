@@ -195,14 +195,15 @@ impl Asks {
 /// hands every policy its engine's cluster through one, so that a question its [`Asks`] does not
 /// name is refused alike in every engine, with the same words. `P`'s [`Asks`] is a constant here,
 /// so a module keeps no code of its engine's answerer for a question its policy never asks.
-pub struct Declared<'c, P> {
-    /// The engine's cluster.
-    pub inner: &'c dyn super::Cluster,
+pub struct Declared<'c, P, C: ?Sized = dyn super::Cluster> {
+    /// The engine's cluster: its own type where the adapter names it (the waPC adapter's host),
+    /// so that the questions reach it without a second dispatch.
+    pub inner: &'c C,
     /// The policy whose [`Asks`] decide.
     pub policy: std::marker::PhantomData<P>,
 }
 
-impl<P: crate::Policy> Declared<'_, P> {
+impl<P: crate::Policy, C: super::Cluster + ?Sized> Declared<'_, P, C> {
     /// `Ok` if `kind` may be read `by`, else why not.
     fn check(kind: ResourceKind<'_>, by: ReadBy) -> Result<(), super::ClusterError> {
         if P::ASKS.allows(kind, by) {
@@ -216,7 +217,7 @@ impl<P: crate::Policy> Declared<'_, P> {
     }
 }
 
-impl<P: crate::Policy> super::Cluster for Declared<'_, P> {
+impl<P: crate::Policy, C: super::Cluster + ?Sized> super::Cluster for Declared<'_, P, C> {
     fn get(&self, q: &super::Get<'_>) -> Result<String, super::ClusterError> {
         Self::check(q.kind, ReadBy::Get)?;
         self.inner.get(q)

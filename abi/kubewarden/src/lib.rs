@@ -136,7 +136,7 @@ pub fn validate_payload<P: Policy>(payload: &[u8]) -> Vec<u8> {
     let one_pass = utf8(payload).and_then(|text| read_in_one_pass::<P>(text));
     let verdict = match one_pass {
         Some((request, settings)) => {
-            let verdict = run_read::<P>(&request, &settings, Half::Mutating, &cluster);
+            let verdict = run_read::<P, _>(&request, &settings, Half::Mutating, &cluster);
             let_go((request, settings));
             verdict
         }
