@@ -55,6 +55,14 @@ fn no_objects(kind: ResourceKind<'_>) -> ClusterError {
     ))
 }
 
+/// The reason an inventory that cannot be read holds nothing of `kind`.
+fn inventory_unreadable(kind: ResourceKind<'_>, e: impl std::fmt::Display) -> ClusterError {
+    ClusterError::Unavailable(format!(
+        "the engine's inventory cannot be read: {e}: {}",
+        sync_hint(kind)
+    ))
+}
+
 fn unreadable(kind: ResourceKind<'_>, e: impl std::fmt::Display) -> ClusterError {
     ClusterError::Failed(format!(
         "the inventory's {kind} objects cannot be read: {e}"
@@ -92,12 +100,7 @@ impl<'d> Inventory<'d> {
     fn at(&self, path: &[&str], kind: ResourceKind<'_>) -> Result<Option<&'d str>, ClusterError> {
         let inventory = (self.inventory.as_ref())
             .map_err(|why| ClusterError::Unavailable(format!("{why}: {}", sync_hint(kind))))?;
-        let found = member_at(inventory, path).map_err(|e| {
-            ClusterError::Unavailable(format!(
-                "the engine's inventory cannot be read: {e}: {}",
-                sync_hint(kind)
-            ))
-        })?;
+        let found = member_at(inventory, path).map_err(|e| inventory_unreadable(kind, e))?;
         Ok(found.value())
     }
 
@@ -124,16 +127,24 @@ impl<'d> Inventory<'d> {
         namespace: Option<&str>,
     ) -> Result<Vec<&'d str>, ClusterError> {
         let mut sets: Vec<&'d str> = self.objects(kind, None)?.into_iter().collect();
+        let mut in_namespace = None;
         let namespaces = self.at(&["namespace"], kind)?.unwrap_or("{}");
-        for (name, _) in members(namespaces).map_err(|e| unreadable(kind, e))? {
-            sets.extend(self.objects(kind, Some(name.as_str()))?);
+        // Each namespace's objects read from its own text, in the one pass over the namespaces.
+        for (name, held) in members(namespaces).map_err(|e| unreadable(kind, e))? {
+            let objects = member_at(held, &[kind.api_version, kind.kind])
+                .map_err(|e| inventory_unreadable(kind, e))?
+                .value();
+            if Some(name.as_str()) == namespace {
+                in_namespace = objects;
+            }
+            sets.extend(objects);
         }
         if sets.is_empty() {
             return Err(no_objects(kind));
         }
         match namespace {
             None => Ok(sets),
-            Some(namespace) => Ok(self.objects(kind, Some(namespace))?.into_iter().collect()),
+            Some(_) => Ok(in_namespace.into_iter().collect()),
         }
     }
 }

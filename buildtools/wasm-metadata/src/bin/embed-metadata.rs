@@ -33,15 +33,15 @@ fn run(args: &[String]) -> Result<(), String> {
     let read = |p: &str| std::fs::read(p).map_err(|e| format!("{p}: {e}"));
     let text = |p: &str| String::from_utf8(read(p)?).map_err(|e| format!("{p}: {e}"));
     let mut wasm = read(input)?;
-    let mut meta = metadata::metadata_json(&text(metadata_yml)?, &text(usage)?)
-        .map_err(|e| format!("{metadata_yml}: {e}"))?;
+    let yml = text(metadata_yml)?;
+    let mut meta =
+        metadata::metadata_json(&yml, &text(usage)?).map_err(|e| format!("{metadata_yml}: {e}"))?;
     if let Some(mode) = mode {
         meta = metadata::for_execution_mode(meta, mode)
             .map_err(|e| format!("--execution-mode: {e}"))?;
     }
     if let Some(declared) = asks::read(&wasm).map_err(|e| format!("{input}: {e}"))? {
-        let stated = asks::Stated::of_yml(&text(metadata_yml)?)
-            .map_err(|e| format!("{metadata_yml}: {e}"))?;
+        let stated = asks::Stated::of_yml(&yml).map_err(|e| format!("{metadata_yml}: {e}"))?;
         asks::reconcile(&mut meta, stated, &declared)
             .map_err(|e| format!("{metadata_yml}: {e}"))?;
     }
