@@ -243,3 +243,103 @@ impl<P: crate::Policy, C: super::Cluster + ?Sized> super::Cluster for Declared<'
         self.inner.can_i(q)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+
+    use super::*;
+    use crate::admission::AdmissionRequest;
+    use crate::cluster::recorded::Recorded;
+    use crate::cluster::{AccessQuestion, Cluster, ClusterError, Freshness, Get, List};
+    use crate::policy::{Half, Policy};
+    use crate::settings::{PolicySettings, SettingsFields};
+    use crate::verdict::Verdict;
+
+    #[derive(Default, SettingsFields, Serialize)]
+    #[serde(deny_unknown_fields, default)]
+    struct NoSettings {}
+
+    impl PolicySettings for NoSettings {}
+
+    /// A policy that declares one read: Namespaces, got by name.
+    struct ReadsNamespaces;
+
+    impl Policy for ReadsNamespaces {
+        const NAME: &'static str = "reads-namespaces";
+        type Settings = NoSettings;
+        const ASKS: Asks = Asks {
+            reads: &[Read {
+                kind: ResourceKind::NAMESPACE,
+                by: &[ReadBy::Get],
+            }],
+            access: false,
+        };
+
+        fn evaluate(_: &AdmissionRequest<'_>, _: &NoSettings, _: Half, _: &dyn Cluster) -> Verdict {
+            Verdict::accept()
+        }
+    }
+
+    /// A cluster that would answer everything hands on only the declared read: every other
+    /// question is refused by the wrapper, naming the read, and never reaches the cluster.
+    #[test]
+    fn only_the_declared_reads_reach_the_cluster() {
+        let inner = Recorded {
+            namespaces: vec![("team-a", r#"{"metadata": {"name": "team-a"}}"#.to_owned())],
+            nodes: Some(Ok(r#"{"items": []}"#.to_owned())),
+            grants: vec![("alice", "get")],
+            ..Recorded::default()
+        };
+        let declared = Declared::<ReadsNamespaces, Recorded> {
+            inner: &inner,
+            policy: std::marker::PhantomData,
+        };
+        let config_map = ResourceKind::new("v1", "ConfigMap");
+        let get = |kind, namespace| {
+            declared.get(&Get {
+                kind,
+                namespace,
+                name: "team-a",
+                freshness: Freshness::Cached,
+            })
+        };
+        let refused = |result: Result<String, ClusterError>, read: &str| match result {
+            Err(ClusterError::Unavailable(m)) => {
+                assert!(m.contains(&format!("does not declare `{read}`")), "{m}")
+            }
+            other => panic!("{read}: {other:?}"),
+        };
+        assert!(get(ResourceKind::NAMESPACE, None)
+            .unwrap()
+            .contains("team-a"));
+        refused(get(config_map, Some("team-a")), "get v1/ConfigMap");
+        refused(
+            declared.list(&List::all(ResourceKind::NAMESPACE)),
+            "list-all v1/Namespace",
+        );
+        refused(declared.list_nodes(None), "list-all v1/Node");
+        let in_namespace = List {
+            namespace: Some("team-a"),
+            ..List::all(config_map)
+        };
+        refused(
+            declared.list(&in_namespace),
+            "list-in-namespace v1/ConfigMap",
+        );
+        let question = AccessQuestion {
+            user: "alice",
+            groups: &[],
+            verb: "get",
+            group: "",
+            resource: "namespaces",
+            name: None,
+        };
+        let can_i = declared.can_i(&question);
+        assert!(
+            matches!(&can_i, Err(ClusterError::Unavailable(m)) if m.contains("`can-i`")),
+            "{can_i:?}"
+        );
+        assert_eq!(*inner.asked.borrow(), ["get v1/Namespace team-a cached"]);
+    }
+}

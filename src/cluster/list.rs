@@ -70,6 +70,6 @@ pub fn list_items<'a, T: Deserialize<'a>>(
 }
 
 /// The error of a list of `kind` that cannot be read, and why.
-pub fn unreadable_list(kind: ResourceKind<'_>, why: impl std::fmt::Display) -> ClusterError {
+pub(crate) fn unreadable_list(kind: ResourceKind<'_>, why: impl std::fmt::Display) -> ClusterError {
     ClusterError::Failed(format!("the list of {kind} cannot be read: {why}"))
 }

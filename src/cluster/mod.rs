@@ -14,7 +14,7 @@ mod nodes;
 pub mod recorded;
 
 pub use asks::{Asks, Declared, Read, ReadBy, DECLARATION_HEADER, DECLARATION_SECTION};
-pub use list::{list_items, unreadable_list};
+pub use list::list_items;
 pub use nodes::{nodes_of_list, ClusterNode, NODE_FIELDS};
 
 use crate::json::JsonStr;
