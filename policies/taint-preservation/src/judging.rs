@@ -6,6 +6,7 @@
 
 use super::findings::Finding;
 use super::node::NodeView;
+use super::seal::Repairs;
 use super::settings::{Mode, Settings};
 use super::NodeWrite;
 use taintguard::admission::{AdmissionRequest, Operation};
@@ -40,6 +41,8 @@ pub(super) struct Judging<'a> {
     pub new: NodeView<'a>,
     /// How messages name the node.
     pub node_name: String,
+    /// What reading the records through the seal put back (`seal.rs`).
+    pub repairs: Repairs,
 }
 
 /// What judging a request gathers on its way to a verdict.
@@ -104,6 +107,7 @@ impl<'a> Judging<'a> {
             old,
             new,
             node_name,
+            repairs: Repairs::default(),
         })
     }
 }

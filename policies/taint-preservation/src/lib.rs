@@ -31,6 +31,7 @@ mod node;
 mod owners;
 mod record;
 mod respond;
+mod seal;
 pub mod settings;
 pub mod stored;
 mod taints;
@@ -42,7 +43,7 @@ use taintguard::principal::Principal;
 use taintguard::verdict::Verdict;
 
 use findings::requested_by;
-use judging::{Gathered, Judgement, Judging, Permission};
+use judging::{Judgement, Judging, Permission};
 use owners::OwnerRecord;
 use record::RemovalRecord;
 pub use settings::{Mode, Settings};
@@ -137,6 +138,7 @@ fn judge_with_rbac(
     if judging.changes_nothing_judged()? {
         return Ok(Verdict::accept());
     }
+    judging.read_through_seal()?;
     let first = judging.judge()?;
     if !settings.rbac.enabled || first.wants == Permission::default() {
         return Ok(first.verdict);
@@ -246,7 +248,7 @@ impl Judging<'_> {
             Some(old) => OwnerRecord::on(old, self.settings.taint_owners.key())?,
             None => OwnerRecord::default(),
         };
-        let mut gathered = Gathered::default();
+        let mut gathered = self.repairs.seed();
         let by_controller = self.controller_records(&owners_before, &mut gathered)?;
         if let Some(old) = &self.old {
             let key = self.settings.one_shot_record_annotation.as_str();
@@ -264,6 +266,7 @@ impl Judging<'_> {
         self.owner_record(&owners_before, &by_controller, &mut gathered)?;
         let cordon = self.cordon(&mut gathered.findings)?;
         gathered.annotations.extend(cordon.owner_edit);
+        self.seal(&mut gathered)?;
         self.respond(cordon.keep_cordoned, gathered)
     }
 }

@@ -21,6 +21,9 @@ pub struct NodeView<'a> {
     /// The annotations' members, read once on first use: each record the policy keeps, and the
     /// edit of them, reads the same object.
     annotation_members: OnceCell<Result<AnnotationMembers<'a>, String>>,
+    /// Records that read as given, not as stored: where the seal vouches for another value
+    /// (`seal.rs`). Empty unless records are sealed and one was written unjudged.
+    counted: Vec<(String, Option<String>)>,
 }
 
 type AnnotationMembers<'a> = Vec<(JsonStr<'a>, &'a str)>;
@@ -79,6 +82,7 @@ impl<'a> NodeView<'a> {
             unschedulable: unschedulable.text(),
             taints,
             annotation_members: OnceCell::new(),
+            counted: Vec::new(),
         })
     }
 
@@ -109,8 +113,22 @@ impl<'a> NodeView<'a> {
             .map_err(Clone::clone)
     }
 
-    /// The string value of annotation `key`.
+    /// Reads annotation `key` as `value`, whatever the node stores: what counts of a record the
+    /// seal does not vouch for.
+    pub fn count_as(&mut self, key: &str, value: Option<String>) {
+        self.counted.push((key.to_owned(), value));
+    }
+
+    /// The string value of annotation `key`, as it counts.
     pub fn annotation(&self, key: &str) -> Result<Option<String>, String> {
+        if let Some((_, value)) = self.counted.iter().find(|(k, _)| k == key) {
+            return Ok(value.clone());
+        }
+        self.stored_annotation(key)
+    }
+
+    /// The string value of annotation `key`, as the node stores it.
+    pub fn stored_annotation(&self, key: &str) -> Result<Option<String>, String> {
         for (k, v) in self.annotation_members()? {
             if k.as_str() == key {
                 let value =

@@ -7,7 +7,9 @@ use serde::Serialize;
 
 use taintguard::k8s_names::{AnnotationKey, ApiGroup, RbacName};
 use taintguard::principal::{NameGlob, PrincipalList, ServiceAccountGlob};
-use taintguard::settings::{string_enum, At, PolicySettings, SettingsError, SettingsFields};
+use taintguard::settings::{
+    checked, string_enum, At, PolicySettings, SettingsError, SettingsFields,
+};
 use taintguard::taint::{Effect, SelectsTaints, Taint, TaintKeyGlob, TaintSelector};
 
 /// Taints that controllers own: they add and remove them as node conditions change, so
@@ -346,6 +348,128 @@ impl Default for Rbac {
     }
 }
 
+/// A key of the record seal (docs/records.md, "Sealed records"): an id the seal names and a
+/// secret of at least 32 bytes.
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealKey {
+    /// The name the seal carries, so that a rotated key still verifies what it sealed.
+    pub id: SealKeyId,
+    /// The secret, base64 (standard alphabet, padded), at least 32 bytes decoded.
+    pub secret: SealSecret,
+}
+
+checked! {
+    /// A seal key's id: 1 to 32 letters, digits, `-` and `_`.
+    pub struct SealKeyId(String) = |id| {
+        let valid = (1..=32).contains(&id.len())
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if valid {
+            Ok(id)
+        } else {
+            Err(format!("{id:?} is not a key id: 1 to 32 letters, digits, `-` and `_`"))
+        }
+    };
+}
+
+/// A seal key's secret, decoded. Its `Debug` never shows it; errors never quote it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealSecret(Vec<u8>);
+
+/// The fewest bytes a secret may have: HMAC-SHA256's own output length.
+const SEAL_SECRET_MIN: usize = 32;
+
+impl SealSecret {
+    /// The decoded secret.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SealSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SealSecret(<{} bytes>)", self.0.len())
+    }
+}
+
+impl TryFrom<String> for SealSecret {
+    type Error = String;
+    fn try_from(text: String) -> Result<SealSecret, String> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| format!("the secret is not base64 (standard alphabet, padded): {e}"))?;
+        if bytes.len() < SEAL_SECRET_MIN {
+            return Err(format!(
+                "the secret is {} bytes; a seal key needs at least {SEAL_SECRET_MIN} (`openssl rand \
+                 -base64 32`)",
+                bytes.len()
+            ));
+        }
+        Ok(SealSecret(bytes))
+    }
+}
+
+impl From<SealSecret> for String {
+    fn from(secret: SealSecret) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(secret.0)
+    }
+}
+
+taintguard::settings::from_string!(SealSecret, into = String);
+
+string_enum! {
+    /// What the records of a Node that carries no seal count for.
+    #[derive(Default)]
+    pub enum Unsealed {
+        /// As before the seal: while the Nodes of a running cluster are sealed, each on the next
+        /// write the policy judges.
+        #[default]
+        Count = "count",
+        /// Nothing: every Node is sealed, so a Node without a seal lost it by a write the policy
+        /// did not judge.
+        Refuse = "refuse",
+    }
+    unknown = "unsealed", expected = "\"count\" or \"refuse\"";
+}
+
+/// The name of the annotation holding the seal, unless `recordSeal.annotation` says otherwise.
+pub const DEFAULT_SEAL_ANNOTATION: &str = "taintguard.io/records-seal";
+
+/// The seal over the records (docs/records.md, "Sealed records"): a keyed copy of the records the
+/// policy accepted, so that a record written where the policy did not judge it (through
+/// `nodes/status`, or through `nodes` while the policy server was down) counts for nothing. Off
+/// while `keys` is empty, as by default.
+#[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RecordSeal {
+    /// The Node annotation that holds the seal.
+    pub annotation: AnnotationKey,
+    /// The keys: the first seals, every one verifies (rotation: put the new key first, keep the
+    /// old one until every Node is sealed again). None: records are not sealed.
+    pub keys: Vec<SealKey>,
+    /// What the records of a Node without a seal count for.
+    pub unsealed: Unsealed,
+}
+
+impl Default for RecordSeal {
+    fn default() -> RecordSeal {
+        RecordSeal {
+            annotation: AnnotationKey::builtin(DEFAULT_SEAL_ANNOTATION),
+            keys: Vec::new(),
+            unsealed: Unsealed::Count,
+        }
+    }
+}
+
+impl RecordSeal {
+    /// The seal, when records are sealed: when it has a key.
+    pub fn on(&self) -> Option<&RecordSeal> {
+        (!self.keys.is_empty()).then_some(self)
+    }
+}
+
 /// The settings; every field has a default, so `{}` is a complete configuration.
 #[derive(Debug, Clone, PartialEq, Eq, SettingsFields, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -372,6 +496,8 @@ pub struct Settings {
     pub controller_records: Cow<'static, [ControllerRecord]>,
     /// Whether RBAC may permit what the settings lists do not, and with which verbs.
     pub rbac: Rbac,
+    /// The seal over the records; off until it has a key.
+    pub record_seal: RecordSeal,
 }
 
 impl Default for Settings {
@@ -391,6 +517,7 @@ impl Default for Settings {
             taint_owners: TaintOwners::default(),
             controller_records: Cow::Borrowed(DEFAULT_CONTROLLER_RECORDS),
             rbac: Rbac::default(),
+            record_seal: RecordSeal::default(),
         }
     }
 }
@@ -452,6 +579,32 @@ impl PolicySettings for Settings {
                     .error(format!("{:?} is listed twice", record.annotation.as_str())));
             }
         }
+        match self.record_seal.on() {
+            Some(seal) => self.check_seal(seal, at.field("recordSeal")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Settings {
+    /// A seal's keys need ids of their own, and the seal an annotation that is no record.
+    fn check_seal(&self, seal: &RecordSeal, at: At<'_>) -> Result<(), SettingsError> {
+        let keys = at.field("keys");
+        for (i, key) in seal.keys.iter().enumerate() {
+            if seal.keys[..i].iter().any(|k| k.id == key.id) {
+                let item = keys.index(i);
+                return Err(item.field("id").error(format!(
+                    "{:?} is listed twice; each key needs an id of its own",
+                    key.id.as_str()
+                )));
+            }
+        }
+        if self.records().contains(&seal.annotation.as_str()) {
+            return Err(at.field("annotation").error(format!(
+                "{:?} is one of the records the seal covers; the seal needs an annotation of its own",
+                seal.annotation.as_str()
+            )));
+        }
         Ok(())
     }
 }
@@ -473,12 +626,20 @@ impl Settings {
         self.protected_taints.iter().find(|r| r.matches(taint))
     }
 
-    /// Every annotation the policy judges as a record: its own (taint owners, one-shot removals,
-    /// the cordon owner, where enabled) and each controller's. A write through `nodes/status`
-    /// that changes none of them is left alone (docs/records.md); the generated
-    /// `matchConditions` compare exactly these keys.
+    /// Every annotation the policy judges as a record: the records ([`Settings::records`]) and,
+    /// where records are sealed, the seal. A write through `nodes/status` that changes none of
+    /// them is left alone (docs/records.md); the generated `matchConditions` compare exactly
+    /// these keys.
     pub fn record_annotations(&self) -> Vec<&str> {
-        let mut keys: Vec<&str> = Vec::with_capacity(3 + self.controller_records.len());
+        let mut keys = self.records();
+        keys.extend(self.record_seal.on().map(|s| s.annotation.as_str()));
+        keys
+    }
+
+    /// The records: the policy's own (taint owners, one-shot removals, the cordon owner, where
+    /// enabled) and each controller's. The seal, where on, covers exactly these.
+    pub fn records(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = Vec::with_capacity(4 + self.controller_records.len());
         keys.extend(self.taint_owners.key());
         keys.push(self.one_shot_record_annotation.as_str());
         if self.cordon.enabled {

@@ -5,6 +5,7 @@
 
 use super::node::NodeView;
 use super::owners::OwnerRecord;
+use super::seal;
 use super::settings::Settings;
 use taintguard::json::Object;
 
@@ -32,8 +33,15 @@ pub struct StoredTaint {
     pub owner: Owner,
 }
 
-fn read_node<'a>(object: &'a Object<'a>) -> Result<NodeView<'a>, String> {
-    NodeView::read(object, "node")
+/// The node's view, its records read as they count: through the seal, where records are sealed
+/// (docs/records.md, "Sealed records"), so a record written around the policy names no owner.
+fn read_node<'a>(object: &'a Object<'a>, settings: &Settings) -> Result<NodeView<'a>, String> {
+    let mut view = NodeView::read(object, "node")?;
+    let name = view.name.as_ref().map_or("", |n| n.as_str()).to_owned();
+    for found in seal::unvouched(&view, settings, &name)? {
+        view.count_as(&found.key, found.counts);
+    }
+    Ok(view)
 }
 
 fn parse(node: &str) -> Result<Object<'_>, String> {
@@ -62,7 +70,7 @@ fn parse(node: &str) -> Result<Object<'_>, String> {
 /// ```
 pub fn taint_owners(node: &str, settings: &Settings) -> Result<Vec<StoredTaint>, String> {
     let object = parse(node)?;
-    let view = read_node(&object)?;
+    let view = read_node(&object, settings)?;
     let record = OwnerRecord::on(&view, settings.taint_owners.key())?;
     let mut listed = Vec::new();
     for controller in settings.controller_records.iter() {
@@ -110,7 +118,7 @@ pub fn record_with_owners(
         return Ok(None);
     };
     let object = parse(node)?;
-    let view = read_node(&object)?;
+    let view = read_node(&object, settings)?;
     let mut record = OwnerRecord::on(&view, Some(annotation))?;
     for (key, effect, owner) in owners {
         let taint = view.taints.iter().find(|t| t.identity() == (*key, *effect));

@@ -580,6 +580,32 @@ fn settings_errors_name_the_field() {
             json!({"oneShotTaints": [{"key": "*/agent-not-ready", "except": ["node.cilium.io/agent not ready"]}]}),
             "`oneShotTaints[0].except[0]`: \"node.cilium.io/agent not ready\" is not a taint key glob",
         ),
+        (
+            json!({"recordSeal": {"keys": [{"id": "k1", "secret": "c2hvcnQ="}]}}),
+            "`recordSeal.keys[0].secret`: the secret is 5 bytes; a seal key needs at least 32",
+        ),
+        (
+            json!({"recordSeal": {"keys": [{"id": "k1", "secret": "not base64!"}]}}),
+            "`recordSeal.keys[0].secret`: the secret is not base64",
+        ),
+        (
+            json!({"recordSeal": {"keys": [{"id": "k 1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}}),
+            "`recordSeal.keys[0].id`: \"k 1\" is not a key id",
+        ),
+        (
+            json!({"recordSeal": {"keys": [
+                {"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="},
+                {"id": "k1", "secret": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}]}}),
+            "`recordSeal.keys[1].id`: \"k1\" is listed twice",
+        ),
+        (
+            json!({"recordSeal": {"annotation": "taintguard.io/taint-owners", "keys": [{"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}}),
+            "`recordSeal.annotation`: \"taintguard.io/taint-owners\" is one of the records the seal covers",
+        ),
+        (
+            json!({"recordSeal": {"keys": [{"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}], "unsealed": "trust"}}),
+            "`recordSeal.unsealed`: unknown unsealed \"trust\"; expected \"count\" or \"refuse\"",
+        ),
         (json!([1]), "expected an object"),
         (
             json!({"cordon": [true, "example.com/owner"]}),
@@ -1749,8 +1775,18 @@ fn status_writes_and_controller_records_grant_nothing_unjudged() {
 fn refused_records_are_named() {
     let n = |taints: &[&str]| node(taints, None, None, "a");
     let alice_owns_gpu = [(NFD_ENTRY, ALICE.0)];
+    let seal = seal_settings(&format!("[{SEAL_K1}]"), "refuse", "restore").to_string();
+    let unsealed_forgery = owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, NODE_PROBLEM_DETECTOR.0)]);
     // (name, settings, request, a warning holds)
     let cases: &[(&str, &str, String, &str)] = &[
+        (
+            "a record the seal does not vouch for",
+            &seal,
+            request("UPDATE", NODE_PROBLEM_DETECTOR, Some(&unsealed_forgery), &with_taints(unsealed_forgery.clone(), &[])),
+            "the record taintguard.io/taint-owners on node worker-1 does not count: the node carries no \
+             seal (taintguard.io/records-seal) and recordSeal.unsealed is \"refuse\"; it counts as no \
+             record, and the patch removes it",
+        ),
         (
             "a status write's forged record",
             "{}",
@@ -1783,4 +1819,142 @@ fn refused_records_are_named() {
             verdict.warnings
         );
     }
+}
+
+const SEAL_K1: &str = r#"{"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#;
+const SEAL_K2: &str = r#"{"id": "k2", "secret": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}"#;
+
+/// Settings that seal the records with `keys` (a JSON list), a Node without a seal counting as
+/// `unsealed` says, in `mode`.
+fn seal_settings(keys: &str, unsealed: &str, mode: &str) -> Value {
+    let keys: Value = serde_json::from_str(keys).unwrap();
+    json!({"mode": mode, "recordSeal": {"keys": keys, "unsealed": unsealed}})
+}
+
+/// `node` with the seal `settings` write over the records it carries, for its name.
+fn sealed(mut node: Value, settings: &Value) -> Value {
+    let settings: crate::Settings = taintguard::settings::read(&settings.to_string()).unwrap();
+    let seal = &settings.record_seal;
+    let records = settings
+        .records()
+        .into_iter()
+        .filter_map(|k| {
+            let value = node["metadata"]["annotations"][k].as_str()?;
+            Some((k.to_owned(), value.to_owned()))
+        })
+        .collect();
+    let name = node["metadata"]["name"].as_str().unwrap().to_owned();
+    node["metadata"]["annotations"][seal.annotation.as_str()] =
+        json!(crate::seal::write(seal, &name, records));
+    node
+}
+
+/// `node` named `name`.
+fn renamed(mut node: Value, name: &str) -> Value {
+    node["metadata"]["name"] = json!(name);
+    node
+}
+
+/// The seal (docs/records.md, "Sealed records"): a record written where the policy did not
+/// judge it (a status write while the guard was skipped, any write while the policy server was
+/// down) counts as the sealed copy, or as none, and the next judged write puts back what counts;
+/// what the policy accepts it seals.
+#[test]
+fn sealed_records_count_only_as_the_policy_sealed_them() {
+    let n = |taints: &[&str]| node(taints, None, None, "a");
+    let k1 = &format!("[{SEAL_K1}]");
+    let refuse = seal_settings(k1, "refuse", "restore");
+    let count = seal_settings(k1, "count", "restore");
+    let deny = seal_settings(k1, "refuse", "deny");
+    let rotated = seal_settings(&format!("[{SEAL_K2}, {SEAL_K1}]"), "refuse", "restore");
+    let only_k2 = seal_settings(&format!("[{SEAL_K2}]"), "refuse", "restore");
+    let npd = NODE_PROBLEM_DETECTOR;
+    let kured_owns = |taints: &[&str]| owned(n(taints), &[(KURED_ENTRY, KURED.0)]);
+    // kured's sealed ownership, then node-problem-detector's entry forged over it, seal kept.
+    let kured_sealed = sealed(kured_owns(&[KURED_TAINT]), &refuse);
+    let forged_over = |node: Value| {
+        let mut forged = owned(node, &[(KURED_ENTRY, npd.0)]);
+        forged["metadata"]["annotations"]["taintguard.io/records-seal"] =
+            kured_sealed["metadata"]["annotations"]["taintguard.io/records-seal"].clone();
+        forged
+    };
+    let cases: Vec<(&str, Value, String, Want)> = vec![
+        (
+            "a forged entry over a sealed record: the forger's removal is put back, and so is the sealed owner",
+            refuse.clone(),
+            request("UPDATE", npd, Some(&forged_over(n(&[KURED_TAINT]))), &forged_over(n(&[]))),
+            Want::Mutated(kured_sealed.clone()),
+        ),
+        (
+            "the same in deny mode: refused",
+            deny.clone(),
+            request("UPDATE", npd, Some(&forged_over(n(&[KURED_TAINT]))), &forged_over(n(&[]))),
+            Want::Denied(&["node-problem-detector", "may not remove protected taint weave.works/kured-node-reboot"]),
+        ),
+        (
+            "a write that changes nothing judged is left alone, forged record and all (the short cut)",
+            refuse.clone(),
+            request("UPDATE", KUBELET, Some(&forged_over(n(&[KURED_TAINT]))), &forged_over(node(&[KURED_TAINT], None, None, "b"))),
+            Want::Untouched,
+        ),
+        (
+            "an owner entry forged on a node without a seal counts as none (unsealed: refuse): put back, removed",
+            refuse.clone(),
+            request("UPDATE", npd, Some(&owned(n(&[KURED_TAINT]), &[(KURED_ENTRY, npd.0)])), &owned(n(&[]), &[(KURED_ENTRY, npd.0)])),
+            Want::Mutated(n(&[KURED_TAINT])),
+        ),
+        (
+            "a seal under a key the settings no longer hold: no record counts, the owner's removal is put back",
+            only_k2.clone(),
+            request("UPDATE", KURED, Some(&kured_sealed), &with_taints(kured_sealed.clone(), &[])),
+            Want::Mutated(sealed(n(&[KURED_TAINT]), &only_k2)),
+        ),
+        (
+            "a rotated key: what the old key sealed counts, and the new key seals the owner's removal",
+            rotated.clone(),
+            request("UPDATE", KURED, Some(&kured_sealed), &with_taints(kured_sealed.clone(), &[])),
+            Want::Mutated(sealed(kured_removed(n(&[])), &rotated)),
+        ),
+        (
+            "a permitted principal's record edit stands, sealed",
+            refuse.clone(),
+            request("UPDATE", ADMIN, Some(&n(&[KURED_TAINT])), &kured_owns(&[KURED_TAINT])),
+            Want::Mutated(kured_sealed.clone()),
+        ),
+        (
+            "an entry forged through nodes/status is put back, as without a seal",
+            refuse.clone(),
+            status_request(npd, &kured_sealed, &forged_over(n(&[KURED_TAINT]))),
+            Want::Mutated(kured_sealed.clone()),
+        ),
+        (
+            "unsealed: count: records from before the seal count, and are sealed on the next judged write",
+            count.clone(),
+            request("UPDATE", KURED, Some(&kured_owns(&[KURED_TAINT])), &kured_owns(&[])),
+            Want::Mutated(sealed(kured_removed(n(&[])), &count)),
+        ),
+        (
+            "a seal copied from another node does not verify: the owner's removal is put back",
+            refuse.clone(),
+            request("UPDATE", KURED, Some(&renamed(kured_sealed.clone(), "worker-2")), &renamed(with_taints(kured_sealed.clone(), &[]), "worker-2")),
+            Want::Mutated(sealed(renamed(n(&[KURED_TAINT]), "worker-2"), &refuse)),
+        ),
+    ];
+    run_cases(cases);
+    // What-if reads the records as they count: the sealed owner, not the forged one.
+    let settings: crate::Settings = taintguard::settings::read(&refuse.to_string()).unwrap();
+    let owners =
+        crate::stored::taint_owners(&forged_over(n(&[KURED_TAINT])).to_string(), &settings);
+    let owner = crate::stored::Owner::Recorded(KURED.0.to_owned());
+    assert_eq!(owners.unwrap()[0].owner, owner);
+}
+
+/// `node` with `taints` in place of its own.
+fn with_taints(mut node: Value, taints: &[&str]) -> Value {
+    let taints: Vec<Value> = taints
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
+    node["spec"]["taints"] = json!(taints);
+    node
 }

@@ -1,0 +1,367 @@
+//! The seal over the records (docs/records.md, "Sealed records"): a copy of the records the
+//! policy accepted, with an HMAC-SHA256 over the node's name and that copy, kept in an annotation
+//! of its own. A record that differs from the sealed copy was written where the policy did not
+//! judge it (through `nodes/status` while the guard was skipped, or through `nodes` while the
+//! policy server was down): the copy counts, and the policy's patch puts it back. A seal that does
+//! not verify, or none where `unsealed: refuse`, leaves no record counting.
+//!
+//! Reading happens once per judged request, after the short cut for writes that change nothing
+//! judged; a policy whose `recordSeal` has no key never gets here.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use super::judging::{Gathered, Judging};
+use super::node::NodeView;
+use super::settings::{RecordSeal, Settings, Unsealed};
+
+/// The seal's format version, in its text and in what its MAC covers.
+const VERSION: u32 = 1;
+
+/// How many bytes of the HMAC the seal keeps: 128 bits, as RFC 2104 allows and a forger cannot
+/// guess.
+const MAC_BYTES: usize = 16;
+
+/// A seal as the annotation holds it. The records are a sorted map, so the same records always
+/// write the same text.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SealText {
+    v: u32,
+    key: String,
+    mac: String,
+    records: BTreeMap<String, String>,
+}
+
+/// What the stored seal says of the stored records.
+pub(crate) enum Stored {
+    /// No seal, and unsealed records count.
+    Trusted,
+    /// The records the policy last accepted.
+    Sealed(BTreeMap<String, String>),
+    /// No record counts, for this reason.
+    Refused(String),
+}
+
+/// The MAC over `node` and `records` under `secret`: the version, the node's name and each record
+/// as its key and its value, each length-prefixed, so no two inputs share a text.
+fn mac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> String {
+    let mut mac = <Hmac<Sha256>>::new_from_slice(secret).expect("HMAC takes a key of any length");
+    mac.update(&VERSION.to_be_bytes());
+    for text in std::iter::once(node).chain(records.iter().flat_map(|(k, v)| [&**k, &**v])) {
+        mac.update(&(text.len() as u64).to_be_bytes());
+        mac.update(text.as_bytes());
+    }
+    let tag = mac.finalize().into_bytes();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..MAC_BYTES])
+}
+
+/// The seal's text over `records` on `node`, under the first key.
+pub(crate) fn write(seal: &RecordSeal, node: &str, records: BTreeMap<String, String>) -> String {
+    let key = &seal.keys[0];
+    let text = SealText {
+        v: VERSION,
+        key: key.id.as_str().to_owned(),
+        mac: mac(key.secret.bytes(), node, &records),
+        records,
+    };
+    serde_json::to_string(&text).expect("a map of strings writes as JSON")
+}
+
+/// What the seal `text` stored on `node` says, under `seal`'s keys.
+pub(crate) fn read(seal: &RecordSeal, node: &str, text: Option<&str>) -> Stored {
+    let Some(text) = text else {
+        return match seal.unsealed {
+            Unsealed::Count => Stored::Trusted,
+            Unsealed::Refuse => Stored::Refused(format!(
+                "the node carries no seal ({}) and recordSeal.unsealed is \"refuse\"",
+                seal.annotation.as_str()
+            )),
+        };
+    };
+    let parsed: SealText = match serde_json::from_str(text) {
+        Ok(parsed) => parsed,
+        Err(e) => return Stored::Refused(format!("the seal is not one: {e}")),
+    };
+    if parsed.v != VERSION {
+        return Stored::Refused(format!(
+            "the seal is of version {}, not {VERSION}",
+            parsed.v
+        ));
+    }
+    let Some(key) = seal.keys.iter().find(|k| k.id.as_str() == parsed.key) else {
+        return Stored::Refused(format!(
+            "the seal names key {:?}, which recordSeal.keys does not hold",
+            parsed.key
+        ));
+    };
+    // Equal texts of equal length: the comparison's time tells a forger nothing it could use,
+    // as the MAC covers the node and every record.
+    if mac(key.secret.bytes(), node, &parsed.records) != parsed.mac {
+        return Stored::Refused(format!(
+            "the seal does not verify under key {:?}: it was not written by this policy for \
+             node {node}",
+            parsed.key
+        ));
+    }
+    Stored::Sealed(parsed.records)
+}
+
+/// A stored record the seal does not vouch for, and what counts in its place.
+pub(crate) struct Unvouched {
+    /// The record's annotation.
+    pub key: String,
+    /// What the node stores.
+    pub stored: Option<String>,
+    /// What counts: the sealed value, or none.
+    pub counts: Option<String>,
+    /// Why the stored value does not count.
+    pub why: String,
+}
+
+/// The stored records on `view` that the seal does not vouch for; none without a seal setting.
+///
+/// # Errors
+///
+/// An annotation the view cannot read.
+pub(crate) fn unvouched(
+    view: &NodeView<'_>,
+    settings: &Settings,
+    node: &str,
+) -> Result<Vec<Unvouched>, String> {
+    let Some(seal) = settings.record_seal.on() else {
+        return Ok(Vec::new());
+    };
+    let stored_seal = view.annotation(seal.annotation.as_str())?;
+    let sealed = match read(seal, node, stored_seal.as_deref()) {
+        Stored::Trusted => return Ok(Vec::new()),
+        Stored::Sealed(records) => Ok(records),
+        Stored::Refused(why) => Err(why),
+    };
+    let mut found = Vec::new();
+    for key in settings.records() {
+        let stored = view.annotation(key)?;
+        let (counts, why) = match &sealed {
+            Ok(records) => (
+                records.get(key).cloned(),
+                "it differs from the sealed copy, so a write the policy did not judge changed it"
+                    .to_owned(),
+            ),
+            Err(why) => (None, why.clone()),
+        };
+        if stored != counts {
+            found.push(Unvouched {
+                key: key.to_owned(),
+                stored,
+                counts,
+                why,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// What reading the records through the seal gathers, for every judgement of the request: the
+/// edits that put back what counts, and a warning and an audit entry naming each record.
+#[derive(Default)]
+pub(crate) struct Repairs {
+    edits: Vec<(String, Option<String>)>,
+    warnings: Vec<String>,
+    audit: Vec<String>,
+}
+
+impl Repairs {
+    /// A judgement's start: what the seal put back, before any step.
+    pub(crate) fn seed<'f>(&self) -> Gathered<'f> {
+        let mut gathered = Gathered {
+            annotations: self.edits.clone(),
+            warnings: self.warnings.clone(),
+            ..Gathered::default()
+        };
+        if !self.audit.is_empty() {
+            let audit = ("unvouched-records".to_owned(), self.audit.join("; "));
+            gathered.audit.push(audit);
+        }
+        gathered
+    }
+}
+
+impl Judging<'_> {
+    /// Reads the stored records through the seal: a record it does not vouch for counts as the
+    /// sealed copy (or as none), in the stored Node and, where the request left it as stored, in
+    /// the written one, whose patch then puts back what counts. A record the request itself
+    /// changes is judged as its change of what counts.
+    ///
+    /// # Errors
+    ///
+    /// An annotation the views cannot read.
+    pub(super) fn read_through_seal(&mut self) -> Result<(), String> {
+        let Some(old) = &mut self.old else {
+            return Ok(());
+        };
+        for found in unvouched(old, self.settings, &self.node_name)? {
+            let Unvouched {
+                key,
+                stored,
+                counts,
+                why,
+            } = found;
+            old.count_as(&key, counts.clone());
+            if self.new.stored_annotation(&key)? == stored {
+                self.new.count_as(&key, counts.clone());
+                self.repairs.edits.push((key.clone(), counts.clone()));
+            }
+            let answer = match &counts {
+                Some(_) => "the sealed copy counts, and the patch puts it back",
+                None => "it counts as no record, and the patch removes it",
+            };
+            self.repairs.warnings.push(format!(
+                "the record {key} on node {} does not count: {why}; {answer}",
+                self.node_name
+            ));
+            let stored = stored.as_deref().unwrap_or("(none)");
+            self.repairs.audit.push(format!("{key}={stored:?}: {why}"));
+        }
+        Ok(())
+    }
+
+    /// Seals the records this verdict stores, where the request does not carry that seal
+    /// already: the last step, once every other has edited the records.
+    ///
+    /// # Errors
+    ///
+    /// An annotation the views cannot read.
+    pub(super) fn seal(&self, gathered: &mut Gathered<'_>) -> Result<(), String> {
+        let Some(seal) = self.settings.record_seal.on() else {
+            return Ok(());
+        };
+        let mut records = BTreeMap::new();
+        for key in self.settings.records() {
+            let edited = gathered.annotations.iter().rev().find(|(k, _)| k == key);
+            let value = match edited {
+                Some((_, value)) => value.clone(),
+                None => self.new.annotation(key)?,
+            };
+            if let Some(value) = value {
+                records.insert(key.to_owned(), value);
+            }
+        }
+        let key = seal.annotation.as_str();
+        let written = self.new.stored_annotation(key)?;
+        if records.is_empty() && written.is_none() {
+            return Ok(());
+        }
+        let text = write(seal, &self.node_name, records);
+        if written.as_deref() != Some(text.as_str()) {
+            gathered.annotations.push((key.to_owned(), Some(text)));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taintguard::settings::read as read_settings;
+
+    fn seal(keys: &str, unsealed: &str) -> RecordSeal {
+        let settings: Settings = read_settings(&format!(
+            r#"{{"recordSeal": {{"keys": {keys}, "unsealed": "{unsealed}"}}}}"#
+        ))
+        .unwrap();
+        settings.record_seal
+    }
+
+    const K1: &str = r#"{"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#;
+    const K2: &str = r#"{"id": "k2", "secret": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}"#;
+
+    fn records(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// Each way a stored seal can be read, and what it makes of the records.
+    #[test]
+    fn a_seal_vouches_only_for_what_its_key_wrote_for_its_node() {
+        let owners = records(&[("taintguard.io/taint-owners", "a")]);
+        let k1 = seal(&format!("[{K1}]"), "count");
+        let rotated = seal(&format!("[{K2}, {K1}]"), "count");
+        let only_k2 = seal(&format!("[{K2}]"), "refuse");
+        let written = write(&k1, "n1", owners.clone());
+        let tampered = written.replace(r#""a""#, r#""b""#);
+        // (name, settings, node, stored seal, the owner record it vouches for or why not)
+        type Case<'c> = (
+            &'c str,
+            &'c RecordSeal,
+            &'c str,
+            Option<&'c str>,
+            Result<&'c str, &'c str>,
+        );
+        let cases: &[Case<'_>] = &[
+            ("its own seal", &k1, "n1", Some(&written), Ok("a")),
+            (
+                "an older key still verifies",
+                &rotated,
+                "n1",
+                Some(&written),
+                Ok("a"),
+            ),
+            (
+                "another node's seal",
+                &k1,
+                "n2",
+                Some(&written),
+                Err("not written by this policy for node n2"),
+            ),
+            (
+                "a changed copy",
+                &k1,
+                "n1",
+                Some(&tampered),
+                Err("does not verify under key \"k1\""),
+            ),
+            (
+                "a key no longer held",
+                &only_k2,
+                "n1",
+                Some(&written),
+                Err("key \"k1\", which recordSeal.keys does not hold"),
+            ),
+            (
+                "not JSON",
+                &k1,
+                "n1",
+                Some("reseal"),
+                Err("the seal is not one"),
+            ),
+            (
+                "no seal, refused",
+                &only_k2,
+                "n1",
+                None,
+                Err("carries no seal"),
+            ),
+        ];
+        for (name, seal, node, text, expected) in cases {
+            let got = match read(seal, node, *text) {
+                Stored::Sealed(records) => Ok(records["taintguard.io/taint-owners"].clone()),
+                Stored::Refused(why) => Err(why),
+                Stored::Trusted => Err("trusted".to_owned()),
+            };
+            match (expected, &got) {
+                (Ok(value), Ok(got)) => assert_eq!(value, got, "{name}"),
+                (Err(part), Err(why)) => assert!(why.contains(part), "{name}: {why}"),
+                _ => panic!("{name}: expected {expected:?}, got {got:?}"),
+            }
+        }
+        assert!(matches!(read(&k1, "n1", None), Stored::Trusted));
+        // Rotation: the first key seals.
+        assert!(write(&rotated, "n1", owners).contains(r#""key":"k2""#));
+    }
+}
