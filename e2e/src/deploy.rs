@@ -213,30 +213,44 @@ fn taint_preservation_deployments(
 }
 
 /// taint-preservation in restore mode with `tp_settings`, its shipped settings, and the
-/// records' guard on nodes/status beside it.
+/// records' guard on nodes/status beside it; and the same with sealed records (crate::sealed).
 fn restore_deployments(repo: &Path, tp_settings: &Value) -> Result<Vec<Deployed>, String> {
+    let mut deployed = guarded(repo, "", tp_settings, "restore")?;
+    let mut sealed = tp_settings.clone();
+    sealed["recordSeal"] = crate::sealed::record_seal();
+    deployed.extend(guarded(repo, "-sealed", &sealed, crate::sealed::VARIANT)?);
+    Ok(deployed)
+}
+
+/// taint-preservation with `settings`, named `taint-preservation<suffix>`, and the records'
+/// guard on nodes/status beside it with the same settings (docs/records.md), both selecting
+/// `variant`. Kubernetes 1.20 has no matchConditions, so every status write of those nodes
+/// reaches the guard, as on any cluster before 1.28.
+fn guarded(
+    repo: &Path,
+    suffix: &str,
+    settings: &Value,
+    variant_name: &str,
+) -> Result<Vec<Deployed>, String> {
     Ok(vec![
         variant(
             repo,
             "taint-preservation",
             Variant {
-                name: "taint-preservation",
+                name: &format!("taint-preservation{suffix}"),
                 gatekeeper: false,
-                settings: tp_settings.clone(),
-                selector: variant_selector("In", &["restore"]),
+                settings: settings.clone(),
+                selector: variant_selector("In", &[variant_name]),
             },
         )?,
-        // The records' guard on nodes/status, beside the restore variant with its settings
-        // (docs/records.md). Kubernetes 1.20 has no matchConditions, so every status write of
-        // those nodes reaches it, as on any cluster before 1.28.
         from_manifest(
             repo,
             "taint-preservation/cluster-admission-policy-status.yaml",
             Variant {
-                name: "taint-preservation-status",
+                name: &format!("taint-preservation-status{suffix}"),
                 gatekeeper: false,
-                settings: tp_settings.clone(),
-                selector: variant_selector("In", &["restore"]),
+                settings: settings.clone(),
+                selector: variant_selector("In", &[variant_name]),
             },
         )?,
     ])

@@ -21,6 +21,7 @@ mod policies;
 mod reads;
 mod records;
 mod scenarios;
+mod sealed;
 mod shapes;
 
 use std::path::PathBuf;

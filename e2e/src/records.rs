@@ -21,16 +21,16 @@ const CORDON: &str = "taintguard.io/cordoned-by";
 const NFD_RECORD: &str = "nfd.node.kubernetes.io/taints";
 
 /// A patch of a Node's status subresource.
-struct StatusPatch<'a> {
+pub(crate) struct StatusPatch<'a> {
     /// The patch type, as in its content type: `merge` or `strategic-merge`.
-    patch_type: &'a str,
+    pub patch_type: &'a str,
     /// The patch document.
-    body: &'a Value,
+    pub body: &'a Value,
 }
 
 /// A patch of `node`'s status subresource as `who` sends it: the response's headers (the
 /// policy's warnings among them) and the stored Node.
-fn patch_status(
+pub(crate) fn patch_status(
     env: &Env,
     who: Actor,
     node: &str,

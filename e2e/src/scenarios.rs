@@ -176,6 +176,10 @@ pub const SCENARIOS: &[Scenario] = &[
         run: crate::outage::outage,
     },
     Scenario {
+        name: "sealed records: an owner entry forged through nodes/status during the outage counts for nothing once policy-server is back",
+        run: crate::sealed::after_outage,
+    },
+    Scenario {
         name: "the reads template: ConfigMaps listed through policy-server (waPC) and its gatekeeper inventory decide",
         run: crate::reads::config_maps_decide,
     },
@@ -1121,6 +1125,8 @@ fn failure_policy(env: &mut Env) -> Result<(), String> {
     for (name, variant) in [("nlc-fail", "restore"), ("nlc-ignore", "ignore")] {
         env.kubectl.apply(&node(name, variant, &[]))?;
     }
+    // The sealed-records scenario's Nodes, with kured's taint recorded (crate::sealed).
+    crate::sealed::before_outage(env)?;
     env.cluster.stop_policy_server();
     let k = &env.kubectl;
     let out = k.run(
@@ -1147,5 +1153,6 @@ fn failure_policy(env: &mut Env) -> Result<(), String> {
     check(stored["status"]["capacity"]["pods"] == json!("110"), || {
         format!("status not stored: {}", stored["status"])
     })?;
-    crate::records::status_writes_pass_while_down(env, "inc2")
+    crate::records::status_writes_pass_while_down(env, "inc2")?;
+    crate::sealed::forge_while_down(env)
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::expect::{differences, verdict};
 use crate::review::{admission_request, review, Operation, Parts};
-use crate::suite::{Case, Cluster, Expect, Requests, Step, Suite, Verdict, Write};
+use crate::suite::{Case, Cluster, Expect, Judged, Requests, Step, Suite, Verdict, Write};
 
 /// A violation the gatekeeper build reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,11 +238,18 @@ impl CaseRun<'_> {
                 }
             };
             let parts = step_parts(i, step, stored.as_ref()).map_err(|e| fail(at(e)))?;
+            let expect = match &step.judged {
+                Judged::By(expect) => expect,
+                // Stored as written: nothing asks the policy.
+                Judged::Not(_) => {
+                    stored = parts.object;
+                    continue;
+                }
+            };
             let request = review(&parts).map_err(|e| fail(at(e)))?;
-            let response =
-                (self.judge_request(&request, &step.expect)).map_err(|stop| stop.map(at))?;
+            let response = (self.judge_request(&request, expect)).map_err(|stop| stop.map(at))?;
             let object = parts.object.unwrap_or(Value::Null);
-            let problems = differences(&step.expect, &response, &object);
+            let problems = differences(expect, &response, &object);
             if !problems.is_empty() {
                 return Err(Stop::Failed(problems.into_iter().map(at).collect()));
             }

@@ -84,6 +84,10 @@ struct CaseFile {
     json_patch: Option<Value>,
     #[serde(default)]
     expect: Option<ExpectFile>,
+    /// A step stored without the policy, and why (docs/testing.md, "Writes the policy does not
+    /// judge").
+    #[serde(default)]
+    unjudged: Option<String>,
 }
 
 impl CaseFile {
@@ -97,6 +101,7 @@ impl CaseFile {
             || self.object.is_some()
             || self.merge_patch.is_some()
             || self.json_patch.is_some()
+            || self.unjudged.is_some()
     }
 
     /// The first of the case's own fields it has, which a step may not.
@@ -279,8 +284,18 @@ pub struct Step {
     pub sub_resource: Option<String>,
     /// None for a DELETE.
     pub write: Option<Write>,
-    /// What the request must get.
-    pub expect: Expect,
+    /// Whether the policy judges the write, and what it must answer.
+    pub judged: Judged,
+}
+
+/// Whether the policy judges a step's write.
+#[derive(Debug, Clone)]
+pub enum Judged {
+    /// The policy judges it, and its answer must meet this.
+    By(Expect),
+    /// It is stored as written, without the policy: a write while the policy server was down
+    /// under `failurePolicy: Ignore`, or one its webhook's rules skip. The text says which.
+    Not(String),
 }
 
 /// What a case sends.
@@ -475,6 +490,13 @@ fn check_case(
             Requests::Steps { stored, steps }
         }
         (None, None) => {
+            if case.unjudged.is_some() {
+                return Err(
+                    "unjudged: a case of one write the policy does not judge proves \
+                            nothing; only a step of `steps` may be unjudged"
+                        .to_owned(),
+                );
+            }
             let step = check_step(case, dir, name.clone())?;
             Requests::Steps {
                 stored,
@@ -568,16 +590,25 @@ fn check_step(step: CaseFile, dir: &Base<'_>, name: String) -> Result<Step, Stri
     if operation != Some(Operation::Delete) && write.is_none() {
         return Err("object: required (or `mergePatch`, `jsonPatch`) but for a DELETE".to_owned());
     }
-    let expect = step
-        .expect
-        .ok_or("expect: required: a case without an expectation proves nothing")?;
+    let judged = match (step.unjudged, step.expect) {
+        (Some(_), Some(_)) => {
+            return Err("expect: an unjudged write gets no answer to expect".to_owned())
+        }
+        (Some(why), None) => Judged::Not(why),
+        (None, Some(expect)) => {
+            Judged::By(check_expect(expect).map_err(|e| format!("expect.{e}"))?)
+        }
+        (None, None) => {
+            return Err("expect: required: a case without an expectation proves nothing".to_owned())
+        }
+    };
     Ok(Step {
         name,
         operation,
         requester,
         sub_resource: step.sub_resource,
         write,
-        expect: check_expect(expect).map_err(|e| format!("expect.{e}"))?,
+        judged,
     })
 }
 

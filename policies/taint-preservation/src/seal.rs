@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+use taintguard::json::{members, write_str, JsonStr};
 
 use super::judging::{Gathered, Judging};
 use super::node::NodeView;
@@ -26,15 +26,51 @@ const VERSION: u32 = 1;
 /// guess.
 const MAC_BYTES: usize = 16;
 
-/// A seal as the annotation holds it. The records are a sorted map, so the same records always
-/// write the same text.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SealText {
-    v: u32,
-    key: String,
-    mac: String,
+/// A seal as the annotation holds it: `{"v":1,"key":ID,"mac":MAC,"records":{KEY:VALUE,...}}`,
+/// the records in key order, so the same records always write the same text. Read and written
+/// with the request's own JSON reader and writer, not serde's derive: the seal is read on judged
+/// writes only, and the derive's code was most of what the seal added to the module.
+struct SealText<'t> {
+    v: &'t str,
+    key: JsonStr<'t>,
+    mac: JsonStr<'t>,
     records: BTreeMap<String, String>,
+}
+
+impl<'t> SealText<'t> {
+    /// The seal in `text`, or why it is none.
+    fn read(text: &'t str) -> Result<SealText<'t>, String> {
+        let (mut v, mut key, mut mac, mut records) = (None, None, None, None);
+        for (name, value) in members(text).map_err(|e| e.to_string())? {
+            let string = || JsonStr::read(value).map_err(|e| format!("{}: {e}", name.as_str()));
+            match name.as_str() {
+                "v" => v = Some(value),
+                "key" => key = Some(string()?),
+                "mac" => mac = Some(string()?),
+                "records" => records = Some(record_map(value)?),
+                other => return Err(format!("unknown member {other:?}")),
+            }
+        }
+        match (v, key, mac, records) {
+            (Some(v), Some(key), Some(mac), Some(records)) => Ok(SealText {
+                v,
+                key,
+                mac,
+                records,
+            }),
+            _ => Err("it lacks one of v, key, mac and records".to_owned()),
+        }
+    }
+}
+
+/// The records of a seal: an object of strings.
+fn record_map(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut records = BTreeMap::new();
+    for (key, value) in members(text).map_err(|e| format!("records: {e}"))? {
+        let value = JsonStr::read(value).map_err(|e| format!("records.{}: {e}", key.as_str()))?;
+        records.insert(key.as_str().to_owned(), value.0.into_owned());
+    }
+    Ok(records)
 }
 
 /// What the stored seal says of the stored records.
@@ -47,29 +83,58 @@ pub(crate) enum Stored {
     Refused(String),
 }
 
-/// The MAC over `node` and `records` under `secret`: the version, the node's name and each record
-/// as its key and its value, each length-prefixed, so no two inputs share a text.
-fn mac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> String {
+/// The HMAC over `node` and `records` under `secret`, before it is finished: the version, the
+/// node's name and each record as its key and its value, each length-prefixed, so no two inputs
+/// share a text.
+fn hmac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256>>::new_from_slice(secret).expect("HMAC takes a key of any length");
     mac.update(&VERSION.to_be_bytes());
     for text in std::iter::once(node).chain(records.iter().flat_map(|(k, v)| [&**k, &**v])) {
         mac.update(&(text.len() as u64).to_be_bytes());
         mac.update(text.as_bytes());
     }
-    let tag = mac.finalize().into_bytes();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&tag[..MAC_BYTES])
+    mac
 }
+
+/// The MAC a seal carries: the HMAC's first [`MAC_BYTES`], base64url.
+fn mac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> String {
+    let tag = hmac(secret, node, records).finalize().into_bytes();
+    BASE64URL.encode(&tag[..MAC_BYTES])
+}
+
+/// Whether `carried` is the MAC over `node` and `records` under `secret`: exactly
+/// [`MAC_BYTES`], compared in constant time, so that how long a refusal takes tells a forger
+/// nothing about how much of a guess was right.
+fn verifies(secret: &[u8], node: &str, records: &BTreeMap<String, String>, carried: &str) -> bool {
+    match BASE64URL.decode(carried) {
+        Ok(tag) if tag.len() == MAC_BYTES => hmac(secret, node, records)
+            .verify_truncated_left(&tag)
+            .is_ok(),
+        _ => false,
+    }
+}
+
+const BASE64URL: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// The seal's text over `records` on `node`, under the first key.
 pub(crate) fn write(seal: &RecordSeal, node: &str, records: BTreeMap<String, String>) -> String {
     let key = &seal.keys[0];
-    let text = SealText {
-        v: VERSION,
-        key: key.id.as_str().to_owned(),
-        mac: mac(key.secret.bytes(), node, &records),
-        records,
-    };
-    serde_json::to_string(&text).expect("a map of strings writes as JSON")
+    let mac = mac(key.secret.bytes(), node, &records);
+    let mut out = format!("{{\"v\":{VERSION},\"key\":");
+    write_str(&mut out, key.id.as_str());
+    out.push_str(",\"mac\":");
+    write_str(&mut out, &mac);
+    out.push_str(",\"records\":{");
+    for (i, (k, v)) in records.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(&mut out, k);
+        out.push(':');
+        write_str(&mut out, v);
+    }
+    out.push_str("}}");
+    out
 }
 
 /// What the seal `text` stored on `node` says, under `seal`'s keys.
@@ -83,29 +148,31 @@ pub(crate) fn read(seal: &RecordSeal, node: &str, text: Option<&str>) -> Stored 
             )),
         };
     };
-    let parsed: SealText = match serde_json::from_str(text) {
+    let parsed = match SealText::read(text) {
         Ok(parsed) => parsed,
         Err(e) => return Stored::Refused(format!("the seal is not one: {e}")),
     };
-    if parsed.v != VERSION {
+    if parsed.v != VERSION.to_string() {
         return Stored::Refused(format!(
             "the seal is of version {}, not {VERSION}",
             parsed.v
         ));
     }
-    let Some(key) = seal.keys.iter().find(|k| k.id.as_str() == parsed.key) else {
+    let named = parsed.key.as_str();
+    let Some(key) = seal.keys.iter().find(|k| k.id.as_str() == named) else {
         return Stored::Refused(format!(
-            "the seal names key {:?}, which recordSeal.keys does not hold",
-            parsed.key
+            "the seal names key {named:?}, which recordSeal.keys does not hold"
         ));
     };
-    // Equal texts of equal length: the comparison's time tells a forger nothing it could use,
-    // as the MAC covers the node and every record.
-    if mac(key.secret.bytes(), node, &parsed.records) != parsed.mac {
+    if !verifies(
+        key.secret.bytes(),
+        node,
+        &parsed.records,
+        parsed.mac.as_str(),
+    ) {
         return Stored::Refused(format!(
-            "the seal does not verify under key {:?}: it was not written by this policy for \
-             node {node}",
-            parsed.key
+            "the seal does not verify under key {named:?}: it was not written by this policy for \
+             node {node}"
         ));
     }
     Stored::Sealed(parsed.records)
@@ -295,6 +362,9 @@ mod tests {
         let only_k2 = seal(&format!("[{K2}]"), "refuse");
         let written = write(&k1, "n1", owners.clone());
         let tampered = written.replace(r#""a""#, r#""b""#);
+        // The MAC cut to its first byte: a left-truncated check would take it.
+        let mac_at = written.find(r#""mac":""#).unwrap() + 7;
+        let short = format!("{}{}", &written[..mac_at + 2], &written[mac_at + 22..]);
         // (name, settings, node, stored seal, the owner record it vouches for or why not)
         type Case<'c> = (
             &'c str,
@@ -324,6 +394,13 @@ mod tests {
                 &k1,
                 "n1",
                 Some(&tampered),
+                Err("does not verify under key \"k1\""),
+            ),
+            (
+                "a MAC cut short",
+                &k1,
+                "n1",
+                Some(&short),
                 Err("does not verify under key \"k1\""),
             ),
             (
