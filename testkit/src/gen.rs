@@ -287,7 +287,7 @@ pub(crate) fn keep_records(old: &Value, new: &mut Value) {
 
 /// A forgery that looks valid: `node`'s owner record names `requester` the owner of every taint
 /// the node carries, and its cordon owner record (`owner_key`) names `requester` too.
-fn deed(node: &mut Value, requester: &str, owner_key: &str) {
+pub(crate) fn deed(node: &mut Value, requester: &str, owner_key: &str) {
     let entries: Map<String, Value> = (node.pointer("/spec/taints").and_then(Value::as_array))
         .into_iter()
         .flatten()
@@ -412,6 +412,9 @@ fn principal_list(u: &mut Unstructured<'_>) -> Result<Value> {
     Ok(Value::Object(list))
 }
 
+/// The generated settings' seal key: 32 bytes, base64.
+const SEAL_SECRET: &str = "ZnV6ei1zZWFsLWtleS1vZi10aGlydHktdHdvLWJ5dGU=";
+
 fn taint_preservation_settings(u: &mut Unstructured<'_>) -> Result<Value> {
     let mut s = Map::new();
     if let Some(mode) = some(u, |u| pick(u, &["restore", "deny"]).copied())? {
@@ -445,6 +448,13 @@ fn taint_preservation_settings(u: &mut Unstructured<'_>) -> Result<Value> {
     }
     if u.arbitrary()? {
         s.insert("permitted".into(), principal_list(u)?);
+    }
+    if u.ratio(1, 4)? {
+        let unsealed = *pick(u, &["count", "refuse"])?;
+        s.insert(
+            "recordSeal".into(),
+            json!({"keys": [{"id": "fuzz", "secret": SEAL_SECRET}], "unsealed": unsealed}),
+        );
     }
     if u.ratio(1, 4)? {
         s.insert(
@@ -487,6 +497,11 @@ pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<Case> {
         let old = node(u, old_taints, &owner)?;
         // Most writers leave the records as they read them; the rest write their own. A status
         // write is mostly a forgery: the stored Node with well-formed records of its own.
+        // Where records are sealed, the stored Node mostly carries the seal over its records.
+        let old = match settings.get("recordSeal") {
+            Some(_) if u.ratio(3, 4)? => sealed(old, &settings),
+            _ => old,
+        };
         if status && u.arbitrary()? {
             let mut forged = old.clone();
             keep_records(&object, &mut forged);
@@ -506,6 +521,25 @@ pub fn taint_preservation(u: &mut Unstructured<'_>) -> Result<Case> {
         settings: write(u, &settings)?,
         namespace: None,
     })
+}
+
+/// `node` with the seal `settings` write over its records, as the policy stores it.
+fn sealed(mut node: Value, settings: &Value) -> Value {
+    let Ok(settings) =
+        taintguard::settings::read::<taint_preservation::Settings>(&settings.to_string())
+    else {
+        return node;
+    };
+    let Ok(Some(seal)) = taint_preservation::stored::seal(&node.to_string(), &settings) else {
+        return node;
+    };
+    let key = settings.record_seal.annotation.as_str().to_owned();
+    if let Some(annotations) =
+        (node.pointer_mut("/metadata/annotations")).and_then(Value::as_object_mut)
+    {
+        annotations.insert(key, json!(seal));
+    }
+    node
 }
 
 fn toleration(u: &mut Unstructured<'_>) -> Result<Value> {

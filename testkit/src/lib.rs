@@ -198,6 +198,7 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
     let verdict = check_common::<TaintPreservation>(request, settings, &CaseCluster(None))?;
     records_grant_no_removal(request, settings, &verdict)?;
     status_writes_grant_nothing(request, settings, &verdict)?;
+    sealed_forgeries_grant_nothing(request, settings)?;
     let Ok(parsed_settings) = read_settings::<TaintPreservation>(settings) else {
         return Ok(());
     };
@@ -216,6 +217,12 @@ pub fn check_taint_preservation(request: &str, settings: &str) -> Checked {
                 .controller_records
                 .iter()
                 .map(|r| r.annotation.as_str()),
+        )
+        .chain(
+            parsed_settings
+                .record_seal
+                .on()
+                .map(|s| s.annotation.as_str()),
         );
         let paths: Vec<[&str; 3]> = annotations
             .map(|a| ["metadata", "annotations", a])
@@ -567,6 +574,88 @@ fn records_as_stored(
         };
     }
     as_stored
+}
+
+/// Where records are sealed, a record written around the policy grants nothing
+/// (docs/records.md, "Sealed records"): `request` judged against its stored Node with every
+/// record forged into a deed naming the requester (owner of every taint, owner of the cordon),
+/// under the seal of the records as stored and with the request leaving them as stored, removes
+/// no taint and lifts no cordon that it does not with the records as sealed.
+fn sealed_forgeries_grant_nothing(request: &str, settings: &str) -> Checked {
+    let Ok(policy_settings) = read_settings::<TaintPreservation>(settings) else {
+        return Ok(());
+    };
+    let Some(seal) = policy_settings.record_seal.on() else {
+        return Ok(());
+    };
+    // Re-serialised, a request whose member names repeat says something else (serde_json keeps
+    // the last); the API server never sends one.
+    if Tree::parse(request).map_or(true, |tree| tree.repeats_a_name()) {
+        return Ok(());
+    }
+    let Ok(parsed) = serde_json::from_str::<serde_json::Value>(request) else {
+        return Ok(());
+    };
+    let (Some(old), Some(object)) = (parsed.get("oldObject"), parsed.get("object")) else {
+        return Ok(());
+    };
+    let stored_seal = old.pointer(&format!(
+        "/metadata/annotations/{}",
+        seal.annotation.as_str().replace('/', "~1")
+    ));
+    let Ok(Some(valid)) = taint_preservation::stored::seal(&old.to_string(), &policy_settings)
+    else {
+        return Ok(());
+    };
+    if parsed["operation"] != "UPDATE"
+        || !old.is_object()
+        || !object.is_object()
+        || stored_seal != Some(&serde_json::json!(valid))
+    {
+        return Ok(());
+    }
+    let requester = parsed["userInfo"]["username"].as_str().unwrap_or_default();
+    let mut forged_old = old.clone();
+    gen::deed(
+        &mut forged_old,
+        requester,
+        policy_settings.cordon.owner_annotation.as_str(),
+    );
+    let judged = |stored: &serde_json::Value| judged_against(&parsed, stored, settings);
+    let (sealed_removes, sealed_uncordons) = judged(old);
+    let (forged_removes, forged_uncordons) = judged(&forged_old);
+    let granted: Vec<_> = (forged_removes.iter())
+        .filter(|taint| !sealed_removes.contains(taint))
+        .collect();
+    if !granted.is_empty() || (forged_uncordons && !sealed_uncordons) {
+        return Err(format!(
+            "records forged under the seal granted {granted:?} (uncordoned: {forged_uncordons}, \
+             sealed: {sealed_uncordons})"
+        ));
+    }
+    Ok(())
+}
+
+/// `request` judged against `stored` as its stored Node, written with `stored`'s records: the
+/// taints it removes, and whether it lifts `stored`'s cordon.
+fn judged_against(
+    request: &serde_json::Value,
+    stored: &serde_json::Value,
+    settings: &str,
+) -> (Vec<(String, String)>, bool) {
+    let mut next = request.clone();
+    gen::keep_records(stored, &mut next["object"]);
+    next["oldObject"] = stored.clone();
+    let text = next.to_string();
+    let verdict = run::<TaintPreservation>(&text, settings, Half::Mutating, &CaseCluster(None));
+    let admitted = match verdict.mutated_object() {
+        Some(t) => serde_json::from_str::<serde_json::Value>(t).ok(),
+        None => Some(next["object"].clone()),
+    };
+    let uncordoned = verdict.accepted()
+        && stored["spec"]["unschedulable"] == true
+        && admitted.is_some_and(|n| n["spec"]["unschedulable"] != true);
+    (removed_taints(&text, &verdict), uncordoned)
 }
 
 /// The next write of `request`'s requester to the stored `node`: every taint removed and the

@@ -324,7 +324,7 @@ fn bad_suites_name_the_file_the_case_and_the_field() {
     let head = "apiVersion: taintguard.io/v1alpha1\nkind: TestSuite\npolicy: x.wasm\ncases:\n";
     let create =
         "    operation: CREATE\n    object: {apiVersion: v1, kind: Node, metadata: {name: n}}\n";
-    let cases: [(&str, String, &str); 8] = [
+    let cases: [(&str, String, &str); 10] = [
         (
             "no-expect",
             format!("{head}  - name: one\n{create}"),
@@ -359,6 +359,16 @@ fn bad_suites_name_the_file_the_case_and_the_field() {
             "step",
             format!("{head}  - name: one\n    steps:\n      - name: first\n        operation: CREAT\n"),
             "case \"one\": steps[0] (\"first\"): operation: unknown operation \"CREAT\"",
+        ),
+        (
+            "unjudged-alone",
+            format!("{head}  - name: one\n{create}    unjudged: the policy server is down\n"),
+            "case \"one\": unjudged: a case of one write the policy does not judge proves nothing",
+        ),
+        (
+            "unjudged-expect",
+            format!("{head}  - name: one\n    steps:\n      - name: first\n        operation: CREATE\n        object: {{apiVersion: v1, kind: Node, metadata: {{name: n}}}}\n        unjudged: down\n        expect: {{verdict: accepted}}\n"),
+            "case \"one\": steps[0] (\"first\"): expect: an unjudged write gets no answer to expect",
         ),
         (
             "message-on-accept",

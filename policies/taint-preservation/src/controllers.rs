@@ -77,11 +77,32 @@ impl Listed {
 }
 
 impl ControllerRecord {
-    /// What this record, stored as `annotation` (absent: `None`), lists.
+    /// What this record, stored as `annotation` (absent: `None`), lists within its `keys`.
     pub fn listed(&self, annotation: Option<&str>) -> Listed {
+        let mut listed = self.listed_anywhere(annotation);
+        listed.0.retain(|(key, _)| self.claims(key));
+        listed
+    }
+
+    /// What this record lists, its `keys` aside.
+    fn listed_anywhere(&self, annotation: Option<&str>) -> Listed {
         annotation
             .map(|text| self.format.read(text))
             .unwrap_or_default()
+    }
+
+    /// The keys the record may claim, as a refusal names them.
+    fn claimed_keys(&self) -> String {
+        let globs: Vec<&str> = self.keys.iter().map(|g| g.as_str()).collect();
+        format!(
+            "its controllerRecords entry claims only keys {}",
+            globs.join(", ")
+        )
+    }
+
+    /// Whether the record may claim a taint of `key`: any key where it names no `keys`.
+    pub fn claims(&self, key: &str) -> bool {
+        self.keys.is_empty() || self.keys.iter().any(|glob| glob.matches(key))
     }
 }
 
@@ -107,18 +128,29 @@ impl Judging<'_> {
             let key = record.annotation.as_str();
             let stored = old.annotation(key)?;
             if writer {
-                let listed = record.listed(stored.as_deref());
+                let listed = record.listed_anywhere(stored.as_deref());
                 for taint in old.taints.iter().filter(|t| listed.lists(t)) {
-                    match self.owned_by_another(owners, taint) {
-                        Some(owner) => gathered
+                    let refused = if record.claims(taint.key.as_str()) {
+                        (self.owned_by_another(owners, taint)).map(|owner| {
+                            [
+                                &quoted("the taint owner record names ", owner),
+                                " its owner",
+                            ]
+                            .concat()
+                        })
+                    } else {
+                        Some(record.claimed_keys())
+                    };
+                    match refused {
+                        Some(why) => gathered
                             .warnings
-                            .extend(self.disowned_warning(key, taint, owner)),
+                            .extend(self.disowned_warning(key, taint, &why)),
                         None => {
                             owned.stored.insert(taint.identity(), ());
                         }
                     }
                 }
-                owned.listed.push(listed);
+                owned.listed.push(record.listed(stored.as_deref()));
             } else if self.new.annotation(key)? != stored {
                 gathered.findings.push(Finding::ControllerRecordRewritten {
                     annotation: key.to_owned(),
@@ -142,18 +174,17 @@ impl Judging<'_> {
     }
 
     /// A warning when the request removes or changes a taint its writer's record `key` lists
-    /// but `owner` owns: the record is ignored for that taint, so the change is judged as
-    /// anyone's.
-    fn disowned_warning(&self, key: &str, taint: &Taint<'_>, owner: &str) -> Option<String> {
+    /// but may not claim (`why`: it is another's, or outside the entry's `keys`): the record is
+    /// ignored for that taint, so the change is judged as anyone's.
+    fn disowned_warning(&self, key: &str, taint: &Taint<'_>, why: &str) -> Option<String> {
         let written = (self.new.taints.iter()).find(|t| t.identity() == taint.identity());
         if written.is_some_and(|t| t.value == taint.value) {
             return None;
         }
         Some(format!(
-            "the controller record {key} lists {}, but the taint owner record names {} its \
-             owner: the record grants {} nothing for that taint",
+            "the controller record {key} lists {}, but {why}: the record grants {} nothing for \
+             that taint",
             taint.describe(),
-            quoted("", owner),
             self.who.describe()
         ))
     }

@@ -85,6 +85,7 @@ const DEFAULT_CONTROLLER_RECORDS: &[ControllerRecord] = &[
                 ServiceAccountGlob::constant("node-feature-discovery/nfd-node-feature-discovery"),
             ]),
         },
+        keys: Cow::Borrowed(&[]),
     },
     // Cluster API's machine controller writes the workload cluster's Nodes with the
     // kubeconfig it generates: client certificate `kubernetes-admin` in `system:masters`.
@@ -97,6 +98,7 @@ const DEFAULT_CONTROLLER_RECORDS: &[ControllerRecord] = &[
             groups: Cow::Borrowed(&[]),
             service_accounts: Cow::Borrowed(&[]),
         },
+        keys: Cow::Borrowed(&[]),
     },
     // Talos' machined on a control-plane node: a short-lived certificate `admin` in
     // `system:masters` (workers write with the kubelet's identity, which NodeRestriction
@@ -110,6 +112,7 @@ const DEFAULT_CONTROLLER_RECORDS: &[ControllerRecord] = &[
             groups: Cow::Borrowed(&[]),
             service_accounts: Cow::Borrowed(&[]),
         },
+        keys: Cow::Borrowed(&[]),
     },
 ];
 
@@ -249,6 +252,10 @@ pub struct ControllerRecord {
     pub format: RecordFormat,
     /// The controller that writes the record and owns the taints it lists.
     pub owner: PrincipalList,
+    /// The taint keys the record may claim; empty: any. A listed taint outside them is granted
+    /// nothing (docs/records.md, "What a controller's record grants").
+    #[serde(default)]
+    pub keys: Cow<'static, [TaintKeyGlob]>,
 }
 
 /// The record of the cordon's owner (docs/incidents.md, incident 2).
@@ -626,13 +633,14 @@ impl Settings {
         self.protected_taints.iter().find(|r| r.matches(taint))
     }
 
-    /// Every annotation the policy judges as a record: the records ([`Settings::records`]) and,
-    /// where records are sealed, the seal. A write through `nodes/status` that changes none of
-    /// them is left alone (docs/records.md); the generated `matchConditions` compare exactly
-    /// these keys.
+    /// Every annotation the policy judges as a record: the records ([`Settings::records`]) and
+    /// the seal's, sealed or not, so that turning the seal on asks for no new `matchConditions`
+    /// and a seal rewritten alone is still judged. A write through `nodes/status` that changes
+    /// none of them is left alone (docs/records.md); the generated `matchConditions` compare
+    /// exactly these keys.
     pub fn record_annotations(&self) -> Vec<&str> {
         let mut keys = self.records();
-        keys.extend(self.record_seal.on().map(|s| s.annotation.as_str()));
+        keys.push(self.record_seal.annotation.as_str());
         keys
     }
 

@@ -128,3 +128,27 @@ pub fn record_with_owners(
     }
     Ok(record.to_annotation())
 }
+
+/// The seal (`recordSeal`) over the records `node` carries as they stand, as the policy would
+/// write it into `recordSeal.annotation`: for a record a permitted principal writes where only
+/// a build that cannot seal judges it (docs/records.md, "Sealed records"). `None` when records
+/// are not sealed.
+///
+/// # Errors
+///
+/// `node` is not a Node object the policy can read.
+pub fn seal(node: &str, settings: &Settings) -> Result<Option<String>, String> {
+    let Some(record_seal) = settings.record_seal.on() else {
+        return Ok(None);
+    };
+    let object = parse(node)?;
+    let view = NodeView::read(&object, "node")?;
+    let mut records = std::collections::BTreeMap::new();
+    for key in settings.records() {
+        if let Some(value) = view.annotation(key)? {
+            records.insert(key.to_owned(), value);
+        }
+    }
+    let name = view.name.as_ref().map_or("", |n| n.as_str());
+    Ok(Some(seal::write(record_seal, name, records)))
+}

@@ -1621,6 +1621,10 @@ fn a_full_record_says_who_may_still_change_the_taint() {
     }
 }
 
+/// NFD's record, its claims bounded to feature taints.
+const NFD_BOUNDED_TO_FEATURES: &str = r#"{"annotation": "nfd.node.kubernetes.io/taints", "format": "taints",
+    "owner": {"serviceAccounts": ["node-feature-discovery/nfd-master"]}, "keys": ["feature.node.kubernetes.io/*"]}"#;
+
 const UNREACHABLE_NS: &str = r#"{"key":"node.kubernetes.io/unreachable","effect":"NoSchedule"}"#;
 
 const NODE_PROBLEM_DETECTOR: (&str, &[&str]) = (
@@ -1656,6 +1660,10 @@ fn status_writes_and_controller_records_grant_nothing_unjudged() {
     let deny = json!({"mode": "deny"});
     let npd = NODE_PROBLEM_DETECTOR;
     let alice_owns_gpu = [(NFD_ENTRY, ALICE.0)];
+    let nfd_bounded: Value = serde_json::from_str(&format!(
+        r#"{{"controllerRecords": [{NFD_BOUNDED_TO_FEATURES}]}}"#
+    ))
+    .unwrap();
     let cases: Vec<(&str, Value, String, Want)> = vec![
         (
             "kubelet's status update: no record changes, left alone",
@@ -1766,6 +1774,18 @@ fn status_writes_and_controller_records_grant_nothing_unjudged() {
             request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[NFD_GPU]), NFD_ENTRY)), &nfd_lists(n(&[]), NFD_ENTRY)),
             Want::Mutated(nfd_lists(owners_record(n(&[]), &[], &[(NFD_ENTRY, NFD_MASTER.0)]), NFD_ENTRY)),
         ),
+        (
+            "a record bounded to feature keys: nfd-master's removal of a listed feature taint stands",
+            nfd_bounded.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[NFD_GPU]), NFD_ENTRY)), &nfd_lists(n(&[]), NFD_ENTRY)),
+            Want::Mutated(nfd_lists(owners_record(n(&[]), &[], &[(NFD_ENTRY, NFD_MASTER.0)]), NFD_ENTRY)),
+        ),
+        (
+            "a record bounded to feature keys: a listed taint outside them is put back",
+            nfd_bounded.clone(),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)), &nfd_lists(n(&[]), DEDICATED_ENTRY)),
+            Want::Mutated(nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)),
+        ),
     ];
     run_cases(cases);
 }
@@ -1798,6 +1818,12 @@ fn refused_records_are_named() {
             "{}",
             request("UPDATE", NFD_MASTER, Some(&nfd_lists(owned(n(&[NFD_GPU]), &alice_owns_gpu), NFD_ENTRY)), &nfd_lists(owned(n(&[]), &alice_owns_gpu), NFD_ENTRY)),
             "the controller record nfd.node.kubernetes.io/taints lists feature.node.kubernetes.io/gpu=a100:NoSchedule, but the taint owner record names \"alice@example.com\" its owner",
+        ),
+        (
+            "a controller record listing a taint outside its keys",
+            &format!(r#"{{"controllerRecords": [{NFD_BOUNDED_TO_FEATURES}]}}"#),
+            request("UPDATE", NFD_MASTER, Some(&nfd_lists(n(&[DEDICATED]), DEDICATED_ENTRY)), &nfd_lists(n(&[]), DEDICATED_ENTRY)),
+            "the controller record nfd.node.kubernetes.io/taints lists example.com/dedicated=gpu:NoSchedule, but its controllerRecords entry claims only keys feature.node.kubernetes.io/*: the record grants",
         ),
         (
             "a username with glob characters is suggested escaped, matching only itself",
@@ -1834,18 +1860,8 @@ fn seal_settings(keys: &str, unsealed: &str, mode: &str) -> Value {
 /// `node` with the seal `settings` write over the records it carries, for its name.
 fn sealed(mut node: Value, settings: &Value) -> Value {
     let settings: crate::Settings = taintguard::settings::read(&settings.to_string()).unwrap();
-    let seal = &settings.record_seal;
-    let records = settings
-        .records()
-        .into_iter()
-        .filter_map(|k| {
-            let value = node["metadata"]["annotations"][k].as_str()?;
-            Some((k.to_owned(), value.to_owned()))
-        })
-        .collect();
-    let name = node["metadata"]["name"].as_str().unwrap().to_owned();
-    node["metadata"]["annotations"][seal.annotation.as_str()] =
-        json!(crate::seal::write(seal, &name, records));
+    let seal = crate::stored::seal(&node.to_string(), &settings).unwrap();
+    node["metadata"]["annotations"][settings.record_seal.annotation.as_str()] = json!(seal);
     node
 }
 
