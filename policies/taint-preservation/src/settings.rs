@@ -253,9 +253,15 @@ pub struct ControllerRecord {
     /// The controller that writes the record and owns the taints it lists.
     pub owner: PrincipalList,
     /// The taint keys the record may claim; empty: any. A listed taint outside them is granted
-    /// nothing (docs/records.md, "What a controller's record grants").
-    #[serde(default)]
+    /// nothing (docs/records.md, "What a controller's record grants"). Left out when empty, as
+    /// settings that name none write it.
+    #[serde(default, skip_serializing_if = "claims_any_key")]
     pub keys: Cow<'static, [TaintKeyGlob]>,
+}
+
+/// Whether a controller record names no `keys`, so claims any.
+fn claims_any_key(keys: &Cow<'static, [TaintKeyGlob]>) -> bool {
+    keys.is_empty()
 }
 
 /// The record of the cordon's owner (docs/incidents.md, incident 2).
