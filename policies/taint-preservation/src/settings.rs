@@ -260,7 +260,7 @@ pub struct ControllerRecord {
 }
 
 /// Whether a controller record names no `keys`, so claims any.
-fn claims_any_key(keys: &Cow<'static, [TaintKeyGlob]>) -> bool {
+fn claims_any_key(keys: &[TaintKeyGlob]) -> bool {
     keys.is_empty()
 }
 
