@@ -8,8 +8,6 @@
 //! Reading happens once per judged request, after the short cut for writes that change nothing
 //! judged; a policy whose `recordSeal` has no key never gets here.
 
-use std::collections::BTreeMap;
-
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -34,7 +32,7 @@ struct SealText<'t> {
     v: &'t str,
     key: JsonStr<'t>,
     mac: JsonStr<'t>,
-    records: BTreeMap<String, String>,
+    records: Records,
 }
 
 impl<'t> SealText<'t> {
@@ -64,8 +62,8 @@ impl<'t> SealText<'t> {
 }
 
 /// The records of a seal: an object of strings.
-fn record_map(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let mut records = BTreeMap::new();
+fn record_map(text: &str) -> Result<Records, String> {
+    let mut records = Records::default();
     for (key, value) in members(text).map_err(|e| format!("records: {e}"))? {
         let value = JsonStr::read(value).map_err(|e| format!("records.{}: {e}", key.as_str()))?;
         records.insert(key.as_str().to_owned(), value.0.into_owned());
@@ -73,12 +71,42 @@ fn record_map(text: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(records)
 }
 
+/// Records by annotation key, in key order, each key once: what a seal covers. A sorted list
+/// rather than a `BTreeMap`: a seal holds a handful of records, and the map's code was 5 KB of
+/// the module (benchmarks/cost.md, "The record seal").
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Records(Vec<(String, String)>);
+
+impl Records {
+    /// Sets record `key` to `value`, in its place.
+    pub(crate) fn insert(&mut self, key: String, value: String) {
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+
+    /// Record `key`'s value.
+    pub(crate) fn get(&self, key: &str) -> Option<&String> {
+        let found = self.0.binary_search_by(|(k, _)| k.as_str().cmp(key));
+        found.ok().map(|i| &self.0[i].1)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// What the stored seal says of the stored records.
 pub(crate) enum Stored {
     /// No seal, and unsealed records count.
     Trusted,
     /// The records the policy last accepted.
-    Sealed(BTreeMap<String, String>),
+    Sealed(Records),
     /// No record counts, for this reason.
     Refused(String),
 }
@@ -86,7 +114,7 @@ pub(crate) enum Stored {
 /// The HMAC over `node` and `records` under `secret`, before it is finished: the version, the
 /// node's name and each record as its key and its value, each length-prefixed, so no two inputs
 /// share a text.
-fn hmac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> Hmac<Sha256> {
+fn hmac(secret: &[u8], node: &str, records: &Records) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256>>::new_from_slice(secret).expect("HMAC takes a key of any length");
     mac.update(&VERSION.to_be_bytes());
     for text in std::iter::once(node).chain(records.iter().flat_map(|(k, v)| [&**k, &**v])) {
@@ -97,7 +125,7 @@ fn hmac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> Hmac<S
 }
 
 /// The MAC a seal carries: the HMAC's first [`MAC_BYTES`], base64url.
-fn mac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> String {
+fn mac(secret: &[u8], node: &str, records: &Records) -> String {
     let tag = hmac(secret, node, records).finalize().into_bytes();
     BASE64URL.encode(&tag[..MAC_BYTES])
 }
@@ -105,7 +133,7 @@ fn mac(secret: &[u8], node: &str, records: &BTreeMap<String, String>) -> String 
 /// Whether `carried` is the MAC over `node` and `records` under `secret`: exactly
 /// [`MAC_BYTES`], compared in constant time, so that how long a refusal takes tells a forger
 /// nothing about how much of a guess was right.
-fn verifies(secret: &[u8], node: &str, records: &BTreeMap<String, String>, carried: &str) -> bool {
+fn verifies(secret: &[u8], node: &str, records: &Records, carried: &str) -> bool {
     match BASE64URL.decode(carried) {
         Ok(tag) if tag.len() == MAC_BYTES => hmac(secret, node, records)
             .verify_truncated_left(&tag)
@@ -117,7 +145,7 @@ fn verifies(secret: &[u8], node: &str, records: &BTreeMap<String, String>, carri
 const BASE64URL: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// The seal's text over `records` on `node`, under the first key.
-pub(crate) fn write(seal: &RecordSeal, node: &str, records: BTreeMap<String, String>) -> String {
+pub(crate) fn write(seal: &RecordSeal, node: &str, records: Records) -> String {
     let key = &seal.keys[0];
     let mac = mac(key.secret.bytes(), node, &records);
     let mut out = format!("{{\"v\":{VERSION},\"key\":");
@@ -306,7 +334,7 @@ impl Judging<'_> {
         let Some(seal) = self.settings.record_seal.on() else {
             return Ok(());
         };
-        let mut records = BTreeMap::new();
+        let mut records = Records::default();
         for key in self.settings.records() {
             let edited = gathered.annotations.iter().rev().find(|(k, _)| k == key);
             let value = match edited {
@@ -346,11 +374,12 @@ mod tests {
     const K1: &str = r#"{"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#;
     const K2: &str = r#"{"id": "k2", "secret": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}"#;
 
-    fn records(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+    fn records(pairs: &[(&str, &str)]) -> Records {
+        let mut records = Records::default();
+        for (k, v) in pairs {
+            records.insert((*k).to_owned(), (*v).to_owned());
+        }
+        records
     }
 
     /// Each way a stored seal can be read, and what it makes of the records.
@@ -427,7 +456,9 @@ mod tests {
         ];
         for (name, seal, node, text, expected) in cases {
             let got = match read(seal, node, *text) {
-                Stored::Sealed(records) => Ok(records["taintguard.io/taint-owners"].clone()),
+                Stored::Sealed(records) => {
+                    Ok(records.get("taintguard.io/taint-owners").unwrap().clone())
+                }
                 Stored::Refused(why) => Err(why),
                 Stored::Trusted => Err("trusted".to_owned()),
             };

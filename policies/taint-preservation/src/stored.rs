@@ -143,7 +143,7 @@ pub fn seal(node: &str, settings: &Settings) -> Result<Option<String>, String> {
     };
     let object = parse(node)?;
     let view = NodeView::read(&object, "node")?;
-    let mut records = std::collections::BTreeMap::new();
+    let mut records = seal::Records::default();
     for key in settings.records() {
         if let Some(value) = view.annotation(key)? {
             records.insert(key.to_owned(), value);
