@@ -24,10 +24,12 @@ const VERSION: u32 = 1;
 /// guess.
 const MAC_BYTES: usize = 16;
 
-/// A seal as the annotation holds it: `{"v":1,"key":ID,"mac":MAC,"records":{KEY:VALUE,...}}`,
-/// the records in key order, so the same records always write the same text. Read and written
-/// with the request's own JSON reader and writer, not serde's derive: the seal is read on judged
-/// writes only, and the derive's code was most of what the seal added to the module.
+/// A seal as the annotation holds it: `{"v":1,"key":ID,"mac":MAC,"records":{KEY:VALUE,...}}`.
+/// `records` names every record annotation the settings named when it was written, with its
+/// value or `null` where the Node had none, so that one the settings named later is read as
+/// unsealed rather than as forged. In key order, so the same records always write the same text.
+/// Read and written with the request's own JSON reader and writer rather than serde's derive
+/// (benchmarks/cost.md, "The record seal").
 struct SealText<'t> {
     v: &'t str,
     key: JsonStr<'t>,
@@ -61,65 +63,83 @@ impl<'t> SealText<'t> {
     }
 }
 
-/// The records of a seal: an object of strings.
+/// The records of a seal: an object of strings and `null`s.
 fn record_map(text: &str) -> Result<Records, String> {
     let mut records = Records::default();
     for (key, value) in members(text).map_err(|e| format!("records: {e}"))? {
-        let value = JsonStr::read(value).map_err(|e| format!("records.{}: {e}", key.as_str()))?;
-        records.insert(key.as_str().to_owned(), value.0.into_owned());
+        let value = match value {
+            "null" => None,
+            value => Some(
+                JsonStr::read(value)
+                    .map_err(|e| format!("records.{}: {e}", key.as_str()))?
+                    .0
+                    .into_owned(),
+            ),
+        };
+        records.insert(key.as_str(), value);
     }
     Ok(records)
 }
 
-/// Records by annotation key, in key order, each key once: what a seal covers. A sorted list
-/// rather than a `BTreeMap`: a seal holds a handful of records, and the map's code was 5 KB of
-/// the module (benchmarks/cost.md, "The record seal").
+/// The record annotations a seal covers, each once and in key order, with the value the Node
+/// had (`None`: none). A sorted list kept by binary search rather than a `BTreeMap` or a sort:
+/// a seal covers a handful, and either would link code of its own (benchmarks/cost.md, "The
+/// record seal").
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Records(Vec<(String, String)>);
+pub(crate) struct Records(Vec<(String, Option<String>)>);
 
 impl Records {
-    /// Sets record `key` to `value`, in its place.
-    pub(crate) fn insert(&mut self, key: String, value: String) {
-        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
+    /// Covers annotation `key` with `value`, in its place.
+    pub(crate) fn insert(&mut self, key: &str, value: Option<String>) {
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
             Ok(i) => self.0[i].1 = value,
-            Err(i) => self.0.insert(i, (key, value)),
+            Err(i) => self.0.insert(i, (key.to_owned(), value)),
         }
     }
 
-    /// Record `key`'s value.
-    pub(crate) fn get(&self, key: &str) -> Option<&String> {
+    /// What the seal says of annotation `key`: `None` when it does not cover it, else its value.
+    pub(crate) fn get(&self, key: &str) -> Option<Option<&String>> {
         let found = self.0.binary_search_by(|(k, _)| k.as_str().cmp(key));
-        found.ok().map(|i| &self.0[i].1)
+        found.ok().map(|i| self.0[i].1.as_ref())
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
-        self.0.iter().map(|(k, v)| (k, v))
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// Whether no covered annotation has a value.
+    fn none_present(&self) -> bool {
+        self.0.iter().all(|(_, v)| v.is_none())
     }
 }
 
 /// What the stored seal says of the stored records.
 pub(crate) enum Stored {
-    /// No seal, and unsealed records count.
-    Trusted,
-    /// The records the policy last accepted.
+    /// No seal: each record counts as `unsealed` says.
+    Unsealed,
+    /// The records the policy last accepted, of the annotations the seal covers.
     Sealed(Records),
     /// No record counts, for this reason.
     Refused(String),
 }
 
 /// The HMAC over `node` and `records` under `secret`, before it is finished: the version, the
-/// node's name and each record as its key and its value, each length-prefixed, so no two inputs
-/// share a text.
+/// node's name, how many annotations the seal covers, and each with its value or none; every
+/// text length-prefixed and each value tagged present or not, so no two inputs share a text.
 fn hmac(secret: &[u8], node: &str, records: &Records) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256>>::new_from_slice(secret).expect("HMAC takes a key of any length");
+    let length = |n: usize| (n as u64).to_be_bytes();
     mac.update(&VERSION.to_be_bytes());
-    for text in std::iter::once(node).chain(records.iter().flat_map(|(k, v)| [&**k, &**v])) {
-        mac.update(&(text.len() as u64).to_be_bytes());
-        mac.update(text.as_bytes());
+    mac.update(&length(node.len()));
+    mac.update(node.as_bytes());
+    mac.update(&length(records.0.len()));
+    for (key, value) in &records.0 {
+        mac.update(&length(key.len()));
+        mac.update(key.as_bytes());
+        match value {
+            Some(value) => {
+                mac.update(&[1]);
+                mac.update(&length(value.len()));
+                mac.update(value.as_bytes());
+            }
+            None => mac.update(&[0]),
+        }
     }
     mac
 }
@@ -145,21 +165,24 @@ fn verifies(secret: &[u8], node: &str, records: &Records, carried: &str) -> bool
 const BASE64URL: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// The seal's text over `records` on `node`, under the first key.
-pub(crate) fn write(seal: &RecordSeal, node: &str, records: Records) -> String {
+pub(crate) fn write(seal: &RecordSeal, node: &str, records: &Records) -> String {
     let key = &seal.keys[0];
-    let mac = mac(key.secret.bytes(), node, &records);
+    let mac = mac(key.secret.bytes(), node, records);
     let mut out = format!("{{\"v\":{VERSION},\"key\":");
     write_str(&mut out, key.id.as_str());
     out.push_str(",\"mac\":");
     write_str(&mut out, &mac);
     out.push_str(",\"records\":{");
-    for (i, (k, v)) in records.iter().enumerate() {
+    for (i, (k, v)) in records.0.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         write_str(&mut out, k);
         out.push(':');
-        write_str(&mut out, v);
+        match v {
+            Some(v) => write_str(&mut out, v),
+            None => out.push_str("null"),
+        }
     }
     out.push_str("}}");
     out
@@ -168,13 +191,7 @@ pub(crate) fn write(seal: &RecordSeal, node: &str, records: Records) -> String {
 /// What the seal `text` stored on `node` says, under `seal`'s keys.
 pub(crate) fn read(seal: &RecordSeal, node: &str, text: Option<&str>) -> Stored {
     let Some(text) = text else {
-        return match seal.unsealed {
-            Unsealed::Count => Stored::Trusted,
-            Unsealed::Refuse => Stored::Refused(format!(
-                "the node carries no seal ({}) and recordSeal.unsealed is \"refuse\"",
-                seal.annotation.as_str()
-            )),
-        };
+        return Stored::Unsealed;
     };
     let parsed = match SealText::read(text) {
         Ok(parsed) => parsed,
@@ -206,6 +223,20 @@ pub(crate) fn read(seal: &RecordSeal, node: &str, text: Option<&str>) -> Stored 
     Stored::Sealed(parsed.records)
 }
 
+/// Why a record no seal covers counts for nothing under `unsealed: refuse`.
+fn unsealed_refused(seal: &RecordSeal, stored: &Stored) -> String {
+    let annotation = seal.annotation.as_str();
+    match stored {
+        Stored::Unsealed => {
+            format!("the node carries no seal ({annotation}) and recordSeal.unsealed is \"refuse\"")
+        }
+        _ => format!(
+            "the seal ({annotation}) does not cover it, the settings having named it since, and \
+             recordSeal.unsealed is \"refuse\""
+        ),
+    }
+}
+
 /// A stored record the seal does not vouch for, and what counts in its place.
 pub(crate) struct Unvouched {
     /// The record's annotation.
@@ -232,22 +263,24 @@ pub(crate) fn unvouched(
         return Ok(Vec::new());
     };
     let stored_seal = view.annotation(seal.annotation.as_str())?;
-    let sealed = match read(seal, node, stored_seal.as_deref()) {
-        Stored::Trusted => return Ok(Vec::new()),
-        Stored::Sealed(records) => Ok(records),
-        Stored::Refused(why) => Err(why),
-    };
+    let stored = read(seal, node, stored_seal.as_deref());
     let mut found = Vec::new();
     for key in settings.records() {
-        let stored = view.annotation(key)?;
-        let (counts, why) = match &sealed {
-            Ok(records) => (
-                records.get(key).cloned(),
+        let stored_value = view.annotation(key)?;
+        let (counts, why) = match &stored {
+            Stored::Sealed(records) if records.get(key).is_some() => (
+                records.get(key).flatten().cloned(),
                 "it differs from the sealed copy, so a write the policy did not judge changed it"
                     .to_owned(),
             ),
-            Err(why) => (None, why.clone()),
+            // No seal, or one written before the settings named this record: as `unsealed` says.
+            Stored::Unsealed | Stored::Sealed(_) => match seal.unsealed {
+                Unsealed::Count => continue,
+                Unsealed::Refuse => (None, unsealed_refused(seal, &stored)),
+            },
+            Stored::Refused(why) => (None, why.clone()),
         };
+        let stored = stored_value;
         if stored != counts {
             found.push(Unvouched {
                 key: key.to_owned(),
@@ -341,16 +374,14 @@ impl Judging<'_> {
                 Some((_, value)) => value.clone(),
                 None => self.new.annotation(key)?,
             };
-            if let Some(value) = value {
-                records.insert(key.to_owned(), value);
-            }
+            records.insert(key, value);
         }
         let key = seal.annotation.as_str();
         let written = self.new.stored_annotation(key)?;
-        if records.is_empty() && written.is_none() {
+        if records.none_present() && written.is_none() {
             return Ok(());
         }
-        let text = write(seal, &self.node_name, records);
+        let text = write(seal, &self.node_name, &records);
         if written.as_deref() != Some(text.as_str()) {
             gathered.annotations.push((key.to_owned(), Some(text)));
         }
@@ -374,10 +405,11 @@ mod tests {
     const K1: &str = r#"{"id": "k1", "secret": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#;
     const K2: &str = r#"{"id": "k2", "secret": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}"#;
 
-    fn records(pairs: &[(&str, &str)]) -> Records {
+    /// The records `pairs` give, a `None` value covering an annotation the Node lacks.
+    fn records(pairs: &[(&str, Option<&str>)]) -> Records {
         let mut records = Records::default();
         for (k, v) in pairs {
-            records.insert((*k).to_owned(), (*v).to_owned());
+            records.insert(k, v.map(str::to_owned));
         }
         records
     }
@@ -385,11 +417,17 @@ mod tests {
     /// Each way a stored seal can be read, and what it makes of the records.
     #[test]
     fn a_seal_vouches_only_for_what_its_key_wrote_for_its_node() {
-        let owners = records(&[("taintguard.io/taint-owners", "a")]);
+        let owners = records(&[
+            ("taintguard.io/taint-owners", Some("a")),
+            ("talos.dev/owned-taints", None),
+        ]);
         let k1 = seal(&format!("[{K1}]"), "count");
         let rotated = seal(&format!("[{K2}, {K1}]"), "count");
         let only_k2 = seal(&format!("[{K2}]"), "refuse");
-        let written = write(&k1, "n1", owners.clone());
+        let written = write(&k1, "n1", &owners);
+        // An annotation more or less covered than the key sealed.
+        let more_covered = written.replace(r#""records":{"#, r#""records":{"example.com/x":null,"#);
+        let fewer_covered = written.replace(r#","talos.dev/owned-taints":null"#, "");
         let tampered = written.replace(r#""a""#, r#""b""#);
         // The MAC cut to its first byte: a left-truncated check would take it.
         let mac_at = written.find(r#""mac":""#).unwrap() + 7;
@@ -447,20 +485,29 @@ mod tests {
                 Err("the seal is not one"),
             ),
             (
-                "no seal, refused",
-                &only_k2,
+                "an annotation more covered than sealed",
+                &k1,
                 "n1",
-                None,
-                Err("carries no seal"),
+                Some(&more_covered),
+                Err("does not verify under key \"k1\""),
+            ),
+            (
+                "an annotation less covered than sealed",
+                &k1,
+                "n1",
+                Some(&fewer_covered),
+                Err("does not verify under key \"k1\""),
             ),
         ];
         for (name, seal, node, text, expected) in cases {
             let got = match read(seal, node, *text) {
-                Stored::Sealed(records) => {
-                    Ok(records.get("taintguard.io/taint-owners").unwrap().clone())
-                }
+                Stored::Sealed(records) => Ok(records
+                    .get("taintguard.io/taint-owners")
+                    .flatten()
+                    .unwrap()
+                    .clone()),
                 Stored::Refused(why) => Err(why),
-                Stored::Trusted => Err("trusted".to_owned()),
+                Stored::Unsealed => Err("unsealed".to_owned()),
             };
             match (expected, &got) {
                 (Ok(value), Ok(got)) => assert_eq!(value, got, "{name}"),
@@ -468,8 +515,8 @@ mod tests {
                 _ => panic!("{name}: expected {expected:?}, got {got:?}"),
             }
         }
-        assert!(matches!(read(&k1, "n1", None), Stored::Trusted));
+        assert!(matches!(read(&only_k2, "n1", None), Stored::Unsealed));
         // Rotation: the first key seals.
-        assert!(write(&rotated, "n1", owners).contains(r#""key":"k2""#));
+        assert!(write(&rotated, "n1", &owners).contains(r#""key":"k2""#));
     }
 }

@@ -145,10 +145,8 @@ pub fn seal(node: &str, settings: &Settings) -> Result<Option<String>, String> {
     let view = NodeView::read(&object, "node")?;
     let mut records = seal::Records::default();
     for key in settings.records() {
-        if let Some(value) = view.annotation(key)? {
-            records.insert(key.to_owned(), value);
-        }
+        records.insert(key, view.annotation(key)?);
     }
     let name = view.name.as_ref().map_or("", |n| n.as_str());
-    Ok(Some(seal::write(record_seal, name, records)))
+    Ok(Some(seal::write(record_seal, name, &records)))
 }

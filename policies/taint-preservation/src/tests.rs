@@ -1950,6 +1950,18 @@ fn sealed_records_count_only_as_the_policy_sealed_them() {
             Want::Mutated(sealed(kured_removed(n(&[])), &count)),
         ),
         (
+            "a record the settings named after the seal counts as unsealed (count): it stands, and is sealed",
+            with_entry(&count),
+            request("UPDATE", KURED, Some(&entry_lists(kured_sealed.clone())), &entry_lists(with_taints(kured_sealed.clone(), &[]))),
+            Want::Mutated(sealed(entry_lists(kured_removed(n(&[]))), &with_entry(&count))),
+        ),
+        (
+            "the same under refuse: it counts for nothing and is removed",
+            with_entry(&refuse),
+            request("UPDATE", KURED, Some(&entry_lists(kured_sealed.clone())), &entry_lists(with_taints(kured_sealed.clone(), &[]))),
+            Want::Mutated(sealed(kured_removed(n(&[])), &with_entry(&refuse))),
+        ),
+        (
             "a seal copied from another node does not verify: the owner's removal is put back",
             refuse.clone(),
             request("UPDATE", KURED, Some(&renamed(kured_sealed.clone(), "worker-2")), &renamed(with_taints(kured_sealed.clone(), &[]), "worker-2")),
@@ -1963,6 +1975,19 @@ fn sealed_records_count_only_as_the_policy_sealed_them() {
         crate::stored::taint_owners(&forged_over(n(&[KURED_TAINT])).to_string(), &settings);
     let owner = crate::stored::Owner::Recorded(KURED.0.to_owned());
     assert_eq!(owners.unwrap()[0].owner, owner);
+}
+
+/// `settings` with a controller record the seal of the default settings does not cover.
+fn with_entry(settings: &Value) -> Value {
+    let mut settings = settings.clone();
+    let entry = json!({"annotation": "example.com/owned-taints", "format": "keys", "owner": {"users": ["admin"]}});
+    settings["controllerRecords"] = json!([entry]);
+    settings
+}
+
+/// `node` with the record of [`with_entry`]'s controller.
+fn entry_lists(node: Value) -> Value {
+    annotated(node, "example.com/owned-taints", r#"["example.com/pool"]"#)
 }
 
 /// `node` with `taints` in place of its own.
