@@ -607,7 +607,10 @@ fn sealed_forgeries_grant_nothing(request: &str, settings: &str) -> Checked {
     else {
         return Ok(());
     };
+    // A status write stores no taint and no cordon (the stored spec is kept): the records it
+    // writes are `status_writes_grant_nothing`'s.
     if parsed["operation"] != "UPDATE"
+        || parsed.get("subResource").is_some()
         || !old.is_object()
         || !object.is_object()
         || stored_seal != Some(&serde_json::json!(valid))
@@ -616,12 +619,10 @@ fn sealed_forgeries_grant_nothing(request: &str, settings: &str) -> Checked {
     }
     let requester = parsed["userInfo"]["username"].as_str().unwrap_or_default();
     let mut forged_old = old.clone();
-    gen::deed(
-        &mut forged_old,
-        requester,
-        policy_settings.cordon.owner_annotation.as_str(),
-    );
-    let judged = |stored: &serde_json::Value| judged_against(&parsed, stored, settings);
+    let owner = policy_settings.cordon.owner_annotation.as_str();
+    gen::deed(&mut forged_old, requester, owner);
+    let kept = [owner, seal.annotation.as_str()];
+    let judged = |stored: &serde_json::Value| judged_against(&parsed, stored, settings, &kept);
     let (sealed_removes, sealed_uncordons) = judged(old);
     let (forged_removes, forged_uncordons) = judged(&forged_old);
     let granted: Vec<_> = (forged_removes.iter())
@@ -636,15 +637,30 @@ fn sealed_forgeries_grant_nothing(request: &str, settings: &str) -> Checked {
     Ok(())
 }
 
-/// `request` judged against `stored` as its stored Node, written with `stored`'s records: the
-/// taints it removes, and whether it lifts `stored`'s cordon.
+/// `request` judged against `stored` as its stored Node, written with `stored`'s records and its
+/// annotations `kept` (the cordon owner record, the seal) as stored: the taints it removes, and
+/// whether it lifts `stored`'s cordon.
 fn judged_against(
     request: &serde_json::Value,
     stored: &serde_json::Value,
     settings: &str,
+    kept: &[&str],
 ) -> (Vec<(String, String)>, bool) {
     let mut next = request.clone();
     gen::keep_records(stored, &mut next["object"]);
+    let annotations = |node: &serde_json::Value| node.pointer("/metadata/annotations").cloned();
+    if let (Some(from), Some(to)) = (
+        annotations(stored),
+        next.pointer_mut("/object/metadata/annotations")
+            .and_then(serde_json::Value::as_object_mut),
+    ) {
+        for key in kept {
+            match from.get(*key) {
+                Some(value) => to.insert((*key).to_owned(), value.clone()),
+                None => to.remove(*key),
+            };
+        }
+    }
     next["oldObject"] = stored.clone();
     let text = next.to_string();
     let verdict = run::<TaintPreservation>(&text, settings, Half::Mutating, &CaseCluster(None));

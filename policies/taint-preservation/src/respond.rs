@@ -38,7 +38,7 @@ impl Judging<'_> {
             let edits = NodeEdits {
                 taints: self.restored_taints(&findings),
                 unschedulable: keep_cordoned.then_some(true),
-                annotations,
+                annotations: self.settled(annotations)?,
             };
             let mut verdict = if edits.is_empty() {
                 Verdict::accept()
@@ -55,6 +55,30 @@ impl Judging<'_> {
             wants,
             node: self.node_name.clone(),
         })
+    }
+
+    /// The record edits, each key edited once: where two steps edit one record (the seal's
+    /// repair, then the step that keeps the record), the last says what it holds, and no edit is
+    /// left where that is what the request already writes. A key edited once is left as its step
+    /// wrote it.
+    fn settled(
+        &self,
+        edits: Vec<(String, Option<String>)>,
+    ) -> Result<Vec<(String, Option<String>)>, String> {
+        let mut settled: Vec<(String, Option<String>, bool)> = Vec::with_capacity(edits.len());
+        for (key, value) in edits {
+            match settled.iter_mut().find(|(k, _, _)| *k == key) {
+                Some(edit) => (edit.1, edit.2) = (value, true),
+                None => settled.push((key, value, false)),
+            }
+        }
+        let mut kept = Vec::with_capacity(settled.len());
+        for (key, value, twice) in settled {
+            if !twice || self.new.stored_annotation(&key)? != value {
+                kept.push((key, value));
+            }
+        }
+        Ok(kept)
     }
 
     /// How many levels the node with this policy's edits nests at most: the edits copy taints
