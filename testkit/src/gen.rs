@@ -269,6 +269,16 @@ pub(crate) fn keep_records(old: &Value, new: &mut Value) {
     ]
     .into_iter()
     .chain(controllers.iter().map(|(key, _)| key.as_str()));
+    keep_annotations(old, new, records);
+}
+
+/// `new`'s annotations `keys` as `old` holds them (present or absent) where both have
+/// annotations.
+pub(crate) fn keep_annotations<'k>(
+    old: &Value,
+    new: &mut Value,
+    keys: impl IntoIterator<Item = &'k str>,
+) {
     let (Some(old), Some(new)) = (
         old.pointer("/metadata/annotations")
             .and_then(Value::as_object),
@@ -277,7 +287,7 @@ pub(crate) fn keep_records(old: &Value, new: &mut Value) {
     ) else {
         return;
     };
-    for key in records {
+    for key in keys {
         match old.get(key) {
             Some(value) => new.insert(key.to_owned(), value.clone()),
             None => new.remove(key),

@@ -561,18 +561,7 @@ fn records_as_stored(
 ) -> serde_json::Value {
     let mut as_stored = admitted.clone();
     gen::keep_records(old, &mut as_stored);
-    if let (Some(kept), Some(annotations)) = (
-        old.pointer("/metadata/annotations")
-            .and_then(|a| a.as_object()),
-        as_stored
-            .pointer_mut("/metadata/annotations")
-            .and_then(|a| a.as_object_mut()),
-    ) {
-        match kept.get(owner) {
-            Some(value) => annotations.insert(owner.to_owned(), value.clone()),
-            None => annotations.remove(owner),
-        };
-    }
+    gen::keep_annotations(old, &mut as_stored, [owner]);
     as_stored
 }
 
@@ -599,10 +588,8 @@ fn sealed_forgeries_grant_nothing(request: &str, settings: &str) -> Checked {
     let (Some(old), Some(object)) = (parsed.get("oldObject"), parsed.get("object")) else {
         return Ok(());
     };
-    let stored_seal = old.pointer(&format!(
-        "/metadata/annotations/{}",
-        seal.annotation.as_str().replace('/', "~1")
-    ));
+    let stored_seal =
+        (old.pointer("/metadata/annotations")).and_then(|a| a.get(seal.annotation.as_str()));
     let Ok(Some(valid)) = taint_preservation::stored::seal(&old.to_string(), &policy_settings)
     else {
         return Ok(());
@@ -648,19 +635,7 @@ fn judged_against(
 ) -> (Vec<(String, String)>, bool) {
     let mut next = request.clone();
     gen::keep_records(stored, &mut next["object"]);
-    let annotations = |node: &serde_json::Value| node.pointer("/metadata/annotations").cloned();
-    if let (Some(from), Some(to)) = (
-        annotations(stored),
-        next.pointer_mut("/object/metadata/annotations")
-            .and_then(serde_json::Value::as_object_mut),
-    ) {
-        for key in kept {
-            match from.get(*key) {
-                Some(value) => to.insert((*key).to_owned(), value.clone()),
-                None => to.remove(*key),
-            };
-        }
-    }
+    gen::keep_annotations(stored, &mut next["object"], kept.iter().copied());
     next["oldObject"] = stored.clone();
     let text = next.to_string();
     let verdict = run::<TaintPreservation>(&text, settings, Half::Mutating, &CaseCluster(None));

@@ -79,7 +79,11 @@ impl Listed {
 impl ControllerRecord {
     /// What this record, stored as `annotation` (absent: `None`), lists within its `keys`.
     pub fn listed(&self, annotation: Option<&str>) -> Listed {
-        let mut listed = self.listed_anywhere(annotation);
+        self.claimed(self.listed_anywhere(annotation))
+    }
+
+    /// What of `listed` lies within the record's `keys`.
+    fn claimed(&self, mut listed: Listed) -> Listed {
         listed.0.retain(|(key, _)| self.claims(key));
         listed
     }
@@ -150,7 +154,7 @@ impl Judging<'_> {
                         }
                     }
                 }
-                owned.listed.push(record.listed(stored.as_deref()));
+                owned.listed.push(record.claimed(listed));
             } else if self.new.annotation(key)? != stored {
                 gathered.findings.push(Finding::ControllerRecordRewritten {
                     annotation: key.to_owned(),

@@ -263,24 +263,27 @@ pub(crate) fn unvouched(
         return Ok(Vec::new());
     };
     let stored_seal = view.annotation(seal.annotation.as_str())?;
-    let stored = read(seal, node, stored_seal.as_deref());
+    let said = read(seal, node, stored_seal.as_deref());
     let mut found = Vec::new();
     for key in settings.records() {
-        let stored_value = view.annotation(key)?;
-        let (counts, why) = match &stored {
-            Stored::Sealed(records) if records.get(key).is_some() => (
-                records.get(key).flatten().cloned(),
+        let sealed = match &said {
+            Stored::Sealed(records) => records.get(key),
+            _ => None,
+        };
+        let (counts, why) = match (sealed, &said) {
+            (Some(value), _) => (
+                value.cloned(),
                 "it differs from the sealed copy, so a write the policy did not judge changed it"
                     .to_owned(),
             ),
+            (None, Stored::Refused(why)) => (None, why.clone()),
             // No seal, or one written before the settings named this record: as `unsealed` says.
-            Stored::Unsealed | Stored::Sealed(_) => match seal.unsealed {
+            (None, _) => match seal.unsealed {
                 Unsealed::Count => continue,
-                Unsealed::Refuse => (None, unsealed_refused(seal, &stored)),
+                Unsealed::Refuse => (None, unsealed_refused(seal, &said)),
             },
-            Stored::Refused(why) => (None, why.clone()),
         };
-        let stored = stored_value;
+        let stored = view.annotation(key)?;
         if stored != counts {
             found.push(Unvouched {
                 key: key.to_owned(),
